@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Idempotent set-up: Debian packages + a git-ignored virtualenv (.venv) with the
+# pinned torch. Quick when already done. Usage: scripts/setup.sh [--no-torch]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TORCH_VERSION="${TZRUN_TORCH_VERSION:-2.11.0}"
+VENV="${TZRUN_VENV:-$ROOT/.venv}"
+WANT_TORCH=1
+[[ "${1:-}" == "--no-torch" ]] && WANT_TORCH=0
+
+DEB_PKGS=(build-essential cmake ninja-build ccache clang libclang-rt-14-dev
+  libcli11-dev libspdlog-dev nlohmann-json3-dev libasio-dev libgtest-dev
+  python3-venv iproute2 procps)
+
+need=()
+for p in "${DEB_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if ((${#need[@]})); then
+  echo "setup: installing Debian packages: ${need[*]}"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+
+if ((WANT_TORCH)); then
+  PY="${PYTHON:-python3}"
+  if [[ ! -x "$VENV/bin/python" ]]; then
+    echo "setup: creating virtualenv $VENV"
+    "$PY" -m venv "$VENV"
+  fi
+  have="$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true)"
+  if [[ "$have" != "$TORCH_VERSION"* ]]; then
+    echo "setup: installing torch==$TORCH_VERSION into $VENV (several GB the first time)"
+    "$VENV/bin/python" -m pip install -q --upgrade pip
+    "$VENV/bin/python" -m pip install -q "torch==$TORCH_VERSION" numpy pytest
+  fi
+fi
+echo "setup: ok"
