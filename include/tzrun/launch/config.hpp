@@ -87,6 +87,7 @@ struct LaunchConfig {
   std::optional<std::string> summary_json;  ///< --summary-json PATH
   bool dry_run = false;                     ///< print config + worker envs, spawn nothing
   std::string log_level = "warning";        ///< tzrun's own log level (LOGLEVEL env as torchrun)
+  std::string platform = "auto";            ///< --platform auto|dlc|kubeflow|slurm|none (env detection)
 };
 
 }  // namespace tzrun

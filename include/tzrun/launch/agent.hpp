@@ -1,0 +1,38 @@
+// tzrun/launch/agent.hpp — the single-node elastic agent: host the store, spawn and
+// supervise the local worker group, restart it on failure, forward signals.
+//
+// Follows torchrun 2.11's LocalElasticAgent / SimpleElasticAgent
+// (torch/distributed/elastic/agent/server/{api,local_elastic_agent}.py) and PContext
+// (torch/distributed/elastic/multiprocessing/api.py), with these documented differences:
+//   * exit status: 0 success; the root-cause worker's code (128+N when killed by signal N)
+//     after the restarts are exhausted; 128+N when tzrun got handled signal N; 2 usage
+//     (e.g. missing script), 125 infrastructure (store bind, log dir, fork), 126/127 when
+//     the worker program cannot be executed / is not found. torchrun exits 1 for all.
+//   * worker exits are seen the moment they happen (SIGCHLD via signalfd), not polled.
+//   * no orphans: workers get PR_SET_PDEATHSIG(SIGKILL); tzrun is a child subreaper and,
+//     when stopping a group, signals every worker's process group (grandchildren included)
+//     and re-parented descendants; a guardian process SIGKILLs the worker process groups
+//     if tzrun itself is killed with SIGKILL.
+//   * a second handled signal during the shutdown grace period skips the rest of the grace
+//     and SIGKILLs at once.
+//   * a signal that was ignored when tzrun started (SIGHUP under nohup) stays ignored, for
+//     tzrun and for the workers.
+// Only one node is supported (nnodes 1, static or --standalone / c10d); the agent hosts the
+// c10d-compatible store (tzrun::store::Server) the workers' env:// init connects to
+// (TORCHELASTIC_USE_AGENT_STORE=True).
+//
+// Thread-safety: call run() at most once at a time per process; it changes process-wide
+// state for its duration (signal mask, SIGPIPE disposition, child-subreaper flag) and reaps
+// every child process of tzrun.
+#pragma once
+
+#include "tzrun/launch/config.hpp"
+
+namespace tzrun::agent {
+
+/// Runs the job described by `cfg` to completion and returns tzrun's exit status (see
+/// above). Errors are reported on stderr ("tzrun: error: <what>; <what to do>") and mapped to
+/// exit codes; run() does not throw for expected failures.
+int run(const LaunchConfig& cfg);
+
+}  // namespace tzrun::agent

@@ -1,0 +1,309 @@
+// Process primitives for the agent (see process.hpp).
+#include "process.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <system_error>
+#include <utility>
+
+namespace tzrun::agent::detail {
+namespace {
+
+struct SigName {
+  int sig;
+  const char* name;
+};
+constexpr std::array<SigName, 31> kSignals{{
+    {SIGHUP, "SIGHUP"},     {SIGINT, "SIGINT"},       {SIGQUIT, "SIGQUIT"},
+    {SIGILL, "SIGILL"},     {SIGTRAP, "SIGTRAP"},     {SIGABRT, "SIGABRT"},
+    {SIGBUS, "SIGBUS"},     {SIGFPE, "SIGFPE"},       {SIGKILL, "SIGKILL"},
+    {SIGUSR1, "SIGUSR1"},   {SIGSEGV, "SIGSEGV"},     {SIGUSR2, "SIGUSR2"},
+    {SIGPIPE, "SIGPIPE"},   {SIGALRM, "SIGALRM"},     {SIGTERM, "SIGTERM"},
+    {SIGSTKFLT, "SIGSTKFLT"}, {SIGCHLD, "SIGCHLD"},   {SIGCONT, "SIGCONT"},
+    {SIGSTOP, "SIGSTOP"},   {SIGTSTP, "SIGTSTP"},     {SIGTTIN, "SIGTTIN"},
+    {SIGTTOU, "SIGTTOU"},   {SIGURG, "SIGURG"},       {SIGXCPU, "SIGXCPU"},
+    {SIGXFSZ, "SIGXFSZ"},   {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"},
+    {SIGWINCH, "SIGWINCH"}, {SIGIO, "SIGIO"},         {SIGPWR, "SIGPWR"},
+    {SIGSYS, "SIGSYS"},
+}};
+
+// Marks every fd >= 3 close-on-exec (async-signal-safe).
+void cloexec_from_3() {
+#ifdef CLOSE_RANGE_CLOEXEC
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
+#endif
+  rlimit rl{};
+  int max_fd = 65536;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+      rl.rlim_cur < 1048576) {
+    max_fd = static_cast<int>(rl.rlim_cur);
+  }
+  for (int fd = 3; fd < max_fd; ++fd) {
+    int flags = ::fcntl(fd, F_GETFD);
+    if (flags >= 0 && (flags & FD_CLOEXEC) == 0) ::fcntl(fd, F_SETFD, flags | FD_CLOEXEC);
+  }
+}
+
+[[noreturn]] void child_fail(int pipe_fd, int err) {
+  // Best effort: the parent reads the errno; a short write just reads as EOF (success).
+  ssize_t rc = ::write(pipe_fd, &err, sizeof err);
+  (void)rc;
+  ::_exit(err == ENOENT ? 127 : 126);
+}
+
+std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
+
+}  // namespace
+
+pid_t spawn(const SpawnRequest& req) {
+  // Everything the child needs is prepared here: after fork() only async-signal-safe
+  // calls are allowed (the store server runs threads).
+  std::vector<char*> argv;
+  argv.reserve(req.argv.size() + 1);
+  for (const auto& a : req.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  env_strings.reserve(req.env.size());
+  for (const auto& [k, v] : req.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+
+  std::array<int, 2> pfd{-1, -1};
+  if (::pipe2(pfd.data(), O_CLOEXEC) != 0) {
+    int err = errno;
+    throw SpawnError("cannot create the exec-status pipe for '" + req.program +
+                         "': " + errno_text(err) + "; raise the open-file limit (ulimit -n)",
+                     125, err);
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    int err = errno;
+    ::close(pfd[0]);
+    ::close(pfd[1]);
+    throw SpawnError("fork() failed for worker '" + req.program + "': " + errno_text(err) +
+                         "; check memory and the process limit (ulimit -u)",
+                     125, err);
+  }
+  if (pid == 0) {
+    ::close(pfd[0]);
+    if (::setsid() < 0) child_fail(pfd[1], errno);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(pfd[1], errno);
+    if (::getppid() != parent) ::_exit(125);  // the agent already died
+    if (req.stdout_fd >= 0 && ::dup2(req.stdout_fd, STDOUT_FILENO) < 0) {
+      child_fail(pfd[1], errno);
+    }
+    if (req.stderr_fd >= 0 && ::dup2(req.stderr_fd, STDERR_FILENO) < 0) {
+      child_fail(pfd[1], errno);
+    }
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int sig : req.reset_to_default) ::sigaction(sig, &dfl, nullptr);
+    ::sigprocmask(SIG_SETMASK, &req.child_mask, nullptr);
+    cloexec_from_3();
+    ::execve(req.program.c_str(), argv.data(), envp.data());
+    child_fail(pfd[1], errno);
+  }
+  ::close(pfd[1]);
+  int child_errno = 0;
+  ssize_t n = 0;
+  do {
+    n = ::read(pfd[0], &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  ::close(pfd[0]);
+  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    const int code = child_errno == ENOENT ? 127 : 126;
+    std::string hint = child_errno == ENOENT    ? "check the path (or its #! interpreter)"
+                       : child_errno == EACCES  ? "make it executable (chmod +x)"
+                       : child_errno == ENOEXEC ? "add a #! line or run it with Python"
+                                                : "check the program";
+    throw SpawnError("cannot execute '" + req.program + "': " + errno_text(child_errno) +
+                         " (errno " + std::to_string(child_errno) + "); " + hint,
+                     code, child_errno);
+  }
+  return pid;
+}
+
+// ---------------------------------------------------------------------------------------
+// Guardian
+
+Guardian::~Guardian() {
+  pid_t p = close();
+  if (p > 0) {
+    int status = 0;
+    while (::waitpid(p, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void Guardian::start() {
+  std::array<int, 2> sv{-1, -1};
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv.data()) != 0) {
+    throw std::system_error(errno, std::generic_category(),
+                            "cannot create the guardian socket pair");
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    int err = errno;
+    ::close(sv[0]);
+    ::close(sv[1]);
+    throw std::system_error(err, std::generic_category(), "cannot fork the guardian process");
+  }
+  if (pid == 0) {
+    // Guardian: own session (signals to tzrun's group or terminal do not reach it),
+    // ignores the usual termination signals, holds no console fds, and exits on EOF.
+    ::close(sv[0]);
+    ::setsid();
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGTSTP,
+                    SIGTTIN, SIGTTOU}) {
+      ::signal(sig, SIG_IGN);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    int devnull = ::open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+      ::dup2(devnull, 0);
+      ::dup2(devnull, 1);
+      ::dup2(devnull, 2);
+      if (devnull > 2) ::close(devnull);
+    }
+    const int fd = sv[1];
+    static std::array<pid_t, 65536> groups{};
+    std::size_t ngroups = 0;
+    std::array<char, 4096> buf{};
+    char op = 0;
+    long value = 0;
+    bool in_number = false;
+    while (true) {
+      ssize_t n = ::read(fd, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      for (ssize_t i = 0; i < n; ++i) {
+        char c = buf[static_cast<std::size_t>(i)];
+        if (c == '+' || c == '-') {
+          op = c;
+          value = 0;
+          in_number = true;
+        } else if (c >= '0' && c <= '9' && in_number) {
+          value = value * 10 + (c - '0');
+        } else if (c == '\n' && in_number) {
+          in_number = false;
+          auto pg = static_cast<pid_t>(value);
+          if (op == '+' && ngroups < groups.size() && pg > 1) {
+            groups[ngroups++] = pg;
+          } else if (op == '-') {
+            for (std::size_t k = 0; k < ngroups; ++k) {
+              if (groups[k] == pg) {
+                groups[k] = groups[--ngroups];
+                break;
+              }
+            }
+          }
+        }
+      }
+    }
+    for (std::size_t k = 0; k < ngroups; ++k) ::kill(-groups[k], SIGKILL);
+    ::_exit(0);
+  }
+  ::close(sv[1]);
+  fd_ = sv[0];
+  pid_ = pid;
+}
+
+void Guardian::send(char op, pid_t pgid) {
+  if (fd_ < 0) return;
+  char msg[32];
+  int len = std::snprintf(msg, sizeof msg, "%c%d\n", op, static_cast<int>(pgid));
+  const char* p = msg;
+  while (len > 0) {
+    ssize_t n = ::send(fd_, p, static_cast<std::size_t>(len), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // guardian gone: nothing more to do
+    p += n;
+    len -= static_cast<int>(n);
+  }
+}
+
+void Guardian::add(pid_t pgid) { send('+', pgid); }
+void Guardian::remove(pid_t pgid) { send('-', pgid); }
+
+pid_t Guardian::close() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    fd_ = -1;
+  }
+  return std::exchange(pid_, -1);
+}
+
+// ---------------------------------------------------------------------------------------
+
+std::vector<pid_t> list_children(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return out;
+  while (dirent* e = ::readdir(dir)) {
+    const char* name = e->d_name;
+    if (name[0] < '1' || name[0] > '9') continue;
+    char path[300];
+    std::snprintf(path, sizeof path, "/proc/%s/stat", name);
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    buf[n] = '\0';
+    // "<pid> (<comm>) <state> <ppid> ..."; comm may contain spaces and ')'.
+    const char* rparen = std::strrchr(buf, ')');
+    if (rparen == nullptr) continue;
+    char state = 0;
+    int ppid = 0;
+    if (std::sscanf(rparen + 1, " %c %d", &state, &ppid) != 2) continue;
+    if (ppid == parent) out.push_back(static_cast<pid_t>(std::atoi(name)));
+  }
+  ::closedir(dir);
+  return out;
+}
+
+bool group_alive(pid_t pgid) {
+  if (pgid <= 1) return false;
+  return ::kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
+int signal_from_name(const std::string& raw) {
+  std::string name;
+  for (char c : raw) {
+    if (c != ' ' && c != '\t') name += c;
+  }
+  if (name.empty()) return -1;
+  if (name.find_first_not_of("0123456789") == std::string::npos) {
+    int v = std::atoi(name.c_str());
+    return v > 0 && v < NSIG ? v : -1;
+  }
+  for (const auto& s : kSignals) {
+    if (name == s.name || name == s.name + 3) return s.sig;
+  }
+  return -1;
+}
+
+}  // namespace tzrun::agent::detail

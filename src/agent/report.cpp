@@ -1,0 +1,485 @@
+// Implementation of tzrun/agent/report.hpp (see there for the upstream behaviour followed).
+#include "report.hpp"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <system_error>
+
+namespace tzrun::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+constexpr std::string_view kNotAvailable = "<N/A>";
+constexpr std::string_view kNoTracebackHint =
+    "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html";
+
+std::string errno_text(int err) {
+  return std::error_code(err, std::generic_category()).message();
+}
+
+std::optional<double> parse_timestamp(const json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    if (s.empty()) return std::nullopt;
+    char* end = nullptr;
+    const double d = std::strtod(s.c_str(), &end);
+    if (end != nullptr && *end == '\0') return d;
+  }
+  return std::nullopt;
+}
+
+bool is_regular_file(const std::string& path) {
+  if (path.empty()) return false;
+  std::error_code ec;
+  return fs::is_regular_file(path, ec);
+}
+
+// Reads the whole file; nullopt if it cannot be opened.
+std::optional<std::string> slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return std::move(ss).str();
+}
+
+bool all_space(std::string_view s) {
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
+}
+
+// Number of code points of UTF-8 text (Python's len() of the decoded string).
+std::size_t display_len(std::string_view s) {
+  std::size_t n = 0;
+  for (char c : s) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
+
+std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t hit = s.find(from, pos);
+    if (hit == std::string_view::npos) break;
+    out.append(s.substr(pos, hit - pos));
+    out.append(to);
+    pos = hit + from.size();
+  }
+  out.append(s.substr(pos));
+  return out;
+}
+
+// datetime.fromtimestamp(int(ts)).isoformat(sep="_"): local time, whole seconds.
+std::string format_local_time(double unix_seconds) {
+  const auto t = static_cast<std::time_t>(unix_seconds < 0 ? 0 : unix_seconds);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d_%H:%M:%S", &tm);
+  return buf;
+}
+
+double to_unix(std::chrono::system_clock::time_point tp) {
+  return std::chrono::duration<double>(tp.time_since_epoch()).count();
+}
+
+int torch_exit_code(const WorkerFailure& f) {
+  return f.signal != 0 ? -f.signal : f.exit_code;
+}
+
+// Atomically replaces `path` with `content` (temp file + fsync + rename + dir fsync).
+void write_file_atomic(const std::string& path, std::string_view content, std::string_view what) {
+  if (path.empty()) throw ReportError(std::string(what) + ": empty output path; pass a file path");
+  const fs::path target(path);
+  fs::path dir = target.parent_path();
+  if (dir.empty()) dir = ".";
+  std::random_device rd;
+  const std::string tmp = (dir / ("." + target.filename().string() + ".tmp." +
+                                  std::to_string(::getpid()) + "." + std::to_string(rd())))
+                              .string();
+  auto fail = [&](const std::string& step, int err) {
+    ::unlink(tmp.c_str());
+    throw ReportError("cannot write " + std::string(what) + " '" + path + "' (" + step +
+                      "): " + errno_text(err) +
+                      "; check that the directory exists and is writable and the disk has room");
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int err = errno;
+    throw ReportError("cannot write " + std::string(what) + " '" + path +
+                      "' (creating a temporary file in '" + dir.string() + "'): " +
+                      errno_text(err) + "; check that the directory exists and is writable");
+  }
+  std::string_view rest = content;
+  while (!rest.empty()) {
+    const ssize_t n = ::write(fd, rest.data(), rest.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      fail("write", err);
+    }
+    rest.remove_prefix(static_cast<std::size_t>(n));
+  }
+  if (::fsync(fd) != 0) {
+    const int err = errno;
+    ::close(fd);
+    fail("fsync", err);
+  }
+  if (::close(fd) != 0) fail("close", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename", errno);
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    (void)::fsync(dfd);  // best effort: durability of the rename
+    ::close(dfd);
+  }
+}
+
+struct SignalName {
+  int sig;
+  const char* name;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- error files
+
+std::optional<ErrorFileInfo> read_error_file(const std::string& path) {
+  if (!is_regular_file(path)) return std::nullopt;
+  const auto text = slurp(path);
+  if (!text) {
+    return ErrorFileInfo{"error file '" + path + "' exists but cannot be read: " +
+                             errno_text(errno) + "; check its permissions",
+                         "", std::nullopt};
+  }
+  if (all_space(*text)) return std::nullopt;
+  const auto unparsable = [&](const std::string& why) {
+    return ErrorFileInfo{"error file '" + path + "' could not be parsed (" + why +
+                             "); expected torchelastic's JSON as written by "
+                             "torch.distributed.elastic.multiprocessing.errors.record, or "
+                             "{\"message\": \"...\", \"timestamp\": N}",
+                         "", std::nullopt};
+  };
+  json doc;
+  try {
+    doc = json::parse(*text);
+  } catch (const json::exception& e) {
+    return unparsable(e.what());
+  }
+  if (!doc.is_object() || !doc.contains("message")) {
+    return unparsable("no top-level \"message\" field");
+  }
+  const json& msg = doc["message"];
+  ErrorFileInfo info;
+  if (msg.is_string()) {
+    info.message = msg.get<std::string>();
+    if (doc.contains("timestamp")) info.timestamp = parse_timestamp(doc["timestamp"]);
+    return info;
+  }
+  if (!msg.is_object()) return unparsable("\"message\" is neither a string nor an object");
+  if (auto it = msg.find("message"); it != msg.end()) {
+    info.message = it->is_string() ? it->get<std::string>() : it->dump();
+  }
+  if (auto ei = msg.find("extraInfo"); ei != msg.end() && ei->is_object()) {
+    if (auto cs = ei->find("py_callstack"); cs != ei->end() && cs->is_string()) {
+      info.traceback = cs->get<std::string>();
+    }
+    if (auto ts = ei->find("timestamp"); ts != ei->end()) info.timestamp = parse_timestamp(*ts);
+  }
+  return info;
+}
+
+// ---------------------------------------------------------------- failures
+
+std::string signal_name(int sig) {
+  static const SignalName kNames[] = {
+      {SIGHUP, "SIGHUP"},       {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},   {SIGILL, "SIGILL"},
+      {SIGTRAP, "SIGTRAP"},     {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},     {SIGFPE, "SIGFPE"},
+      {SIGKILL, "SIGKILL"},     {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"},   {SIGUSR2, "SIGUSR2"},
+      {SIGPIPE, "SIGPIPE"},     {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},   {SIGCHLD, "SIGCHLD"},
+      {SIGCONT, "SIGCONT"},     {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"},   {SIGTTIN, "SIGTTIN"},
+      {SIGTTOU, "SIGTTOU"},     {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"},   {SIGXFSZ, "SIGXFSZ"},
+      {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"}, {SIGIO, "SIGIO"},
+      {SIGSYS, "SIGSYS"},
+#ifdef SIGSTKFLT
+      {SIGSTKFLT, "SIGSTKFLT"},
+#endif
+#ifdef SIGPWR
+      {SIGPWR, "SIGPWR"},
+#endif
+  };
+  for (const auto& n : kNames) {
+    if (n.sig == sig) return n.name;
+  }
+#ifdef SIGRTMIN
+  if (sig == SIGRTMIN) return "SIGRTMIN";
+  if (sig == SIGRTMAX) return "SIGRTMAX";
+#endif
+  return std::string(kNotAvailable);
+}
+
+int tzrun_exit_code(const WorkerFailure& f) noexcept {
+  return f.signal != 0 ? 128 + f.signal : f.exit_code;
+}
+
+std::size_t select_root_cause(const std::vector<WorkerFailure>& failures) {
+  std::size_t best = 0;
+  double best_ts = 0;
+  for (std::size_t i = 0; i < failures.size(); ++i) {
+    const auto info = read_error_file(failures[i].error_file);
+    const double ts = info && info->timestamp ? *info->timestamp : to_unix(failures[i].time);
+    if (i == 0 || ts < best_ts) {
+      best = i;
+      best_ts = ts;
+    }
+  }
+  return best;
+}
+
+std::string format_failure_report(std::string_view entrypoint,
+                                  const std::vector<WorkerFailure>& failures,
+                                  std::size_t root_index, std::string_view hostname) {
+  const std::string title = std::string(entrypoint) + " FAILED";
+  std::size_t width = display_len(title);
+  std::string root_block;
+  std::vector<std::string> others;
+
+  for (std::size_t idx = 0; idx < failures.size(); ++idx) {
+    const WorkerFailure& f = failures[idx];
+    const auto info = read_error_file(f.error_file);
+    const double ts = info && info->timestamp ? *info->timestamp : to_unix(f.time);
+
+    std::string msg;
+    if (info && !(info->traceback.empty() && info->message.empty())) {
+      msg = replace_all(info->traceback.empty() ? info->message : info->traceback, "\n", "\n  ");
+    } else if (f.signal != 0) {
+      msg = "Signal " + std::to_string(f.signal) + " (" + signal_name(f.signal) +
+            ") received by PID " + std::to_string(f.pid);
+    } else {
+      msg = std::string(kNoTracebackHint);
+    }
+
+    std::string block;
+    block += "[" + std::to_string(idx) + "]:\n";
+    block += "  time      : " + format_local_time(ts) + "\n";
+    block += "  host      : " + std::string(hostname) + "\n";
+    block += "  rank      : " + std::to_string(f.global_rank) +
+             " (local_rank: " + std::to_string(f.local_rank) + ")\n";
+    block += "  exitcode  : " + std::to_string(torch_exit_code(f)) +
+             " (pid: " + std::to_string(f.pid) + ")\n";
+    block += "  error_file: " + (info ? f.error_file : std::string(kNotAvailable)) + "\n";
+    block += "  traceback : " + msg;
+
+    std::size_t start = 0;
+    while (start <= block.size()) {
+      std::size_t nl = block.find('\n', start);
+      if (nl == std::string::npos) nl = block.size();
+      width = std::max(width, display_len(std::string_view(block).substr(start, nl - start)));
+      start = nl + 1;
+    }
+    if (idx == root_index) {
+      root_block = std::move(block);
+    } else {
+      others.push_back(std::move(block));
+    }
+  }
+  width = std::min<std::size_t>(width, 60);
+  const std::string border(width, '=');
+  const std::string section(width, '-');
+
+  std::string out;
+  out += border + "\n";
+  out += title + "\n";
+  out += section + "\n";
+  out += "Failures:\n";
+  if (others.empty()) {
+    out += "  <NO_OTHER_FAILURES>\n";
+  } else {
+    for (const auto& o : others) out += o + "\n";
+  }
+  out += section + "\n";
+  out += "Root Cause (first observed failure):\n";
+  out += root_block + "\n";
+  out += border + "\n";
+
+  if (root_index < failures.size()) {
+    const WorkerFailure& r = failures[root_index];
+    out += "tzrun: root cause is rank " + std::to_string(r.global_rank) +
+           " (local_rank: " + std::to_string(r.local_rank) + ", pid: " + std::to_string(r.pid) +
+           "), ";
+    if (r.signal != 0) {
+      out += "killed by signal " + std::to_string(r.signal) + " (" + signal_name(r.signal) + ")";
+    } else {
+      out += "exited with code " + std::to_string(r.exit_code);
+    }
+    out += "; exit code " + std::to_string(tzrun_exit_code(r)) + "\n";
+  }
+  return out;
+}
+
+std::string format_failure_log_message(const WorkerFailure& f, std::string_view entrypoint) {
+  return "failed (exitcode: " + std::to_string(torch_exit_code(f)) +
+         ") local_rank: " + std::to_string(f.local_rank) + " (pid: " + std::to_string(f.pid) +
+         ") of binary: " + std::string(entrypoint);
+}
+
+std::string local_fqdn() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0) return "localhost";
+  const std::string hostname = host;
+  // Python: gethostbyaddr(name) = resolve name (getaddrinfo) + reverse lookup, then the
+  // first name containing a '.' among [primary name] + aliases, else the primary name.
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(hostname.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) {
+    return hostname;
+  }
+  std::string result = hostname;
+#ifdef __linux__
+  const void* addr = nullptr;
+  socklen_t len = 0;
+  if (res->ai_family == AF_INET) {
+    addr = &reinterpret_cast<const sockaddr_in*>(res->ai_addr)->sin_addr;
+    len = sizeof(in_addr);
+  } else if (res->ai_family == AF_INET6) {
+    addr = &reinterpret_cast<const sockaddr_in6*>(res->ai_addr)->sin6_addr;
+    len = sizeof(in6_addr);
+  }
+  if (addr != nullptr) {
+    hostent he{};
+    hostent* out = nullptr;
+    int herr = 0;
+    std::vector<char> buf(16384);
+    if (::gethostbyaddr_r(addr, len, res->ai_family, &he, buf.data(), buf.size(), &out, &herr) ==
+            0 &&
+        out != nullptr && out->h_name != nullptr) {
+      result = out->h_name;
+      if (result.find('.') == std::string::npos && out->h_aliases != nullptr) {
+        for (char** a = out->h_aliases; *a != nullptr; ++a) {
+          if (std::string_view(*a).find('.') != std::string_view::npos) {
+            result = *a;
+            break;
+          }
+        }
+      }
+    }
+  }
+#else
+  char name[NI_MAXHOST];
+  if (::getnameinfo(res->ai_addr, res->ai_addrlen, name, sizeof(name), nullptr, 0, NI_NAMEREQD) ==
+      0) {
+    result = name;
+  }
+#endif
+  ::freeaddrinfo(res);
+  return result;
+}
+
+bool copy_root_error_file(const WorkerFailure& root, const std::string& dest_path) {
+  if (dest_path.empty() || !is_regular_file(root.error_file)) return false;
+  const auto text = slurp(root.error_file);
+  if (!text || all_space(*text)) return false;
+  json doc;
+  try {
+    doc = json::parse(*text);
+  } catch (const json::exception&) {
+    return false;
+  }
+  const int code = torch_exit_code(root);
+  if (code != 0 && doc.is_object()) {
+    auto it = doc.find("message");
+    if (it != doc.end() && it->is_object()) (*it)["errorCode"] = code;
+  }
+  write_file_atomic(dest_path, doc.dump(), "the agent error file (TORCHELASTIC_ERROR_FILE)");
+  return true;
+}
+
+// ---------------------------------------------------------------- summary
+
+namespace {
+
+nlohmann::ordered_json rank_json(const RankOutcome& r) {
+  nlohmann::ordered_json j;
+  j["local_rank"] = r.local_rank;
+  j["global_rank"] = r.global_rank;
+  j["pid"] = static_cast<long long>(r.pid);
+  j["exit_code"] = r.exit_code;
+  j["signal"] = r.signal;
+  if (r.signal != 0) {
+    j["signal_name"] = signal_name(r.signal);
+  } else {
+    j["signal_name"] = nullptr;
+  }
+  j["state"] = r.signal != 0 ? "signaled" : (r.exit_code == 0 ? "succeeded" : "failed");
+  j["restarts"] = r.restarts;
+  j["start_time"] = r.start_time;
+  j["end_time"] = r.end_time;
+  j["duration_s"] = std::max(0.0, r.end_time - r.start_time);
+  j["error_message"] = r.error_message;
+  return j;
+}
+
+}  // namespace
+
+std::string summary_to_json(const RunSummary& s) {
+  nlohmann::ordered_json j;
+  j["schema_version"] = 1;
+  j["tool"] = "tzrun";
+  j["run_id"] = s.run_id;
+  j["hostname"] = s.hostname;
+  j["outcome"] = s.outcome;
+  j["exit_code"] = s.exit_code;
+  j["restarts"] = s.restarts;
+  j["world_size"] = s.world_size;
+  j["start_time"] = s.start_time;
+  j["end_time"] = s.end_time;
+  j["duration_s"] = std::max(0.0, s.end_time - s.start_time);
+  j["root_cause_rank"] = nullptr;
+  j["root_cause"] = nullptr;
+  if (s.root_cause_rank) {
+    j["root_cause_rank"] = *s.root_cause_rank;
+    for (const auto& r : s.ranks) {
+      if (r.global_rank >= 0 && static_cast<std::size_t>(r.global_rank) == *s.root_cause_rank) {
+        j["root_cause"] = rank_json(r);
+        break;
+      }
+    }
+  }
+  j["ranks"] = nlohmann::ordered_json::array();
+  for (const auto& r : s.ranks) j["ranks"].push_back(rank_json(r));
+  j["attempts"] = nlohmann::ordered_json::array();
+  for (const auto& a : s.attempts) {
+    auto arr = nlohmann::ordered_json::array();
+    for (const auto& r : a) arr.push_back(rank_json(r));
+    j["attempts"].push_back(std::move(arr));
+  }
+  // Invalid UTF-8 in worker messages must not make the summary unwritable.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+void write_summary_json(const std::string& path, const RunSummary& s) {
+  write_file_atomic(path, summary_to_json(s), "the run summary (--summary-json)");
+}
+
+}  // namespace tzrun::agent

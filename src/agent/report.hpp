@@ -1,0 +1,170 @@
+// tzrun/agent/report.hpp — worker error files, the failure report and the run summary.
+//
+// Upstream: torch/distributed/elastic/multiprocessing/errors/__init__.py (ProcessFailure,
+// ChildFailedError.format_msg, record) and .../errors/error_handler.py (error file JSON,
+// dump_error_file), PyTorch 2.11.
+//
+// --summary-json schema (tzrun extension; "schema_version": 1). Times are unix seconds
+// (floating point), durations seconds. Fields are only ever added, never renamed.
+//   {
+//     "schema_version": 1,
+//     "tool": "tzrun",
+//     "run_id": string,                 // rendezvous run id
+//     "hostname": string,               // agent host (FQDN as torchrun reports it); may be ""
+//     "outcome": "succeeded" | "failed" | "signaled" | "infrastructure_error",
+//     "exit_code": int,                 // tzrun's own exit status
+//     "restarts": int,                  // group restarts performed
+//     "world_size": int,                // WORLD_SIZE of the last attempt
+//     "start_time": number, "end_time": number, "duration_s": number,
+//     "root_cause_rank": int | null,    // GLOBAL rank of the root-cause worker (last attempt)
+//     "root_cause": rank object | null, // that worker's entry of "ranks"
+//     "ranks": [rank object, ...],      // last attempt, ordered as given
+//     "attempts": [[rank object, ...], ...]  // every attempt in order (attempt i = restart i)
+//   }
+//   rank object: {
+//     "local_rank": int, "global_rank": int, "pid": int,
+//     "exit_code": int,           // WEXITSTATUS, or 128+signal when killed by a signal
+//     "signal": int,              // 0 unless killed by a signal
+//     "signal_name": string|null, // e.g. "SIGKILL"
+//     "state": "succeeded" | "failed" | "signaled",
+//     "restarts": int,            // TORCHELASTIC_RESTART_COUNT of that attempt
+//     "start_time": number, "end_time": number, "duration_s": number,
+//     "error_message": string     // from the worker's error file, "" if none
+//   }
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tzrun::agent {
+
+/// Raised when a report artefact (summary JSON, copied error file) cannot be written.
+class ReportError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What a worker left in its TORCHELASTIC_ERROR_FILE.
+struct ErrorFileInfo {
+  std::string message;              ///< "<ExceptionType>: <str(e)>" or the plain message
+  std::string traceback;            ///< extraInfo.py_callstack ("" if absent)
+  std::optional<double> timestamp;  ///< unix seconds when the worker recorded the error
+};
+
+/// Reads a torchelastic error file. Accepted forms (error_handler.py):
+///   {"message": {"message": "...", "extraInfo": {"py_callstack": "...", "timestamp": "..."}}}
+///   {"message": "<plain string>", "timestamp": N}   (timestamp optional)
+/// Returns nullopt when `path` is empty, missing or an empty file. A file that is not
+/// valid JSON or has neither shape yields an ErrorFileInfo whose message says so (never
+/// throws). Thread-safe.
+std::optional<ErrorFileInfo> read_error_file(const std::string& path);
+
+/// One failed (or agent-terminated) worker of an attempt.
+struct WorkerFailure {
+  int local_rank = 0;
+  int global_rank = 0;
+  pid_t pid = 0;
+  int exit_code = 0;       ///< >= 0: WEXITSTATUS (ignored when signal != 0)
+  int signal = 0;          ///< signal number if the worker was killed by one, else 0
+  std::string error_file;  ///< its TORCHELASTIC_ERROR_FILE ("" if none)
+  std::chrono::system_clock::time_point time;  ///< when the agent observed the exit
+};
+
+/// "SIGKILL" for 9 etc. (Python's signal.Signals(n).name); "<N/A>" if unknown.
+std::string signal_name(int sig);
+
+/// The exit status tzrun returns for this failure: 128+signal, else the exit code.
+int tzrun_exit_code(const WorkerFailure& f) noexcept;
+
+/// torchrun's root-cause rule (ChildFailedError.get_first_failure): the failure with the
+/// smallest timestamp, where the timestamp is the error file's if it has one, else the
+/// observation time; ties go to the earliest element. Precondition: non-empty.
+std::size_t select_root_cause(const std::vector<WorkerFailure>& failures);
+
+/// torchrun's ChildFailedError message, byte-for-byte in torchrun's layout, e.g.
+///   ============================================================
+///   train.py FAILED
+///   ------------------------------------------------------------
+///   Failures:
+///     <NO_OTHER_FAILURES>            (or the other failures' blocks)
+///   ------------------------------------------------------------
+///   Root Cause (first observed failure):
+///   [0]:
+///     time      : 2025-01-01_12:00:00
+///     host      : node1.example.com
+///     rank      : 1 (local_rank: 1)
+///     exitcode  : -9 (pid: 1234)
+///     error_file: <N/A>
+///     traceback : Signal 9 (SIGKILL) received by PID 1234
+///   ============================================================
+/// Block index = position in `failures`; border width = min(60, longest line/title).
+/// time = error-file timestamp or observation time, local time, whole seconds.
+/// Followed by one tzrun line naming the root cause and tzrun's exit code:
+///   "tzrun: root cause is rank 1 (local_rank: 1, pid: 1234), killed by signal 9 (SIGKILL);
+///    exit code 137" (one line).
+/// The result ends with '\n'. Precondition: root_index < failures.size().
+std::string format_failure_report(std::string_view entrypoint,
+                                  const std::vector<WorkerFailure>& failures,
+                                  std::size_t root_index, std::string_view hostname);
+
+/// torchrun's ERROR log message for the root cause (without the log-line header):
+/// "failed (exitcode: <c>) local_rank: <l> (pid: <p>) of binary: <entrypoint>"
+/// (<c> is negative for signals, as in torchrun).
+std::string format_failure_log_message(const WorkerFailure& f, std::string_view entrypoint);
+
+/// The host name as Python's socket.getfqdn() reports it (first dotted name of the
+/// reverse lookup, else the lookup's canonical name, else gethostname()). May block on
+/// DNS; call once.
+std::string local_fqdn();
+
+/// torchrun's `@record` behaviour for the agent itself: when the agent has
+/// TORCHELASTIC_ERROR_FILE set (`dest_path`), copy the root-cause worker's error JSON
+/// there, adding message.errorCode = <exit code, negative for signals> when non-zero and
+/// the message is an object. Returns false (nothing written) when dest_path is empty or
+/// the worker left no readable JSON error file. An existing dest file is replaced
+/// atomically. Throws ReportError if dest_path cannot be written.
+bool copy_root_error_file(const WorkerFailure& root, const std::string& dest_path);
+
+/// Per-worker outcome for the run summary (see schema above).
+struct RankOutcome {
+  int local_rank = 0;
+  int global_rank = 0;
+  pid_t pid = 0;
+  int exit_code = 0;  ///< WEXITSTATUS, or 128+signal when signal != 0
+  int signal = 0;
+  int restarts = 0;  ///< restart count of the attempt this worker belonged to
+  double start_time = 0;
+  double end_time = 0;
+  std::string error_message;
+};
+
+struct RunSummary {
+  std::string run_id;
+  std::string outcome;  ///< "succeeded" | "failed" | "signaled" | "infrastructure_error"
+  int exit_code = 0;
+  int restarts = 0;
+  int world_size = 0;
+  double start_time = 0;
+  double end_time = 0;
+  std::vector<RankOutcome> ranks;                  ///< last attempt
+  std::vector<std::vector<RankOutcome>> attempts;  ///< all attempts, in order
+  std::optional<std::size_t> root_cause_rank;      ///< GLOBAL rank of the root cause
+  std::string hostname;                            ///< optional
+};
+
+/// The summary as JSON text (schema above, pretty-printed, trailing '\n').
+std::string summary_to_json(const RunSummary& s);
+
+/// Writes summary_to_json(s) to `path` atomically: a temp file in the same directory,
+/// fsync, rename over `path`, fsync of the directory. On any failure the temp file is
+/// removed, an existing `path` is left untouched and ReportError is thrown.
+void write_summary_json(const std::string& path, const RunSummary& s);
+
+}  // namespace tzrun::agent

@@ -1,0 +1,283 @@
+// Worker environment and argv (see include/tzrun/launch/worker_env.hpp).
+#include "tzrun/launch/worker_env.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+namespace tzrun::agent {
+namespace {
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i != 0) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (true) {
+    auto pos = s.find(sep, start);
+    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::string strip(std::string_view s) {
+  std::size_t b = 0;
+  std::size_t e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b])) != 0) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])) != 0) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+bool is_identifier_start(char c) {
+  return c == '_' || std::isalpha(static_cast<unsigned char>(c)) != 0;
+}
+bool is_identifier_char(char c) {
+  return c == '_' || std::isalnum(static_cast<unsigned char>(c)) != 0;
+}
+
+bool is_regular_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+}  // namespace
+
+bool needs_omp_default(const LaunchConfig& cfg,
+                       const std::map<std::string, std::string>& base_env) {
+  return !base_env.contains("OMP_NUM_THREADS") && cfg.nproc_per_node > 1;
+}
+
+std::vector<std::string> omp_banner_lines() {
+  const std::string stars(41, '*');
+  return {"", stars,
+          "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, "
+          "to avoid your system being overloaded, please further tune the variable for optimal "
+          "performance in your application as needed. ",
+          stars};
+}
+
+std::map<std::string, std::string> build_worker_env(
+    const LaunchConfig& cfg, const WorkerSpec& spec,
+    const std::map<std::string, std::string>& base_env, const std::string& master_addr,
+    int master_port, const std::string& error_file) {
+  std::map<std::string, std::string> env = base_env;
+  env["RANK"] = std::to_string(spec.global_rank);
+  env["GROUP_RANK"] = std::to_string(spec.group_rank);
+  env["ROLE_RANK"] = std::to_string(spec.role_rank);
+  env["ROLE_NAME"] = cfg.role;
+  env["LOCAL_WORLD_SIZE"] = std::to_string(spec.local_world_size);
+  env["WORLD_SIZE"] = std::to_string(spec.world_size);
+  env["GROUP_WORLD_SIZE"] = std::to_string(spec.group_world_size);
+  env["ROLE_WORLD_SIZE"] = std::to_string(spec.role_world_size);
+  env["MASTER_ADDR"] = master_addr;
+  env["MASTER_PORT"] = std::to_string(master_port);
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(spec.restart_count);
+  env["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(cfg.max_restarts);
+  env["TORCHELASTIC_RUN_ID"] = cfg.rdzv_id;
+  env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  if (!base_env.contains("TORCH_NCCL_ASYNC_ERROR_HANDLING")) {
+    env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1";
+  }
+  env["TORCHELASTIC_ERROR_FILE"] = error_file;
+  // run.py puts --signals-to-handle into the agent's os.environ; workers inherit it.
+  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = join(cfg.signals_to_handle, ",");
+
+  if (cfg.virtual_local_rank) {
+    env["LOCAL_RANK"] = "0";
+    auto it = base_env.find("CUDA_VISIBLE_DEVICES");
+    if (it != base_env.end()) {
+      auto gpus = split(it->second, ',');
+      if (spec.local_rank >= static_cast<int>(gpus.size())) {
+        throw WorkerSetupError(
+            "--virtual-local-rank: local_rank " + std::to_string(spec.local_rank) +
+                " exceeds available GPUs in CUDA_VISIBLE_DEVICES=" + it->second +
+                " (" + std::to_string(gpus.size()) +
+                " entries); list at least --nproc-per-node devices or unset it",
+            ExitCode::kUsage);
+      }
+      env["CUDA_VISIBLE_DEVICES"] = strip(gpus[static_cast<std::size_t>(spec.local_rank)]);
+    } else {
+      env["CUDA_VISIBLE_DEVICES"] = std::to_string(spec.local_rank);
+    }
+  } else {
+    env["LOCAL_RANK"] = std::to_string(spec.local_rank);
+  }
+  return env;
+}
+
+std::string substitute_local_rank(std::string_view arg, int local_rank) {
+  static constexpr std::string_view kName = "local_rank";
+  const std::string value = std::to_string(local_rank);
+  std::string out;
+  out.reserve(arg.size());
+  std::size_t i = 0;
+  while (i < arg.size()) {
+    if (arg[i] != '$') {
+      out += arg[i++];
+      continue;
+    }
+    // '$' at i.
+    if (i + 1 < arg.size() && arg[i + 1] == '$') {  // escaped
+      out += '$';
+      i += 2;
+      continue;
+    }
+    if (i + 1 < arg.size() && arg[i + 1] == '{') {
+      auto close = arg.find('}', i + 2);
+      if (close != std::string_view::npos) {
+        auto id = arg.substr(i + 2, close - i - 2);
+        bool valid = !id.empty() && is_identifier_start(id[0]);
+        for (char c : id) valid = valid && is_identifier_char(c);
+        if (valid) {
+          if (id == kName) {
+            out += value;
+          } else {
+            out.append(arg.substr(i, close - i + 1));
+          }
+          i = close + 1;
+          continue;
+        }
+      }
+      out += '$';
+      ++i;
+      continue;
+    }
+    if (i + 1 < arg.size() && is_identifier_start(arg[i + 1])) {
+      std::size_t j = i + 1;
+      while (j < arg.size() && is_identifier_char(arg[j])) ++j;
+      auto id = arg.substr(i + 1, j - i - 1);
+      if (id == kName) {
+        out += value;
+      } else {
+        out.append(arg.substr(i, j - i));
+      }
+      i = j;
+      continue;
+    }
+    out += '$';
+    ++i;
+  }
+  return out;
+}
+
+EntrypointKind classify_entrypoint(const LaunchConfig& cfg) {
+  if (cfg.no_python) return EntrypointKind::kDirect;
+  if (cfg.module) return EntrypointKind::kPython;
+  const std::string& script = cfg.training_script;
+  if (ends_with(script, ".py") || !is_regular_file(script) ||
+      ::access(script.c_str(), X_OK) != 0) {
+    return EntrypointKind::kPython;
+  }
+  std::ifstream in(script, std::ios::binary);
+  std::array<char, 256> head{};
+  in.read(head.data(), head.size());
+  const auto n = static_cast<std::size_t>(in.gcount());
+  std::string_view first(head.data(), n);
+  if (first.starts_with("\x7f" "ELF")) return EntrypointKind::kDirect;
+  if (first.starts_with("#!")) {
+    auto line = first.substr(0, first.find('\n'));
+    return line.find("python") == std::string_view::npos ? EntrypointKind::kDirect
+                                                          : EntrypointKind::kPython;
+  }
+  return EntrypointKind::kPython;
+}
+
+std::vector<std::string> build_worker_argv(const LaunchConfig& cfg, int local_rank,
+                                           const std::map<std::string, std::string>& env) {
+  std::vector<std::string> argv;
+  const EntrypointKind kind = classify_entrypoint(cfg);
+  if (kind == EntrypointKind::kPython) {
+    auto it = env.find("PYTHON_EXEC");
+    argv.push_back(it != env.end() && !it->second.empty() ? it->second : "python3");
+    argv.emplace_back("-u");
+    if (cfg.module) argv.emplace_back("-m");
+    argv.push_back(substitute_local_rank(cfg.training_script, local_rank));
+    if (!cfg.module && !is_regular_file(argv.back())) {
+      struct stat st {};
+      const bool exists = ::stat(argv.back().c_str(), &st) == 0;
+      throw WorkerSetupError(
+          "training script '" + argv.back() + "' " +
+              (exists ? "is not a regular file" : "does not exist") +
+              " (looked up relative to " + [] {
+                std::array<char, 4096> buf{};
+                return std::string(::getcwd(buf.data(), buf.size()) != nullptr ? buf.data()
+                                                                               : "the cwd");
+              }() + "); pass the path of a Python file, -m for a module, or --no-python "
+                    "for an executable",
+          ExitCode::kUsage);
+    }
+  } else {
+    argv.push_back(cfg.training_script);
+  }
+  for (const auto& a : cfg.training_script_args) {
+    argv.push_back(substitute_local_rank(a, local_rank));
+  }
+  return argv;
+}
+
+std::string resolve_program(const std::string& name,
+                            const std::map<std::string, std::string>& env) {
+  if (name.empty()) {
+    throw WorkerSetupError("empty program name: pass a training script", ExitCode::kUsage);
+  }
+  auto check = [](const std::string& path) -> int {  // 0 ok, 126 not exec, 127 missing
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return ExitCode::kNotFound;
+    if (S_ISDIR(st.st_mode) || ::access(path.c_str(), X_OK) != 0) {
+      return ExitCode::kNotExecutable;
+    }
+    return 0;
+  };
+  if (name.find('/') != std::string::npos) {
+    int rc = check(name);
+    if (rc == ExitCode::kNotFound) {
+      throw WorkerSetupError("worker program '" + name + "' not found: check the path",
+                             ExitCode::kNotFound);
+    }
+    if (rc == ExitCode::kNotExecutable) {
+      throw WorkerSetupError("worker program '" + name +
+                                 "' is not executable: chmod +x it, or drop --no-python "
+                                 "to run it with Python",
+                             ExitCode::kNotExecutable);
+    }
+    return name;
+  }
+  auto it = env.find("PATH");
+  const std::string path = it != env.end() ? it->second : "/usr/local/bin:/usr/bin:/bin";
+  bool saw_non_exec = false;
+  for (const auto& dir : split(path, ':')) {
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    int rc = check(candidate);
+    if (rc == 0) return candidate;
+    if (rc == ExitCode::kNotExecutable) saw_non_exec = true;
+  }
+  if (saw_non_exec) {
+    throw WorkerSetupError("worker program '" + name +
+                               "' was found in PATH but is not executable: chmod +x it",
+                           ExitCode::kNotExecutable);
+  }
+  throw WorkerSetupError("worker program '" + name + "' not found in PATH (" + path +
+                             "): install it, fix PATH, or pass a path"
+                             + (name == "python3" ? " (or set PYTHON_EXEC)" : ""),
+                         ExitCode::kNotFound);
+}
+
+}  // namespace tzrun::agent

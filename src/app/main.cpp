@@ -1,0 +1,34 @@
+// tzrun — entry point: parse, build, run, map the outcome to an exit code.
+//   tzrun [torchrun options] training_script [args...]   launch workers (docs/launcher.md)
+//   tzrun store [options]                                 standalone c10d store (docs/store.md)
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "store_command.hpp"
+#include "tzrun/launch/agent.hpp"
+#include "tzrun/launch/cli.hpp"
+#include "tzrun/launch/config.hpp"
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "store") {
+    return tzrun::app::store_main(argc - 1, argv + 1);
+  }
+  try {
+    std::vector<std::string> args(argv + 1, argv + argc);
+    auto outcome = tzrun::cli::parse(args, tzrun::cli::environ_map());
+    if (outcome.kind != tzrun::cli::ParseOutcome::Kind::kRun) {
+      std::fputs(outcome.text.c_str(), stdout);
+      return tzrun::ExitCode::kSuccess;
+    }
+    return tzrun::agent::run(outcome.config);
+  } catch (const tzrun::cli::UsageError& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tzrun: error: %s\n", e.what());
+    return tzrun::ExitCode::kInfrastructure;
+  }
+}

@@ -1,0 +1,314 @@
+#include "options.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "text.hpp"
+
+namespace tzrun::cli::detail {
+namespace {
+
+using enum Arity;
+using enum ValueType;
+
+std::vector<OptionSpec> build_options() {
+  // Help strings of torchrun's options are torch/distributed/run.py's, verbatim.
+  std::vector<OptionSpec> o;
+  o.push_back({{"-h", "--help"}, "help", kHelp, kString, false, false, {},
+               "show this help message and exit"});
+  o.push_back({{"--nnodes"}, "nnodes", kValue, kString, true, false, {},
+               "Number of nodes, or the range of nodes in form "
+               "<minimum_nodes>:<maximum_nodes>."});
+  o.push_back({{"--nproc-per-node", "--nproc_per_node"}, "nproc_per_node", kValue, kString,
+               true, false, {},
+               "Number of workers per node; supported values: [auto, cpu, gpu, int] (xpu "
+               "is not supported by tzrun)."});
+  o.push_back({{"--rdzv-backend", "--rdzv_backend"}, "rdzv_backend", kValue, kString, true,
+               false, {}, "Rendezvous backend."});
+  o.push_back({{"--rdzv-endpoint", "--rdzv_endpoint"}, "rdzv_endpoint", kValue, kString, true,
+               false, {}, "Rendezvous backend endpoint; usually in form <host>:<port>."});
+  o.push_back({{"--rdzv-id", "--rdzv_id"}, "rdzv_id", kValue, kString, true, false, {},
+               "User-defined group id."});
+  o.push_back({{"--rdzv-conf", "--rdzv_conf"}, "rdzv_conf", kValue, kString, true, false, {},
+               "Additional rendezvous configuration (<key1>=<value1>,<key2>=<value2>,...)."});
+  o.push_back({{"--standalone"}, "standalone", kFlag, kString, true, false, {},
+               "Start a local standalone rendezvous backend that is represented by a C10d "
+               "TCP store on a free port. Useful when launching single-node, multi-worker "
+               "job. If specified --rdzv-backend, --rdzv-endpoint, --rdzv-id are "
+               "auto-assigned and any explicitly set values are ignored."});
+  o.push_back({{"--max-restarts", "--max_restarts"}, "max_restarts", kValue, kInt, true, false,
+               {}, "Maximum number of worker group restarts before failing."});
+  o.push_back({{"--monitor-interval", "--monitor_interval"}, "monitor_interval", kValue, kFloat,
+               true, false, {}, "Interval, in seconds, to monitor the state of workers."});
+  o.push_back({{"--start-method", "--start_method"}, "start_method", kValue, kString, true,
+               false, {"spawn", "fork", "forkserver"},
+               "Multiprocessing start method to use when creating workers."});
+  o.push_back({{"--event-log-handler", "--event_log_handler"}, "event_log_handler", kValue,
+               kString, true, false, {},
+               "name of a registered event logging handler (see: "
+               "https://docs.pytorch.org/docs/stable/elastic/events.html)"});
+  o.push_back({{"--role"}, "role", kValue, kString, true, false, {},
+               "User-defined role for the workers."});
+  o.push_back({{"-m", "--module"}, "module", kFlag, kString, true, false, {},
+               "Change each process to interpret the launch script as a Python module, "
+               "executing with the same behavior as 'python -m'."});
+  o.push_back({{"--no-python", "--no_python"}, "no_python", kFlag, kString, true, false, {},
+               "Skip prepending the training script with 'python' - just execute it "
+               "directly. Useful when the script is not a Python script."});
+  o.push_back({{"--run-path", "--run_path"}, "run_path", kFlag, kString, true, false, {},
+               "Run the training script with runpy.run_path in the same interpreter. Script "
+               "must be provided as an abs path (e.g. /abs/path/script.py). Takes "
+               "precedence over --no-python."});
+  o.push_back({{"--log-dir", "--log_dir"}, "log_dir", kValue, kString, true, false, {},
+               "Base directory to use for log files (e.g. /var/log/torch/elastic). The same "
+               "directory is reused for multiple runs (a unique job-level sub-directory is "
+               "created with rdzv_id as the prefix)."});
+  o.push_back({{"-r", "--redirects"}, "redirects", kValue, kString, true, false, {},
+               "Redirect std streams into a log file in the log directory (e.g. [-r 3] "
+               "redirects both stdout+stderr for all workers, [-r 0:1,1:2] redirects stdout "
+               "for local rank 0 and stderr for local rank 1)."});
+  o.push_back({{"-t", "--tee"}, "tee", kValue, kString, true, false, {},
+               "Tee std streams into a log file and also to console (see --redirects for "
+               "format)."});
+  o.push_back({{"--local-ranks-filter", "--local_ranks_filter"}, "local_ranks_filter", kValue,
+               kString, true, false, {},
+               "Only show logs from specified ranks in console (e.g. "
+               "[--local_ranks_filter=0,1,2] will only show logs from rank 0, 1 and 2). This "
+               "will only apply to stdout and stderr, not tolog files saved via --redirect "
+               "or --tee"});
+  o.push_back({{"--duplicate-stdout-filters", "--duplicate_stdout_filters"},
+               "duplicate_stdout_filters", kValue, kString, true, false, {},
+               "Duplicates logs streamed to stdout to another specified file with a list of "
+               "filters (e.g. [--duplicate_stdout_filters 'apple,orange'] will duplicate log "
+               "lines matching 'apple' OR 'orange'. An empty filters list won't duplicate "
+               "any lines. Use double comma to escape a comma)"});
+  o.push_back({{"--duplicate-stderr-filters", "--duplicate_stderr_filters"},
+               "duplicate_stderr_filters", kValue, kString, true, false, {},
+               "Duplicates logs streamed to stderr to another specified file with a list of "
+               "filters (e.g. [--duplicate_stdout_filters 'apple,orange'] will duplicate log "
+               "lines matching 'apple' OR 'orange'. An empty filters list won't duplicate "
+               "any lines. Use double comma to escape a comma)"});
+  o.push_back({{"--node-rank", "--node_rank"}, "node_rank", kValue, kInt, true, false, {},
+               "Rank of the node for multi-node distributed training."});
+  o.push_back({{"--master-addr", "--master_addr"}, "master_addr", kValue, kString, true, false,
+               {},
+               "Address of the master node (rank 0) that only used for static rendezvous. "
+               "It should be either the IP address or the hostname of rank 0. For single "
+               "node multi-proc training the --master-addr can simply be 127.0.0.1; IPv6 "
+               "should have the pattern `[0:0:0:0:0:0:0:1]`."});
+  o.push_back({{"--master-port", "--master_port"}, "master_port", kValue, kInt, true, false, {},
+               "Port on the master node (rank 0) to be used for communication during "
+               "distributed training. It is only used for static rendezvous."});
+  o.push_back({{"--local-addr", "--local_addr"}, "local_addr", kValue, kString, true, false,
+               {},
+               "Address of the local node. If specified, will use the given address for "
+               "connection. Else, will look up the local node address instead. Else, it "
+               "will be default to local machine's FQDN."});
+  o.push_back({{"--logs-specs", "--logs_specs"}, "logs_specs", kValue, kString, false, false,
+               {},
+               "torchrun.logs_specs group entrypoint name, value must be type of LogsSpecs. "
+               "Can be used to override custom logging behavior."});
+  o.push_back({{"--numa-binding", "--numa_binding"}, "numa_binding", kValue, kString, false,
+               false, {"node", "socket", "exclusive", "core-complex"},
+               "Bind worker processes to CPUs near their assigned GPUs for better "
+               "performance. See torch/numa/binding.py for available modes and details."});
+  o.push_back({{"--signals-to-handle", "--signals_to_handle"}, "signals_to_handle", kValue,
+               kString, true, false, {},
+               "Comma-separated list of signals to handle and forward to subprocesses. "
+               "Default: SIGTERM,SIGINT,SIGHUP,SIGQUIT. Common additional signals: "
+               "SIGUSR1,SIGUSR2 (used in SLURM environments)."});
+  o.push_back({{"--virtual-local-rank", "--virtual_local_rank"}, "virtual_local_rank", kFlag,
+               kString, true, false, {},
+               "Enable virtual local rank mode for workers. When enabled, LOCAL_RANK is set "
+               "to 0 for all workers and CUDA_VISIBLE_DEVICES is adjusted so each worker "
+               "accesses its assigned GPU at device index 0."});
+  // --- tzrun extensions ---
+  o.push_back({{"--shutdown-timeout", "--shutdown_timeout"}, "shutdown_timeout", kValue,
+               kFloat, true, true, {},
+               "Seconds between forwarding a termination signal to the workers and "
+               "SIGKILLing the survivors (>= 0). Default: $TORCH_ELASTIC_SHUTDOWN_TIMEOUT, "
+               "else 30. Same flag as torchrun 2.12."});
+  o.push_back({{"--summary-json", "--summary_json"}, "summary_json", kValue, kString, true,
+               true, {},
+               "Write a machine-readable JSON summary of the run (configuration, worker exit "
+               "codes, restarts) to this file when tzrun exits."});
+  o.push_back({{"--dry-run", "--dry_run"}, "dry_run", kFlag, kString, true, true, {},
+               "Print the resolved configuration and each worker's command and environment, "
+               "then exit without starting anything."});
+  o.push_back({{"--log-level", "--log_level"}, "log_level", kValue, kString, true, true, {},
+               "Level of tzrun's own log messages: trace, debug, info, warning, error, "
+               "critical or off (any case). Default: $LOGLEVEL, else warning."});
+  o.push_back({{"--platform"}, "platform", kValue, kString, true, true,
+               {"auto", "dlc", "kubeflow", "slurm", "none"},
+               "Cluster platform whose environment variables supply defaults for the "
+               "node/rendezvous settings; auto detects it, none disables detection. "
+               "Explicit flags and PET_ variables always win."});
+  o.push_back({{"-V", "--version"}, "version", kVersion, kString, false, true, {},
+               "show program's version number and exit"});
+  return o;
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string usage_part(const OptionSpec& opt) {
+  std::string part = "[" + opt.strings.front();
+  if (opt.arity == kValue) part += " " + opt.metavar();
+  return part + "]";
+}
+
+/// argparse HelpFormatter._format_usage's get_lines().
+std::vector<std::string> get_lines(const std::vector<std::string>& parts, std::size_t indent,
+                                   std::size_t text_width, std::size_t prefix_len,
+                                   bool has_prefix) {
+  std::vector<std::string> lines;
+  std::vector<std::string> line;
+  std::size_t line_len = has_prefix ? prefix_len - 1 : indent - 1;
+  auto flush = [&] {
+    std::string s(indent, ' ');
+    for (std::size_t i = 0; i < line.size(); ++i) s += (i ? " " : "") + line[i];
+    lines.push_back(std::move(s));
+    line.clear();
+  };
+  for (const auto& part : parts) {
+    if (line_len + 1 + part.size() > text_width && !line.empty()) {
+      flush();
+      line_len = indent - 1;
+    }
+    line.push_back(part);
+    line_len += part.size() + 1;
+  }
+  if (!line.empty()) flush();
+  if (has_prefix && !lines.empty()) lines[0].erase(0, indent);
+  return lines;
+}
+
+/// One action's block in the help (argparse HelpFormatter._format_action).
+void format_action(std::string& out, const std::string& invocation, const std::string& help,
+                   std::size_t width) {
+  // argparse: max_help_position = min(24, max(width - 20, 4)); our longest
+  // invocation is wider than that, so help_position == max_help_position.
+  constexpr std::size_t kIndent = 2;
+  const std::size_t kHelpPosition = std::min<std::size_t>(24, width > 24 ? width - 20 : 4);
+  const std::size_t help_width = width > kHelpPosition + 11 ? width - kHelpPosition : 11;
+  const std::size_t action_width = kHelpPosition - kIndent - 2;
+  std::size_t indent_first = 0;
+  out += std::string(kIndent, ' ');
+  if (help.empty()) {
+    out += invocation + "\n";
+    return;
+  }
+  if (invocation.size() <= action_width) {
+    out += invocation + std::string(action_width - invocation.size() + 2, ' ');
+  } else {
+    out += invocation + "\n";
+    indent_first = kHelpPosition;
+  }
+  const auto lines = wrap(help, static_cast<int>(help_width));
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    out += std::string(i == 0 ? indent_first : kHelpPosition, ' ') + lines[i] + "\n";
+  }
+}
+
+std::string invocation(const OptionSpec& opt) {
+  std::string s;
+  for (const auto& str : opt.strings) {
+    if (!s.empty()) s += ", ";
+    s += str;
+    if (opt.arity == kValue) s += " " + opt.metavar();
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string OptionSpec::pet_name() const { return "PET_" + upper(dest); }
+
+std::string OptionSpec::metavar() const {
+  if (choices.empty()) return upper(dest);
+  std::string s = "{";
+  for (std::size_t i = 0; i < choices.size(); ++i) s += (i ? "," : "") + choices[i];
+  return s + "}";
+}
+
+std::string OptionSpec::display() const {
+  std::string s;
+  for (const auto& str : strings) s += (s.empty() ? "" : "/") + str;
+  return s;
+}
+
+std::span<const OptionSpec> options() {
+  static const std::vector<OptionSpec> kOptions = build_options();
+  return kOptions;
+}
+
+std::string usage_text(int width) {
+  const std::size_t text_width = width > 1 ? static_cast<std::size_t>(width) : 1;
+  const std::string prefix = "usage: ";
+  const std::string prog = "tzrun";
+  std::vector<std::string> opt_parts;
+  for (const auto& opt : options()) opt_parts.push_back(usage_part(opt));
+  const std::vector<std::string> pos_parts = {"training_script", "..."};
+
+  std::string one_line = prog;
+  for (const auto& p : opt_parts) one_line += " " + p;
+  for (const auto& p : pos_parts) one_line += " " + p;
+  if (prefix.size() + one_line.size() <= text_width) return prefix + one_line + "\n";
+
+  std::vector<std::string> lines;
+  if (prefix.size() + prog.size() <= text_width * 3 / 4) {
+    const std::size_t indent = prefix.size() + prog.size() + 1;
+    std::vector<std::string> first = {prog};
+    first.insert(first.end(), opt_parts.begin(), opt_parts.end());
+    lines = get_lines(first, indent, text_width, prefix.size(), true);
+    auto pos = get_lines(pos_parts, indent, text_width, 0, false);
+    lines.insert(lines.end(), pos.begin(), pos.end());
+  } else {
+    const std::size_t indent = prefix.size();
+    std::vector<std::string> parts = opt_parts;
+    parts.insert(parts.end(), pos_parts.begin(), pos_parts.end());
+    lines = get_lines(parts, indent, text_width, 0, false);
+    lines.insert(lines.begin(), prog);
+  }
+  std::string out = prefix;
+  for (std::size_t i = 0; i < lines.size(); ++i) out += (i ? "\n" : "") + lines[i];
+  return out + "\n";
+}
+
+std::string render_help(int width) {
+  const std::size_t w = width > 1 ? static_cast<std::size_t>(width) : 1;
+  std::string out = usage_text(width) + "\n";
+  for (const auto& line :
+       wrap("tzrun: a drop-in C++ replacement for torchrun, the Torch Distributed Elastic "
+            "Training Launcher, with its own c10d-compatible TCP store.",
+            static_cast<int>(w))) {
+    out += line + "\n";
+  }
+  out += "\npositional arguments:\n";
+  format_action(out, "training_script",
+                "Full path to the (single GPU) training program/script to be launched in "
+                "parallel, followed by all the arguments for the training script.",
+                w);
+  format_action(out, "training_script_args", "", w);
+  out += "\noptions:\n";
+  for (const auto& opt : options()) {
+    if (!opt.extension) format_action(out, invocation(opt), opt.help, w);
+  }
+  out += "\ntzrun options (not in torchrun 2.11):\n";
+  for (const auto& opt : options()) {
+    if (opt.extension) format_action(out, invocation(opt), opt.help, w);
+  }
+  out += "\n";
+  for (const auto& line :
+       wrap("Every option can also be set through PET_<OPTION> in the environment (e.g. "
+            "PET_NPROC_PER_NODE=4), except --logs-specs and --numa-binding; the command line "
+            "wins. The standalone c10d-compatible store server: tzrun store --help.",
+            static_cast<int>(w))) {
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace tzrun::cli::detail

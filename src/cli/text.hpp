@@ -1,0 +1,34 @@
+// Internal helpers of tzrun::cli: Python-compatible number parsing and
+// argparse/textwrap-compatible line wrapping.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tzrun::cli::detail {
+
+/// Python's int(str) for base 10: surrounding whitespace, optional sign,
+/// digits with single '_' between digits. nullopt if invalid or outside int64.
+std::optional<std::int64_t> python_int(std::string_view text);
+
+/// Python's float(str): whitespace, sign, decimal/exponent forms, '_' between
+/// digits, inf/infinity/nan (any case). No hex floats. nullopt if invalid.
+std::optional<double> python_float(std::string_view text);
+
+/// ASCII whitespace strip (Python str.strip() for the ASCII range).
+std::string_view strip(std::string_view text);
+
+/// Splits on every occurrence of `sep` (Python str.split(sep)): "" -> {""}.
+std::vector<std::string> split(std::string_view text, char sep);
+
+/// textwrap.wrap(text, width) with Python 3.11 defaults (whitespace collapsed,
+/// break_long_words, break_on_hyphens), as argparse's HelpFormatter uses it.
+std::vector<std::string> wrap(std::string_view text, int width);
+
+/// Python repr() of a str for the common cases argparse messages show: 'x'.
+std::string py_repr(std::string_view text);
+
+}  // namespace tzrun::cli::detail
