@@ -9,6 +9,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -30,9 +32,6 @@
 #include <system_error>
 #include <utility>
 #include <vector>
-
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "logs.hpp"
 #include "process.hpp"
@@ -59,7 +58,9 @@ class AgentError : public std::runtime_error {
   int code_;
 };
 
-std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
+std::string errno_text(int err) {
+  return std::error_code(err, std::generic_category()).message();
+}
 
 double unix_seconds(SysClock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
@@ -133,9 +134,10 @@ class SignalState {
     for (const auto& name : names) {
       int sig = detail::signal_from_name(name);
       if (sig < 0) {
-        log.warn("Unknown signal name '{}' in --signals-to-handle; skipping it (use names "
-                 "like SIGTERM,SIGUSR1)",
-                 name);
+        log.warn(
+            "Unknown signal name '{}' in --signals-to-handle; skipping it (use names "
+            "like SIGTERM,SIGUSR1)",
+            name);
         continue;
       }
       if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCHLD) {
@@ -159,16 +161,18 @@ class SignalState {
     if (fd_ < 0) {
       int err = errno;
       ::sigprocmask(SIG_SETMASK, &orig_mask_, nullptr);
-      throw AgentError("cannot create a signalfd: " + errno_text(err) +
-                           "; tzrun needs Linux signalfd(2)",
-                       ExitCode::kInfrastructure);
+      throw AgentError(
+          "cannot create a signalfd: " + errno_text(err) + "; tzrun needs Linux signalfd(2)",
+          ExitCode::kInfrastructure);
     }
     // The console may be a closed pipe; never die of SIGPIPE (workers get it back).
     struct sigaction ign {};
     ign.sa_handler = SIG_IGN;
     sigemptyset(&ign.sa_mask);
     ::sigaction(SIGPIPE, &ign, &old_pipe_);
-    if (old_pipe_.sa_handler != SIG_IGN) reset_.push_back(SIGPIPE);
+    // Workers start with SIGPIPE and SIGXFSZ at SIG_DFL, as Python's Popen(restore_signals=True)
+    // gives torchrun's workers.
+    reset_ = {SIGPIPE, SIGXFSZ};
   }
   SignalState(const SignalState&) = delete;
   SignalState& operator=(const SignalState&) = delete;
@@ -225,7 +229,10 @@ class Agent {
   explicit Agent(LaunchConfig cfg) : cfg_(std::move(cfg)), log_(make_logger(cfg_.log_level)) {}
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
-  ~Agent() { close_attempt_files(); }
+  ~Agent() {
+    close_attempt_files();
+    close_fd(devnull_);
+  }
 
   int run();
 
@@ -239,7 +246,9 @@ class Agent {
   void wait_events(int timeout_ms, bool* escalate);
   void reap_all();
   bool all_gone();
-  bool signal_targets(int sig, bool log_each);
+  void signal_targets(int sig, bool log_each);
+  void signal_strays(int sig);
+  [[nodiscard]] std::vector<pid_t> stray_children() const;
   void pump_tee(std::size_t index);
   void drain_tees();
   void close_attempt_files();
@@ -261,6 +270,8 @@ class Agent {
   std::optional<LogDir> log_dir_;
   std::unique_ptr<ConsoleSink> console_;
   int devnull_ = -1;
+  std::set<pid_t> preexisting_children_;   // children tzrun inherited (exec from a shell)
+  std::map<pid_t, int> signalled_strays_;  // re-parented descendant -> last signal sent
 
   // Current attempt.
   int attempt_ = 0;
@@ -321,9 +332,8 @@ int Agent::run() {
 void Agent::validate_topology() const {
   if (cfg_.min_nodes != 1 || cfg_.max_nodes != 1) {
     throw AgentError("--nnodes=" + std::to_string(cfg_.min_nodes) +
-                         (cfg_.min_nodes == cfg_.max_nodes
-                              ? std::string()
-                              : ":" + std::to_string(cfg_.max_nodes)) +
+                         (cfg_.min_nodes == cfg_.max_nodes ? std::string()
+                                                           : ":" + std::to_string(cfg_.max_nodes)) +
                          ": this tzrun build runs single-node jobs only; use --nnodes=1 (or "
                          "torchrun for multi-node jobs)",
                      ExitCode::kUsage);
@@ -365,11 +375,17 @@ int Agent::run_job() {
     }
   }
 
+  if (cfg_.numa_binding) {
+    log_->warn("--numa-binding={} is not supported by tzrun yet; workers run unbound",
+               *cfg_.numa_binding);
+  }
+  for (pid_t c : detail::list_children(::getpid())) preexisting_children_.insert(c);
   signals_.emplace(cfg_.signals_to_handle, *log_);
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
-    log_->warn("PR_SET_CHILD_SUBREAPER failed ({}): orphaned grandchildren of workers may "
-               "escape cleanup",
-               errno_text(errno));
+    log_->warn(
+        "PR_SET_CHILD_SUBREAPER failed ({}): orphaned grandchildren of workers may "
+        "escape cleanup",
+        errno_text(errno));
   }
   guardian_.start();  // before any thread exists (the store starts one)
   devnull_ = ::open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -380,6 +396,8 @@ int Agent::run_job() {
   int remaining = cfg_.max_restarts;
   while (true) {
     attempt_ = cfg_.max_restarts - remaining;
+    wait_events(0, nullptr);  // a signal that arrived meanwhile: do not spawn at all
+    if (stop_signal_ != 0) return 128 + stop_signal_;
     start_workers(attempt_);
     AttemptResult result = monitor();
     stop_group(stop_signal_ != 0 ? stop_signal_ : SIGTERM);
@@ -415,10 +433,18 @@ void Agent::start_store() {
   opts.host = "";  // all interfaces, like c10d's TCPStore master
   opts.log = [log = log_](store::LogLevel level, std::string_view msg) {
     switch (level) {
-      case store::LogLevel::kError: log->error("store: {}", msg); break;
-      case store::LogLevel::kWarning: log->warn("store: {}", msg); break;
-      case store::LogLevel::kInfo: log->info("store: {}", msg); break;
-      default: log->debug("store: {}", msg); break;
+      case store::LogLevel::kError:
+        log->error("store: {}", msg);
+        break;
+      case store::LogLevel::kWarning:
+        log->warn("store: {}", msg);
+        break;
+      case store::LogLevel::kInfo:
+        log->info("store: {}", msg);
+        break;
+      default:
+        log->debug("store: {}", msg);
+        break;
     }
   };
   std::string how_to_fix;
@@ -436,21 +462,20 @@ void Agent::start_store() {
       const auto& ep = cfg_.rdzv_endpoint;
       auto colon = ep.rfind(':');
       if (colon == std::string::npos || ep.back() == ']') {
-        throw AgentError("--rdzv-endpoint=" + ep +
-                             ": the static backend needs HOST:PORT; add a port",
-                         ExitCode::kUsage);
+        throw AgentError(
+            "--rdzv-endpoint=" + ep + ": the static backend needs HOST:PORT; add a port",
+            ExitCode::kUsage);
       }
       master_addr_ = ep.substr(0, colon);
-      if (master_addr_.size() >= 2 && master_addr_.front() == '[' &&
-          master_addr_.back() == ']') {
+      if (master_addr_.size() >= 2 && master_addr_.front() == '[' && master_addr_.back() == ']') {
         master_addr_ = master_addr_.substr(1, master_addr_.size() - 2);
       }
       master_port_ = std::stoi(ep.substr(colon + 1));
     }
     if (master_port_ < 0 || master_port_ > 65535) {
-      throw AgentError("--master-port=" + std::to_string(master_port_) +
-                           " is not a TCP port; pass 1..65535",
-                       ExitCode::kUsage);
+      throw AgentError(
+          "--master-port=" + std::to_string(master_port_) + " is not a TCP port; pass 1..65535",
+          ExitCode::kUsage);
     }
     opts.port = static_cast<std::uint16_t>(master_port_);
     how_to_fix = "another job (torchrun/tzrun) is probably using port " +
@@ -519,8 +544,8 @@ void Agent::start_workers(int attempt) {
         child_fd = shown ? -1 : devnull_;
         continue;
       }
-      const std::string path = stream == 1 ? log_dir_->stdout_path(attempt, lr)
-                                           : log_dir_->stderr_path(attempt, lr);
+      const std::string path =
+          stream == 1 ? log_dir_->stdout_path(attempt, lr) : log_dir_->stderr_path(attempt, lr);
       int file_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (file_fd < 0) {
         int err = errno;
@@ -622,9 +647,10 @@ void Agent::reap_all() {
     if (pid < 0 && errno == EINTR) continue;
     if (pid <= 0) return;
     if (pid == guardian_.pid()) {
-      log_->warn("the guardian process {} exited unexpectedly: workers may outlive a "
-                 "SIGKILLed tzrun",
-                 pid);
+      log_->warn(
+          "the guardian process {} exited unexpectedly: workers may outlive a "
+          "SIGKILLed tzrun",
+          pid);
       guardian_.close();
       continue;
     }
@@ -657,6 +683,19 @@ void Agent::reap_all() {
   }
 }
 
+std::vector<pid_t> Agent::stray_children() const {
+  std::vector<pid_t> out;
+  for (pid_t c : detail::list_children(::getpid())) {
+    if (c == guardian_.pid() || preexisting_children_.contains(c)) continue;
+    if (std::any_of(workers_.begin(), workers_.end(),
+                    [c](const Worker& w) { return w.pid == c; })) {
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
 bool Agent::all_gone() {
   for (auto& w : workers_) {
     if (!w.reaped) return false;
@@ -666,41 +705,38 @@ bool Agent::all_gone() {
       guardian_.remove(w.pid);
     }
   }
-  for (pid_t c : detail::list_children(::getpid())) {
-    if (c != guardian_.pid()) return false;
-  }
-  return true;
+  return stray_children().empty();
 }
 
-bool Agent::signal_targets(int sig, bool log_each) {
-  bool any = false;
+void Agent::signal_targets(int sig, bool log_each) {
   for (auto& w : workers_) {
     if (w.group_done) continue;
     if (!w.reaped && log_each) {
       log_->warn("Sending process {} closing signal {}", w.pid, signal_name(sig));
     }
-    if (::killpg(w.pid, sig) == 0) {
-      any = true;
-    } else if (w.reaped && errno == ESRCH) {
+    if (::killpg(w.pid, sig) != 0 && w.reaped && errno == ESRCH) {
       w.group_done = true;
       guardian_.remove(w.pid);
     }
   }
+  signal_strays(sig);
+}
+
+void Agent::signal_strays(int sig) {
   // Descendants re-parented to us (we are a child subreaper), e.g. daemonized grandchildren
-  // that left the worker's process group.
-  for (pid_t c : detail::list_children(::getpid())) {
-    if (c == guardian_.pid()) continue;
-    if (std::any_of(workers_.begin(), workers_.end(),
-                    [c](const Worker& w) { return w.pid == c; })) {
-      continue;
-    }
-    if (::kill(c, sig) == 0) any = true;
+  // that left the worker's process group; new ones appear whenever their parent dies.
+  for (pid_t c : stray_children()) {
+    auto [it, inserted] = signalled_strays_.try_emplace(c, sig);
+    if (!inserted && it->second == sig) continue;
+    it->second = sig;
+    log_->debug("sending {} to re-parented descendant {}", signal_name(sig), c);
+    ::kill(c, sig);
   }
-  return any;
 }
 
 void Agent::stop_group(int sig) {
   reap_all();
+  signalled_strays_.clear();
   if (all_gone()) return;
   signal_targets(sig, true);
   int forwarded = sig;
@@ -716,6 +752,8 @@ void Agent::stop_group(int sig) {
     if (stop_signal_ != 0 && stop_signal_ != forwarded) {  // e.g. Ctrl-C during a restart
       forwarded = stop_signal_;
       signal_targets(forwarded, true);
+    } else {
+      signal_strays(forwarded);
     }
   }
   if (all_gone()) return;
@@ -730,8 +768,9 @@ void Agent::stop_group(int sig) {
   while (!all_gone()) {
     const auto now = SteadyClock::now();
     if (now >= hard_deadline) {
-      log_->error("some worker processes did not die within 10 s of SIGKILL (stuck in the "
-                  "kernel, e.g. uninterruptible I/O); giving up on them");
+      log_->error(
+          "some worker processes did not die within 10 s of SIGKILL (stuck in the "
+          "kernel, e.g. uninterruptible I/O); giving up on them");
       return;
     }
     if (now >= next_kill) {  // re-sent: a dying parent may re-parent more descendants to us
@@ -859,7 +898,8 @@ void Agent::write_summary(int code, const std::string& outcome) {
 
 int Agent::dry_run() {
   validate_topology();
-  base_env_ = environ_map();
+  const auto agent_env = environ_map();
+  base_env_ = agent_env;
   if (needs_omp_default(cfg_, base_env_)) base_env_["OMP_NUM_THREADS"] = "1";
   if (cfg_.rdzv_id.empty() || (cfg_.standalone && cfg_.rdzv_id == "none")) {
     cfg_.rdzv_id = "<random uuid>";
@@ -872,8 +912,8 @@ int Agent::dry_run() {
               cfg_.rdzv_id.c_str(), addr.c_str(),
               dynamic ? "<free port>" : std::to_string(port).c_str());
   for (int lr = 0; lr < cfg_.nproc_per_node; ++lr) {
-    WorkerSpec spec{lr, lr, lr, 0, 1, cfg_.nproc_per_node, cfg_.nproc_per_node,
-                    cfg_.nproc_per_node, 0};
+    WorkerSpec spec{lr, lr, lr, 0, 1, cfg_.nproc_per_node, cfg_.nproc_per_node, cfg_.nproc_per_node,
+                    0};
     auto env = build_worker_env(cfg_, spec, base_env_, addr, port,
                                 "<log dir>/attempt_0/" + std::to_string(lr) + "/error.json");
     auto argv = build_worker_argv(cfg_, lr, env);
@@ -881,8 +921,8 @@ int Agent::dry_run() {
     for (const auto& a : argv) std::printf(" %s", a.c_str());
     std::printf("\n");
     for (const auto& [k, v] : env) {
-      auto it = base_env_.find(k);
-      if (it == base_env_.end() || it->second != v) std::printf("  %s=%s\n", k.c_str(), v.c_str());
+      auto it = agent_env.find(k);
+      if (it == agent_env.end() || it->second != v) std::printf("  %s=%s\n", k.c_str(), v.c_str());
     }
   }
   return ExitCode::kSuccess;

@@ -27,17 +27,14 @@ struct SigName {
   const char* name;
 };
 constexpr std::array<SigName, 31> kSignals{{
-    {SIGHUP, "SIGHUP"},     {SIGINT, "SIGINT"},       {SIGQUIT, "SIGQUIT"},
-    {SIGILL, "SIGILL"},     {SIGTRAP, "SIGTRAP"},     {SIGABRT, "SIGABRT"},
-    {SIGBUS, "SIGBUS"},     {SIGFPE, "SIGFPE"},       {SIGKILL, "SIGKILL"},
-    {SIGUSR1, "SIGUSR1"},   {SIGSEGV, "SIGSEGV"},     {SIGUSR2, "SIGUSR2"},
-    {SIGPIPE, "SIGPIPE"},   {SIGALRM, "SIGALRM"},     {SIGTERM, "SIGTERM"},
-    {SIGSTKFLT, "SIGSTKFLT"}, {SIGCHLD, "SIGCHLD"},   {SIGCONT, "SIGCONT"},
-    {SIGSTOP, "SIGSTOP"},   {SIGTSTP, "SIGTSTP"},     {SIGTTIN, "SIGTTIN"},
-    {SIGTTOU, "SIGTTOU"},   {SIGURG, "SIGURG"},       {SIGXCPU, "SIGXCPU"},
-    {SIGXFSZ, "SIGXFSZ"},   {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"},
-    {SIGWINCH, "SIGWINCH"}, {SIGIO, "SIGIO"},         {SIGPWR, "SIGPWR"},
-    {SIGSYS, "SIGSYS"},
+    {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},       {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+    {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},     {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+    {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"},     {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+    {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"},     {SIGTERM, "SIGTERM"}, {SIGSTKFLT, "SIGSTKFLT"},
+    {SIGCHLD, "SIGCHLD"}, {SIGCONT, "SIGCONT"},     {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"},
+    {SIGTTIN, "SIGTTIN"}, {SIGTTOU, "SIGTTOU"},     {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"},
+    {SIGXFSZ, "SIGXFSZ"}, {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"},
+    {SIGIO, "SIGIO"},     {SIGPWR, "SIGPWR"},       {SIGSYS, "SIGSYS"},
 }};
 
 // Marks every fd >= 3 close-on-exec (async-signal-safe).
@@ -64,7 +61,9 @@ void cloexec_from_3() {
   ::_exit(err == ENOENT ? 127 : 126);
 }
 
-std::string errno_text(int err) { return std::error_code(err, std::generic_category()).message(); }
+std::string errno_text(int err) {
+  return std::error_code(err, std::generic_category()).message();
+}
 
 }  // namespace
 
@@ -173,8 +172,8 @@ void Guardian::start() {
     // ignores the usual termination signals, holds no console fds, and exits on EOF.
     ::close(sv[0]);
     ::setsid();
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGTSTP,
-                    SIGTTIN, SIGTTOU}) {
+    for (int sig :
+         {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGTSTP, SIGTTIN, SIGTTOU}) {
       ::signal(sig, SIG_IGN);
     }
     sigset_t none;
@@ -244,8 +243,12 @@ void Guardian::send(char op, pid_t pgid) {
   }
 }
 
-void Guardian::add(pid_t pgid) { send('+', pgid); }
-void Guardian::remove(pid_t pgid) { send('-', pgid); }
+void Guardian::add(pid_t pgid) {
+  send('+', pgid);
+}
+void Guardian::remove(pid_t pgid) {
+  send('-', pgid);
+}
 
 pid_t Guardian::close() {
   if (fd_ >= 0) {

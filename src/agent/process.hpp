@@ -29,12 +29,12 @@ class SpawnError : public std::runtime_error {
 };
 
 struct SpawnRequest {
-  std::string program;             ///< resolved path passed to execve
-  std::vector<std::string> argv;   ///< argv[0] as the worker should see it
+  std::string program;            ///< resolved path passed to execve
+  std::vector<std::string> argv;  ///< argv[0] as the worker should see it
   std::map<std::string, std::string> env;
-  int stdout_fd = -1;  ///< -1: inherit the agent's fd 1
-  int stderr_fd = -1;  ///< -1: inherit the agent's fd 2
-  sigset_t child_mask{};           ///< signal mask the worker starts with
+  int stdout_fd = -1;                 ///< -1: inherit the agent's fd 1
+  int stderr_fd = -1;                 ///< -1: inherit the agent's fd 2
+  sigset_t child_mask{};              ///< signal mask the worker starts with
   std::vector<int> reset_to_default;  ///< signals whose disposition is reset to SIG_DFL
 };
 

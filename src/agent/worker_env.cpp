@@ -106,12 +106,12 @@ std::map<std::string, std::string> build_worker_env(
     if (it != base_env.end()) {
       auto gpus = split(it->second, ',');
       if (spec.local_rank >= static_cast<int>(gpus.size())) {
-        throw WorkerSetupError(
-            "--virtual-local-rank: local_rank " + std::to_string(spec.local_rank) +
-                " exceeds available GPUs in CUDA_VISIBLE_DEVICES=" + it->second +
-                " (" + std::to_string(gpus.size()) +
-                " entries); list at least --nproc-per-node devices or unset it",
-            ExitCode::kUsage);
+        throw WorkerSetupError("--virtual-local-rank: local_rank " +
+                                   std::to_string(spec.local_rank) +
+                                   " exceeds available GPUs in CUDA_VISIBLE_DEVICES=" + it->second +
+                                   " (" + std::to_string(gpus.size()) +
+                                   " entries); list at least --nproc-per-node devices or unset it",
+                               ExitCode::kUsage);
       }
       env["CUDA_VISIBLE_DEVICES"] = strip(gpus[static_cast<std::size_t>(spec.local_rank)]);
     } else {
@@ -182,8 +182,7 @@ EntrypointKind classify_entrypoint(const LaunchConfig& cfg) {
   if (cfg.no_python) return EntrypointKind::kDirect;
   if (cfg.module) return EntrypointKind::kPython;
   const std::string& script = cfg.training_script;
-  if (ends_with(script, ".py") || !is_regular_file(script) ||
-      ::access(script.c_str(), X_OK) != 0) {
+  if (ends_with(script, ".py") || !is_regular_file(script) || ::access(script.c_str(), X_OK) != 0) {
     return EntrypointKind::kPython;
   }
   std::ifstream in(script, std::ios::binary);
@@ -191,11 +190,13 @@ EntrypointKind classify_entrypoint(const LaunchConfig& cfg) {
   in.read(head.data(), head.size());
   const auto n = static_cast<std::size_t>(in.gcount());
   std::string_view first(head.data(), n);
-  if (first.starts_with("\x7f" "ELF")) return EntrypointKind::kDirect;
+  if (first.starts_with("\x7f"
+                        "ELF"))
+    return EntrypointKind::kDirect;
   if (first.starts_with("#!")) {
     auto line = first.substr(0, first.find('\n'));
     return line.find("python") == std::string_view::npos ? EntrypointKind::kDirect
-                                                          : EntrypointKind::kPython;
+                                                         : EntrypointKind::kPython;
   }
   return EntrypointKind::kPython;
 }
@@ -215,13 +216,14 @@ std::vector<std::string> build_worker_argv(const LaunchConfig& cfg, int local_ra
       const bool exists = ::stat(argv.back().c_str(), &st) == 0;
       throw WorkerSetupError(
           "training script '" + argv.back() + "' " +
-              (exists ? "is not a regular file" : "does not exist") +
-              " (looked up relative to " + [] {
+              (exists ? "is not a regular file" : "does not exist") + " (looked up relative to " +
+              [] {
                 std::array<char, 4096> buf{};
                 return std::string(::getcwd(buf.data(), buf.size()) != nullptr ? buf.data()
                                                                                : "the cwd");
-              }() + "); pass the path of a Python file, -m for a module, or --no-python "
-                    "for an executable",
+              }() +
+              "); pass the path of a Python file, -m for a module, or --no-python "
+              "for an executable",
           ExitCode::kUsage);
     }
   } else {
@@ -270,13 +272,13 @@ std::string resolve_program(const std::string& name,
     if (rc == ExitCode::kNotExecutable) saw_non_exec = true;
   }
   if (saw_non_exec) {
-    throw WorkerSetupError("worker program '" + name +
-                               "' was found in PATH but is not executable: chmod +x it",
-                           ExitCode::kNotExecutable);
+    throw WorkerSetupError(
+        "worker program '" + name + "' was found in PATH but is not executable: chmod +x it",
+        ExitCode::kNotExecutable);
   }
   throw WorkerSetupError("worker program '" + name + "' not found in PATH (" + path +
-                             "): install it, fix PATH, or pass a path"
-                             + (name == "python3" ? " (or set PYTHON_EXEC)" : ""),
+                             "): install it, fix PATH, or pass a path" +
+                             (name == "python3" ? " (or set PYTHON_EXEC)" : ""),
                          ExitCode::kNotFound);
 }
 

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
       std::fputs(outcome.text.c_str(), stdout);
       return tzrun::ExitCode::kSuccess;
     }
+    for (const auto& w : outcome.warnings) std::fprintf(stderr, "tzrun: warning: %s\n", w.c_str());
     return tzrun::agent::run(outcome.config);
   } catch (const tzrun::cli::UsageError& e) {
     std::fprintf(stderr, "%s\n", e.what());

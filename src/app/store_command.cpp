@@ -1,11 +1,132 @@
-// Placeholder, replaced by the store component shortly.
+// `tzrun store`: run a standalone c10d-TCPStore-compatible store until SIGTERM/SIGINT.
+//
+//   tzrun store [--host H] [--port P] [--max-connections N] [--max-key-size B]
+//               [--max-value-size B] [--log-level LEVEL]
+//
+// Prints "tzrun store: listening on ADDR:PORT" on stdout (flushed) once it accepts
+// connections. Exit codes: 0 after SIGTERM/SIGINT, 2 for bad flags, 125 when the store cannot
+// start (e.g. the port is in use) — tzrun::ExitCode.
 #include "store_command.hpp"
 
+#include <signal.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tzrun/launch/config.hpp"
+#include "tzrun/store/server.hpp"
 
 namespace tzrun::app {
-int store_main(int /*argc*/, char** /*argv*/) {
-  std::fputs("tzrun store: not implemented yet\n", stderr);
-  return 125;
+namespace {
+
+spdlog::level::level_enum to_spdlog(store::LogLevel level) {
+  switch (level) {
+    case store::LogLevel::kTrace:
+      return spdlog::level::trace;
+    case store::LogLevel::kDebug:
+      return spdlog::level::debug;
+    case store::LogLevel::kInfo:
+      return spdlog::level::info;
+    case store::LogLevel::kWarning:
+      return spdlog::level::warn;
+    case store::LogLevel::kError:
+      return spdlog::level::err;
+  }
+  return spdlog::level::info;
 }
+
+}  // namespace
+
+int store_main(int argc, char** argv) {
+  CLI::App app{
+      "Run a standalone c10d-TCPStore-compatible key/value store (PyTorch "
+      "torch.distributed.TCPStore clients can connect to it).",
+      "tzrun store"};
+  std::string host;
+  int port = 29500;
+  std::size_t max_connections = 0;
+  std::size_t max_key_size = store::Limits::kDefaultMaxKeyBytes;
+  std::size_t max_value_size = store::Limits::kDefaultMaxValueBytes;
+  std::string log_level = "info";
+  app.add_option("--host", host,
+                 "Address to listen on; empty (default) = all interfaces, IPv6 dual-stack "
+                 "with IPv4 fallback");
+  app.add_option("--port", port, "TCP port; 0 picks a free one")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("--max-connections", max_connections,
+                 "Most client connections at once; 0 = unlimited")
+      ->capture_default_str();
+  app.add_option("--max-key-size", max_key_size, "Largest key in bytes; 0 = no cap")
+      ->capture_default_str();
+  app.add_option("--max-value-size", max_value_size, "Largest value in bytes; 0 = no cap")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace|debug|info|warning|error|critical|off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warning", "error", "critical", "off"}))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? ExitCode::kSuccess : ExitCode::kUsage;
+  }
+
+  auto logger = std::make_shared<spdlog::logger>("tzrun-store",
+                                                 std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [tzrun store] [%l] %v");
+  logger->set_level(spdlog::level::from_str(log_level == "warning" ? "warn" : log_level));
+  logger->flush_on(spdlog::level::trace);
+
+  store::ServerOptions options;
+  options.host = host;
+  options.port = static_cast<std::uint16_t>(port);
+  options.max_connections = max_connections;
+  options.max_key_bytes = max_key_size;
+  options.max_value_bytes = max_value_size;
+  options.log = [logger](store::LogLevel level, std::string_view message) {
+    logger->log(to_spdlog(level), "{}", message);
+  };
+
+  // Block the stop signals before the server thread starts so only sigwait() sees them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigset_t previous;
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
+
+  store::Server server(options);
+  try {
+    server.start();
+  } catch (const store::BindError& e) {
+    std::fprintf(stderr, "tzrun store: error: %s\n", e.what());
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    return ExitCode::kInfrastructure;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tzrun store: error: cannot start the store: %s\n", e.what());
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    return ExitCode::kInfrastructure;
+  }
+  std::fprintf(stdout, "tzrun store: listening on %s\n", server.endpoint().c_str());
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  while (sigwait(&stop_signals, &signal_number) != 0) {
+  }
+  logger->info("received {}, stopping", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  server.stop();
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  return ExitCode::kSuccess;
+}
+
 }  // namespace tzrun::app

@@ -68,7 +68,9 @@ int count_gpus(const std::map<std::string, std::string>& env, const fs::path& sy
   return visible < physical ? visible : physical;
 }
 
-int count_gpus(const std::map<std::string, std::string>& env) { return count_gpus(env, "/"); }
+int count_gpus(const std::map<std::string, std::string>& env) {
+  return count_gpus(env, "/");
+}
 
 int count_cpus() {
   cpu_set_t set;

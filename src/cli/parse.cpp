@@ -88,15 +88,15 @@ bool looks_like_negative_number(std::string_view s) {
 /// Signals tzrun can install a handler for (Python `signal` module names).
 const std::map<std::string, int>& catchable_signals() {
   static const std::map<std::string, int> kSignals = {
-      {"SIGABRT", SIGABRT},     {"SIGALRM", SIGALRM},   {"SIGBUS", SIGBUS},
-      {"SIGCHLD", SIGCHLD},     {"SIGCLD", SIGCHLD},    {"SIGCONT", SIGCONT},
-      {"SIGFPE", SIGFPE},       {"SIGHUP", SIGHUP},     {"SIGILL", SIGILL},
-      {"SIGINT", SIGINT},       {"SIGIO", SIGIO},       {"SIGIOT", SIGIOT},
-      {"SIGPIPE", SIGPIPE},     {"SIGPOLL", SIGPOLL},   {"SIGPROF", SIGPROF},
-      {"SIGPWR", SIGPWR},       {"SIGQUIT", SIGQUIT},   {"SIGSEGV", SIGSEGV},
-      {"SIGSTKFLT", SIGSTKFLT}, {"SIGSYS", SIGSYS},     {"SIGTERM", SIGTERM},
-      {"SIGTRAP", SIGTRAP},     {"SIGTSTP", SIGTSTP},   {"SIGTTIN", SIGTTIN},
-      {"SIGTTOU", SIGTTOU},     {"SIGURG", SIGURG},     {"SIGUSR1", SIGUSR1},
+      {"SIGABRT", SIGABRT},     {"SIGALRM", SIGALRM},     {"SIGBUS", SIGBUS},
+      {"SIGCHLD", SIGCHLD},     {"SIGCLD", SIGCHLD},      {"SIGCONT", SIGCONT},
+      {"SIGFPE", SIGFPE},       {"SIGHUP", SIGHUP},       {"SIGILL", SIGILL},
+      {"SIGINT", SIGINT},       {"SIGIO", SIGIO},         {"SIGIOT", SIGIOT},
+      {"SIGPIPE", SIGPIPE},     {"SIGPOLL", SIGPOLL},     {"SIGPROF", SIGPROF},
+      {"SIGPWR", SIGPWR},       {"SIGQUIT", SIGQUIT},     {"SIGSEGV", SIGSEGV},
+      {"SIGSTKFLT", SIGSTKFLT}, {"SIGSYS", SIGSYS},       {"SIGTERM", SIGTERM},
+      {"SIGTRAP", SIGTRAP},     {"SIGTSTP", SIGTSTP},     {"SIGTTIN", SIGTTIN},
+      {"SIGTTOU", SIGTTOU},     {"SIGURG", SIGURG},       {"SIGUSR1", SIGUSR1},
       {"SIGUSR2", SIGUSR2},     {"SIGVTALRM", SIGVTALRM}, {"SIGWINCH", SIGWINCH},
       {"SIGXCPU", SIGXCPU},     {"SIGXFSZ", SIGXFSZ},
   };
@@ -140,8 +140,8 @@ class Parser {
   bool consume(const Match& first, std::size_t& next, ParseOutcome& out);
   void store_cli(const OptionSpec& opt, const std::string& value);
   void apply_env_defaults();
-  void check_value(const OptionSpec& opt, const std::string& value,
-                   const std::string& where_prefix, const std::string& fix) const;
+  void check_value(const OptionSpec& opt, const std::string& value, const std::string& where_prefix,
+                   const std::string& fix) const;
 
   // --- config building ---
   const Raw* raw(const std::string& dest) const {
@@ -239,12 +239,12 @@ std::optional<Match> Parser::classify(const std::string& tok) const {
 void Parser::check_value(const OptionSpec& opt, const std::string& value,
                          const std::string& where_prefix, const std::string& fix) const {
   if (opt.type == ValueType::kInt && !detail::python_int(value)) {
-    fail(where_prefix + ": invalid int value: " + py_repr(value) + " (expected an integer" +
-         fix + ")");
+    fail(where_prefix + ": invalid int value: " + py_repr(value) + " (expected an integer" + fix +
+         ")");
   }
   if (opt.type == ValueType::kFloat && !detail::python_float(value)) {
-    fail(where_prefix + ": invalid float value: " + py_repr(value) + " (expected a number" +
-         fix + ")");
+    fail(where_prefix + ": invalid float value: " + py_repr(value) + " (expected a number" + fix +
+         ")");
   }
   if (!opt.choices.empty() &&
       std::find(opt.choices.begin(), opt.choices.end(), value) == opt.choices.end()) {
@@ -274,12 +274,11 @@ bool Parser::consume(const Match& first, std::size_t& next, ParseOutcome& out) {
       if (cur.explicit_arg) {
         value = *cur.explicit_arg;
       } else {
-        const bool missing = next >= args_.size() || args_[next] == "--" ||
-                             (classify(args_[next]).has_value());
+        const bool missing =
+            next >= args_.size() || args_[next] == "--" || (classify(args_[next]).has_value());
         if (missing) {
-          fail("argument " + opt.display() + ": expected one argument (write " +
-               cur.option_string + " VALUE, or " + cur.option_string +
-               "=VALUE for a value that starts with '-')");
+          fail("argument " + opt.display() + ": expected one argument (write " + cur.option_string +
+               " VALUE, or " + cur.option_string + "=VALUE for a value that starts with '-')");
         }
         value = args_[next++];
       }
@@ -334,8 +333,8 @@ void Parser::apply_env_defaults() {
     auto it = env_.find(name);
     if (it == env_.end()) continue;
     const std::string& value = it->second;
-    const std::string prefix = "environment variable " + name + " (default for " +
-                               opt.strings.front() + ")";
+    const std::string prefix =
+        "environment variable " + name + " (default for " + opt.strings.front() + ")";
     if (opt.arity == Arity::kFlag) {
       const std::string v = lower(detail::strip(value));
       if (v.empty() || v == "true" || v == "yes" || v == "on") {
@@ -346,8 +345,7 @@ void Parser::apply_env_defaults() {
         if (*n != 0) flags_.insert(opt.dest);
       } else {
         fail(prefix + ": invalid boolean value: " + py_repr(value) +
-             " (use 1/true/yes/on to enable or 0/false/no/off to disable, or unset " + name +
-             ")");
+             " (use 1/true/yes/on to enable or 0/false/no/off to disable, or unset " + name + ")");
       }
       continue;
     }
@@ -365,14 +363,12 @@ std::string Parser::where(const std::string& dest) const {
   const std::string display = spec ? spec->display() : dest;
   const Raw* r = raw(dest);
   if (r && r->from_env) {
-    return "environment variable " + r->env_name + " (default for " + spec->strings.front() +
-           ")";
+    return "environment variable " + r->env_name + " (default for " + spec->strings.front() + ")";
   }
   return "argument " + display;
 }
 
-void Parser::bad(const std::string& dest, const std::string& why,
-                 const std::string& fix) const {
+void Parser::bad(const std::string& dest, const std::string& why, const std::string& fix) const {
   const Raw* r = raw(dest);
   std::string msg = where(dest) + ": ";
   if (r) msg += "invalid value " + py_repr(r->value) + ": ";
@@ -423,8 +419,8 @@ ParseOutcome Parser::run() {
   if (!extras_.empty()) {
     std::string list;
     for (const auto& e : extras_) list += (list.empty() ? "" : " ") + e;
-    fail("unrecognized arguments: " + list +
-         " (options must come before the training script; " + std::string(kHelpHint) + ")");
+    fail("unrecognized arguments: " + list + " (options must come before the training script; " +
+         std::string(kHelpHint) + ")");
   }
   build(out.config, out.warnings);
   return out;
@@ -516,8 +512,8 @@ void Parser::build(LaunchConfig& c, std::vector<std::string>& warnings) const {
     c.max_nodes = static_cast<int>(hi);
   }
 
-  auto int_value = [&](const std::string& dest, int def, std::int64_t lo,
-                       std::int64_t hi, const std::string& rule) {
+  auto int_value = [&](const std::string& dest, int def, std::int64_t lo, std::int64_t hi,
+                       const std::string& rule) {
     const Raw* r = raw(dest);
     if (!r) return def;
     const auto v = *detail::python_int(r->value);  // type already checked
@@ -732,8 +728,8 @@ StdSpec parse_std_spec(const std::string& text) {
     spec.all = to_std(text[0]);
     return spec;
   }
-  const std::string err = py_repr(text) +
-                          " is neither a single value 0-3 nor a map <local_rank>:<0-3>,...";
+  const std::string err =
+      py_repr(text) + " is neither a single value 0-3 nor a map <local_rank>:<0-3>,...";
   if (text.empty()) throw std::invalid_argument(err);
   for (const auto& item : detail::split(text, ',')) {
     const auto colon = item.find(':');
@@ -776,7 +772,9 @@ std::map<std::string, std::string> parse_rdzv_conf(const std::string& text) {
   return out;
 }
 
-std::string help_text(int columns) { return detail::render_help(columns > 2 ? columns - 2 : 1); }
+std::string help_text(int columns) {
+  return detail::render_help(columns > 2 ? columns - 2 : 1);
+}
 
 std::string version_string() {
   return std::string("tzrun ") + TZRUN_VERSION + " (torchrun 2.11 compatible)";

@@ -3,14 +3,19 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <system_error>
 
 namespace tzrun::cli::detail {
 namespace {
 
-bool is_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_space(char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r');
+}
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 /// Removes '_' separators that sit between two digits; nullopt if any other '_'.
 std::optional<std::string> drop_digit_underscores(std::string_view s) {
@@ -51,14 +56,13 @@ void split_hyphenated(std::string_view word, std::vector<std::string>& chunks) {
   std::size_t start = 0;
   for (std::size_t i = 1; i + 1 < word.size(); ++i) {
     if (word[i] != '-') continue;
-    const bool before = (i >= 2 && is_letter(word[i - 1]) && is_letter(word[i - 2])) ||
-                        (i >= 3 && is_letter(word[i - 1]) && word[i - 2] == '-' &&
-                         is_letter(word[i - 3]));
+    const bool before =
+        (i >= 2 && is_letter(word[i - 1]) && is_letter(word[i - 2])) ||
+        (i >= 3 && is_letter(word[i - 1]) && word[i - 2] == '-' && is_letter(word[i - 3]));
     if (!before) continue;
-    const bool after =
-        is_letter(word[i + 1]) &&
-        ((i + 2 < word.size() && is_letter(word[i + 2])) ||
-         (i + 3 < word.size() && word[i + 2] == '-' && is_letter(word[i + 3])));
+    const bool after = is_letter(word[i + 1]) &&
+                       ((i + 2 < word.size() && is_letter(word[i + 2])) ||
+                        (i + 3 < word.size() && word[i + 2] == '-' && is_letter(word[i + 3])));
     if (!after) continue;
     chunks.emplace_back(word.substr(start, i + 1 - start));
     start = i + 1;
@@ -140,8 +144,8 @@ std::optional<double> python_float(std::string_view text) {
   auto [ptr, ec] = std::from_chars(first, last, value, std::chars_format::general);
   if (ptr != last) return std::nullopt;
   if (ec == std::errc::result_out_of_range) {
-    // Python: overflow -> inf, underflow -> 0.0.
-    value = std::fabs(value) < 1.0 ? 0.0 : std::numeric_limits<double>::infinity();
+    // Python: overflow -> inf, underflow -> 0.0 (strtod reports both that way).
+    value = std::strtod(clean->c_str(), nullptr);
   } else if (ec != std::errc()) {
     return std::nullopt;
   }

@@ -44,7 +44,9 @@ int poll_timeout(TimePoint deadline) {
   return static_cast<int>(std::min<std::int64_t>(left.count() + 1, 1 << 30));
 }
 
-std::string ms_text(Duration d) { return std::to_string(d.count()) + "ms"; }
+std::string ms_text(Duration d) {
+  return std::to_string(d.count()) + "ms";
+}
 
 std::string quote_keys(const std::vector<std::string>& keys) {
   std::string out = "[";
@@ -150,7 +152,8 @@ class Backoff {
 // ---------------------------------------------------------------------------------------------
 
 struct Client::Connection {
-  Connection(std::string h, std::uint16_t p, Duration t) : host(std::move(h)), port(p), timeout_ms(t.count()) {}
+  Connection(std::string h, std::uint16_t p, Duration t)
+      : host(std::move(h)), port(p), timeout_ms(t.count()) {}
   ~Connection() {
     if (fd >= 0) ::close(fd);
   }
@@ -181,8 +184,8 @@ int connect_once(const std::string& host, std::uint16_t port, TimePoint deadline
   }
   std::string last = "no addresses";
   for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
-    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                            ai->ai_protocol);
+    const int fd =
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) {
       last = std::string("socket(): ") + std::strerror(errno);
       continue;
@@ -266,8 +269,8 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
                          "(MASTER_ADDR/MASTER_PORT, firewalls), or raise the timeout");
     }
     if (options_.log && (attempts == 1 || now - last_log >= kNotListeningLogInterval)) {
-      options_.log(LogLevel::kInfo, "store at " + conn_->where() +
-                                        " is not reachable yet (" + error + "); retrying");
+      options_.log(LogLevel::kInfo, "store at " + conn_->where() + " is not reachable yet (" +
+                                        error + "); retrying");
       last_log = now;
     }
     auto delay = backoff.next();
@@ -297,10 +300,16 @@ std::unique_ptr<Store> Client::clone() const {
   return std::make_unique<Client>(std::move(o));
 }
 
-bool Client::connected() const noexcept { return conn_ && !conn_->broken.load(); }
+bool Client::connected() const noexcept {
+  return conn_ && !conn_->broken.load();
+}
 
-Duration Client::timeout() const { return Duration(conn_->timeout_ms.load()); }
-void Client::set_timeout(Duration timeout) { conn_->timeout_ms.store(timeout.count()); }
+Duration Client::timeout() const {
+  return Duration(conn_->timeout_ms.load());
+}
+void Client::set_timeout(Duration timeout) {
+  conn_->timeout_ms.store(timeout.count());
+}
 
 // ---------------------------------------------------------------------------------------------
 // Operations. Each runs under the connection mutex through `Op`, which turns low-level I/O
@@ -319,8 +328,8 @@ class Op {
         where_(std::move(where)),
         reply_timeout_(reply_timeout) {
     if (broken_.load()) {
-      throw ConnectionError("the connection to the store at " + where_ +
-                            " is broken (" + broken_reason_ +
+      throw ConnectionError("the connection to the store at " + where_ + " is broken (" +
+                            broken_reason_ +
                             "); the client does not reconnect: create a new client");
     }
   }
@@ -424,14 +433,13 @@ std::string request_bytes(QueryType type, std::vector<std::string> keys,
 }  // namespace
 
 #define TZRUN_STORE_OP(var) \
-  Op var(conn_->mu, conn_->fd, conn_->broken, conn_->broken_reason, conn_->where(), timeout())
+  Op var(conn_->mu, conn_->fd, conn_->broken, conn_->broken_reason, conn_->where(), this->timeout())
 
 void Client::set(std::string_view key, std::string_view value) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  op.run("SET " + k, [&](Op& o) {
-    o.send(request_bytes(QueryType::kSet, {k}, {std::string(value)}));
-  });
+  op.run("SET " + k,
+         [&](Op& o) { o.send(request_bytes(QueryType::kSet, {k}, {std::string(value)})); });
 }
 
 std::string Client::get(std::string_view key, Duration timeout) {
@@ -463,8 +471,8 @@ std::string Client::compare_set(std::string_view key, std::string_view expected,
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
   return op.run("COMPARE_SET " + k, [&](Op& o) {
-    o.send(request_bytes(QueryType::kCompareSet, {k},
-                         {std::string(expected), std::string(desired)}));
+    o.send(
+        request_bytes(QueryType::kCompareSet, {k}, {std::string(expected), std::string(desired)}));
     return o.recv_bytes();
   });
 }
@@ -488,8 +496,8 @@ void Client::wait(const std::vector<std::string>& keys, Duration timeout) {
   op.run("WAIT", [&](Op& o) {
     o.send(request_bytes(QueryType::kWait, wire));
     if (!o.await_stop_waiting(timeout, "WAIT")) {
-      throw TimeoutError("wait timeout after " + ms_text(timeout) + ", keys: " +
-                         quote_keys(wire) + " on the store at " + conn_->where());
+      throw TimeoutError("wait timeout after " + ms_text(timeout) + ", keys: " + quote_keys(wire) +
+                         " on the store at " + conn_->where());
     }
   });
 }
@@ -514,13 +522,11 @@ bool Client::delete_key(std::string_view key) {
 void Client::append(std::string_view key, std::string_view value) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  op.run("APPEND " + k, [&](Op& o) {
-    o.send(request_bytes(QueryType::kAppend, {k}, {std::string(value)}));
-  });
+  op.run("APPEND " + k,
+         [&](Op& o) { o.send(request_bytes(QueryType::kAppend, {k}, {std::string(value)})); });
 }
 
-std::vector<std::string> Client::multi_get(const std::vector<std::string>& keys,
-                                           Duration timeout) {
+std::vector<std::string> Client::multi_get(const std::vector<std::string>& keys, Duration timeout) {
   std::vector<std::string> wire;
   wire.reserve(keys.size());
   for (const auto& k : keys) wire.push_back(options_.key_prefix + k);
@@ -528,8 +534,8 @@ std::vector<std::string> Client::multi_get(const std::vector<std::string>& keys,
   return op.run("MULTI_GET", [&](Op& o) {
     o.send(request_bytes(QueryType::kWait, wire));
     if (!o.await_stop_waiting(timeout, "WAIT")) {
-      throw TimeoutError("multi_get timeout after " + ms_text(timeout) + ", keys: " +
-                         quote_keys(wire) + " on the store at " + conn_->where());
+      throw TimeoutError("multi_get timeout after " + ms_text(timeout) +
+                         ", keys: " + quote_keys(wire) + " on the store at " + conn_->where());
     }
     o.send(request_bytes(QueryType::kMultiGet, wire));
     std::vector<std::string> out;
@@ -543,8 +549,7 @@ void Client::multi_set(const std::vector<std::string>& keys,
                        const std::vector<std::string>& values) {
   if (keys.size() != values.size()) {
     throw std::invalid_argument("multi_set: " + std::to_string(keys.size()) + " keys but " +
-                                std::to_string(values.size()) +
-                                " values; pass one value per key");
+                                std::to_string(values.size()) + " values; pass one value per key");
   }
   std::vector<std::string> wire;
   wire.reserve(keys.size());
@@ -556,9 +561,8 @@ void Client::multi_set(const std::vector<std::string>& keys,
 void Client::queue_push(std::string_view key, std::string_view value) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  op.run("QUEUE_PUSH " + k, [&](Op& o) {
-    o.send(request_bytes(QueryType::kQueuePush, {k}, {std::string(value)}));
-  });
+  op.run("QUEUE_PUSH " + k,
+         [&](Op& o) { o.send(request_bytes(QueryType::kQueuePush, {k}, {std::string(value)})); });
 }
 
 std::string Client::queue_pop(std::string_view key, Duration timeout) {

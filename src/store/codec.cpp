@@ -10,10 +10,9 @@ namespace tzrun::store {
 
 std::string_view query_name(std::uint8_t opcode) noexcept {
   static constexpr std::string_view kNames[] = {
-      "VALIDATE",   "SET",      "COMPARE_SET", "GET",         "ADD",       "CHECK",
-      "WAIT",       "GETNUMKEYS", "DELETE_KEY", "APPEND",     "MULTI_GET", "MULTI_SET",
-      "CANCEL_WAIT", "PING",    "QUEUE_PUSH",  "QUEUE_POP",   "QUEUE_LEN", "LIST_KEYS",
-      "BARRIER"};
+      "VALIDATE",   "SET",        "COMPARE_SET", "GET",       "ADD",       "CHECK",       "WAIT",
+      "GETNUMKEYS", "DELETE_KEY", "APPEND",      "MULTI_GET", "MULTI_SET", "CANCEL_WAIT", "PING",
+      "QUEUE_PUSH", "QUEUE_POP",  "QUEUE_LEN",   "LIST_KEYS", "BARRIER"};
   static_assert(std::size(kNames) == kMaxQueryType + 1);
   return opcode <= kMaxQueryType ? kNames[opcode] : std::string_view("UNKNOWN");
 }
@@ -21,7 +20,9 @@ std::string_view query_name(std::uint8_t opcode) noexcept {
 // ---------------------------------------------------------------------------------------------
 // Primitives
 
-void put_u8(std::string& out, std::uint8_t v) { out.push_back(static_cast<char>(v)); }
+void put_u8(std::string& out, std::uint8_t v) {
+  out.push_back(static_cast<char>(v));
+}
 
 void put_u32(std::string& out, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
@@ -299,10 +300,10 @@ bool RequestParser::scalar_complete() {
       const std::size_t cap =
           blob_is_key_ ? options_.limits.max_key_bytes : options_.limits.max_value_bytes;
       if (cap != 0 && n > cap) {
-        fail(std::string(op) + (blob_is_key_ ? " key" : " value") + " length " +
-             std::to_string(n) + " exceeds " + (blob_is_key_ ? "max_key_bytes=" : "max_value_bytes=") +
-             std::to_string(cap) + " (raise the store's --max-" +
-             (blob_is_key_ ? "key" : "value") + "-size if this is legitimate)");
+        fail(std::string(op) + (blob_is_key_ ? " key" : " value") + " length " + std::to_string(n) +
+             " exceeds " + (blob_is_key_ ? "max_key_bytes=" : "max_value_bytes=") +
+             std::to_string(cap) + " (raise the store's --max-" + (blob_is_key_ ? "key" : "value") +
+             "-size if this is legitimate)");
         return false;
       }
       auto& vec = blob_is_key_ ? request_.keys : request_.values;
@@ -337,6 +338,13 @@ RequestParser::Result RequestParser::feed(std::span<const std::uint8_t> data) {
     switch (want_) {
       case Want::kOpcode: {
         const std::uint8_t opcode = data[pos++];
+        if (options_.expect_validate && !validated_ && opcode != 0) {
+          return {fail("first message started with byte " + std::to_string(opcode) + " (" +
+                       std::string(query_name(opcode)) +
+                       "), expected VALIDATE (opcode 0): not a c10d TCPStore client (e.g. "
+                       "an HTTP request or a port scanner)"),
+                  pos};
+        }
         if (opcode > kMaxQueryType) {
           return {fail("unknown opcode " + std::to_string(opcode) +
                        " (valid: 0..18; the peer is not a c10d TCPStore client or is out of "
@@ -344,12 +352,6 @@ RequestParser::Result RequestParser::feed(std::span<const std::uint8_t> data) {
                   pos};
         }
         const auto type = static_cast<QueryType>(opcode);
-        if (options_.expect_validate && !validated_ && type != QueryType::kValidate) {
-          return {fail("first message was opcode " + std::to_string(opcode) + " (" +
-                       std::string(query_name(opcode)) +
-                       "), expected VALIDATE: not a c10d TCPStore client"),
-                  pos};
-        }
         if (options_.expect_validate && validated_ && type == QueryType::kValidate) {
           return {fail("VALIDATE received again on an already validated connection"), pos};
         }

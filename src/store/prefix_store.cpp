@@ -44,8 +44,12 @@ bool PrefixStore::check(const std::vector<std::string>& keys) {
 void PrefixStore::wait(const std::vector<std::string>& keys, Duration timeout) {
   inner_->wait(join_keys(keys), timeout);
 }
-std::int64_t PrefixStore::num_keys() { return inner_->num_keys(); }
-bool PrefixStore::delete_key(std::string_view key) { return inner_->delete_key(join_key(key)); }
+std::int64_t PrefixStore::num_keys() {
+  return inner_->num_keys();
+}
+bool PrefixStore::delete_key(std::string_view key) {
+  return inner_->delete_key(join_key(key));
+}
 void PrefixStore::append(std::string_view key, std::string_view value) {
   inner_->append(join_key(key), value);
 }
@@ -80,8 +84,12 @@ std::vector<std::string> PrefixStore::list_keys() {
 void PrefixStore::barrier(std::string_view key, std::int64_t world_size, Duration timeout) {
   inner_->barrier(join_key(key), world_size, timeout);
 }
-Duration PrefixStore::timeout() const { return inner_->timeout(); }
-void PrefixStore::set_timeout(Duration timeout) { inner_->set_timeout(timeout); }
+Duration PrefixStore::timeout() const {
+  return inner_->timeout();
+}
+void PrefixStore::set_timeout(Duration timeout) {
+  inner_->set_timeout(timeout);
+}
 std::unique_ptr<Store> PrefixStore::clone() const {
   return std::make_unique<PrefixStore>(prefix_, std::shared_ptr<Store>(inner_->clone()));
 }

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <asio/io_context.hpp>
 #include <asio/ip/tcp.hpp>
+#include <asio/ip/v6_only.hpp>
 #include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <atomic>
@@ -48,15 +49,17 @@ namespace {
 using asio::ip::tcp;
 using Buffer = std::shared_ptr<const std::string>;
 
-constexpr std::size_t kReadChunk = 256 * 1024;            // shared read buffer
-constexpr std::size_t kReadBudget = 1024 * 1024;          // per wake-up, then yield
-constexpr std::size_t kHighWaterBytes = 64 * 1024 * 1024; // pause reading above this
-constexpr int kAcceptBatch = 512;                         // accepts per wake-up, then yield
+constexpr std::size_t kReadChunk = 256 * 1024;             // shared read buffer
+constexpr std::size_t kReadBudget = 1024 * 1024;           // per wake-up, then yield
+constexpr std::size_t kHighWaterBytes = 64 * 1024 * 1024;  // pause reading above this
+constexpr int kAcceptBatch = 512;                          // accepts per wake-up, then yield
 constexpr std::size_t kMaxIov = 64;
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
 constexpr auto kAcceptLogInterval = std::chrono::seconds(10);
 
-Buffer make_static(std::string s) { return std::make_shared<const std::string>(std::move(s)); }
+Buffer make_static(std::string s) {
+  return std::make_shared<const std::string>(std::move(s));
+}
 const Buffer& stop_waiting_reply() {
   static const Buffer b = make_static(encode_wait_reply(WaitResponseType::kStopWaiting));
   return b;
@@ -98,15 +101,33 @@ std::string errno_text(int err) {
   // before it starts).
   std::string name;
   switch (err) {
-    case EADDRINUSE: name = "EADDRINUSE"; break;
-    case EACCES: name = "EACCES"; break;
-    case EADDRNOTAVAIL: name = "EADDRNOTAVAIL"; break;
-    case EMFILE: name = "EMFILE"; break;
-    case ENFILE: name = "ENFILE"; break;
-    case ENOBUFS: name = "ENOBUFS"; break;
-    case ENOMEM: name = "ENOMEM"; break;
-    case EAFNOSUPPORT: name = "EAFNOSUPPORT"; break;
-    default: name = "errno " + std::to_string(err); break;
+    case EADDRINUSE:
+      name = "EADDRINUSE";
+      break;
+    case EACCES:
+      name = "EACCES";
+      break;
+    case EADDRNOTAVAIL:
+      name = "EADDRNOTAVAIL";
+      break;
+    case EMFILE:
+      name = "EMFILE";
+      break;
+    case ENFILE:
+      name = "ENFILE";
+      break;
+    case ENOBUFS:
+      name = "ENOBUFS";
+      break;
+    case ENOMEM:
+      name = "ENOMEM";
+      break;
+    case EAFNOSUPPORT:
+      name = "EAFNOSUPPORT";
+      break;
+    default:
+      name = "errno " + std::to_string(err);
+      break;
   }
   return std::string(std::strerror(err)) + " (" + name + ")";
 }
@@ -136,9 +157,9 @@ struct Connection;
 
 // One pending WAIT or BARRIER request.
 struct Waiter {
-  Connection* conn = nullptr;       // valid while registered (purged before a close)
-  std::size_t pending = 0;          // registrations not yet woken
-  std::vector<std::string> keys;    // keys it was registered on (for purging)
+  Connection* conn = nullptr;     // valid while registered (purged before a close)
+  std::size_t pending = 0;        // registrations not yet woken
+  std::vector<std::string> keys;  // keys it was registered on (for purging)
 };
 using WaiterPtr = std::shared_ptr<Waiter>;
 
@@ -157,7 +178,7 @@ struct Connection {
   bool write_armed = false;      // async_wait(write) pending
   bool read_paused = false;      // backpressure: too much unsent output
   bool close_after_flush = false;
-  bool dirty = false;            // in Impl::dirty_ (needs a flush)
+  bool dirty = false;  // in Impl::dirty_ (needs a flush)
   bool closed = false;
 };
 using ConnPtr = std::shared_ptr<Connection>;
@@ -177,7 +198,8 @@ class Server::Impl {
 
   void start() {
     std::lock_guard lock(lifecycle_mu_);
-    if (started_) throw StoreError("tzrun::store::Server::start() called twice; create a new Server");
+    if (started_)
+      throw StoreError("tzrun::store::Server::start() called twice; create a new Server");
     bind_and_listen();
     started_ = true;
     running_ = true;
@@ -411,8 +433,8 @@ class Server::Impl {
     if (options_.max_connections != 0 && conns_.size() >= options_.max_connections) {
       ::close(fd);
       stat_rejected_.fetch_add(1, std::memory_order_relaxed);
-      log(LogLevel::kWarning, "rejected connection from " + peer + ": max_connections=" +
-                                  std::to_string(options_.max_connections) +
+      log(LogLevel::kWarning, "rejected connection from " + peer +
+                                  ": max_connections=" + std::to_string(options_.max_connections) +
                                   " reached (raise --max-connections)");
       return;
     }
@@ -520,8 +542,8 @@ class Server::Impl {
       try {
         handle(c, c->parser.take_request());
       } catch (const std::exception& e) {
-        close(c, LogLevel::kError, std::string("internal error while handling a request: ") +
-                                       e.what());
+        close(c, LogLevel::kError,
+              std::string("internal error while handling a request: ") + e.what());
         return;
       }
     }
@@ -540,8 +562,10 @@ class Server::Impl {
     c.out_bytes += buffer->size();
     c.out.push_back(std::move(buffer));
     if (!c.dirty) {
-      c.dirty = true;
-      dirty_.push_back(conn_ptr(c));
+      if (auto ptr = conn_ptr(c)) {
+        c.dirty = true;
+        dirty_.push_back(std::move(ptr));
+      }
     }
   }
   void send(Connection& c, std::string bytes) {
@@ -555,16 +579,15 @@ class Server::Impl {
 
   void flush_dirty() {
     // flush() may close connections; it never adds to dirty_.
-    auto dirty = std::move(dirty_);
-    dirty_.clear();
+    std::vector<ConnPtr> dirty;
+    dirty.swap(dirty_);
     for (auto& c : dirty) {
-      if (!c) continue;
       c->dirty = false;
       if (!c->closed && !c->write_armed) flush(c);
     }
-    if (dirty_.capacity() < dirty.capacity()) {
+    if (dirty_.empty()) {
       dirty.clear();
-      dirty_ = std::move(dirty);  // keep the capacity
+      dirty_.swap(dirty);  // keep the capacity for the next round
     }
   }
 
@@ -979,11 +1002,23 @@ class Server::Impl {
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Server::~Server() = default;
-void Server::start() { impl_->start(); }
-std::uint16_t Server::port() const noexcept { return impl_->port(); }
-std::string Server::endpoint() const { return impl_->endpoint(); }
-void Server::stop() { impl_->stop(); }
-bool Server::running() const noexcept { return impl_->running(); }
-ServerStats Server::stats() const noexcept { return impl_->stats(); }
+void Server::start() {
+  impl_->start();
+}
+std::uint16_t Server::port() const noexcept {
+  return impl_->port();
+}
+std::string Server::endpoint() const {
+  return impl_->endpoint();
+}
+void Server::stop() {
+  impl_->stop();
+}
+bool Server::running() const noexcept {
+  return impl_->running();
+}
+ServerStats Server::stats() const noexcept {
+  return impl_->stats();
+}
 
 }  // namespace tzrun::store

@@ -10,11 +10,9 @@ import pathlib
 import pty
 import re
 import select
-import signal
 import subprocess
 import sys
 import textwrap
-import threading
 
 import pytest
 
@@ -78,8 +76,15 @@ def test_log_dir_layout_per_attempt(tmp_path):
         #!/bin/sh
         echo "out $LOCAL_RANK attempt $TORCHELASTIC_RESTART_COUNT"
         echo "err $LOCAL_RANK attempt $TORCHELASTIC_RESTART_COUNT" >&2
-        echo "$TORCHELASTIC_ERROR_FILE" > "$MARKS/ef-$TORCHELASTIC_RESTART_COUNT-$LOCAL_RANK"
-        [ "$TORCHELASTIC_RESTART_COUNT" -ge 2 ] || exit 1
+        C=$TORCHELASTIC_RESTART_COUNT
+        echo "$TORCHELASTIC_ERROR_FILE" > "$MARKS/ef-$C-$LOCAL_RANK"
+        # Barrier: a failing rank gets the other one SIGTERMed, so wait until both printed.
+        touch "$MARKS/done-$C-$LOCAL_RANK"
+        i=0
+        while [ "$(ls "$MARKS" | grep -c "^done-$C-")" -lt 2 ] && [ $i -lt 400 ]; do
+            sleep 0.05; i=$((i+1))
+        done
+        [ "$C" -ge 2 ] || exit 1
     """)
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -406,8 +411,10 @@ def test_report_for_signal_failure(tmp_path):
     assert m, block
     assert f"  traceback : Signal 9 (SIGKILL) received by PID {m[1]}" in block
     assert "  <NO_OTHER_FAILURES>" in block
-    border = block.splitlines()[0]
-    assert len(border) == len(f"  traceback : Signal 9 (SIGKILL) received by PID {m[1]}")
+    border, title = block.splitlines()[:2]
+    # torchrun: width = min(60, max(title, longest failure line)).
+    trace_line = f"  traceback : Signal 9 (SIGKILL) received by PID {m[1]}"
+    assert len(border) == min(60, max(len(title), len(trace_line)))
     assert "killed by signal 9 (SIGKILL); exit code 137" in proc.stderr
 
 

@@ -54,7 +54,7 @@ class UsageError : public std::runtime_error {
 struct ParseOutcome {
   enum class Kind { kRun, kHelp, kVersion };
   Kind kind = Kind::kRun;
-  std::string text;    ///< kHelp/kVersion: text for stdout, ends with '\n'
+  std::string text;     ///< kHelp/kVersion: text for stdout, ends with '\n'
   LaunchConfig config;  ///< kRun: the validated configuration
   /// Non-fatal remarks torchrun logs as warnings (e.g. --master-addr given with a
   /// non-static backend). The caller prints them at warning level.
@@ -88,8 +88,7 @@ std::map<std::string, std::string> environ_map();
 ///   (an int outside [0, physical), a repeated int, or a token that is neither an
 ///   int nor a GPU-/MIG- UUID) are counted, and the result is capped at physical.
 int count_gpus(const std::map<std::string, std::string>& env);
-int count_gpus(const std::map<std::string, std::string>& env,
-               const std::filesystem::path& sysroot);
+int count_gpus(const std::map<std::string, std::string>& env, const std::filesystem::path& sysroot);
 
 /// CPUs this process may run on (sched_getaffinity), else online CPUs; >= 1.
 int count_cpus();

@@ -24,10 +24,10 @@ namespace tzrun::store {
 
 /// One decoded request. Field use per opcode (all others stay empty/zero):
 ///   VALIDATE: number=magic   PING: number=nonce
-///   SET/APPEND/QUEUE_PUSH: keys[0], values[0]       COMPARE_SET: keys[0], values={expected, desired}
-///   GET/DELETE_KEY/QUEUE_POP/QUEUE_LEN: keys[0]     ADD: keys[0], number=delta
-///   BARRIER: keys[0], number=world_size             CHECK/WAIT/MULTI_GET: keys (n of them)
-///   MULTI_SET: keys[i] -> values[i]                 GETNUMKEYS/CANCEL_WAIT/LIST_KEYS: nothing
+///   SET/APPEND/QUEUE_PUSH: keys[0], values[0]       COMPARE_SET: keys[0], values={expected,
+///   desired} GET/DELETE_KEY/QUEUE_POP/QUEUE_LEN: keys[0]     ADD: keys[0], number=delta BARRIER:
+///   keys[0], number=world_size             CHECK/WAIT/MULTI_GET: keys (n of them) MULTI_SET:
+///   keys[i] -> values[i]                 GETNUMKEYS/CANCEL_WAIT/LIST_KEYS: nothing
 struct Request {
   QueryType type = QueryType::kValidate;
   std::vector<std::string> keys;
@@ -83,7 +83,7 @@ class RequestParser {
  private:
   enum class Want : std::uint8_t { kOpcode, kU32, kI64, kCount, kLength, kBlob, kDone };
   Status fail(std::string message);
-  bool plan_next();       // sets want_ for the next field of request_; false on error
+  bool plan_next();        // sets want_ for the next field of request_; false on error
   bool scalar_complete();  // handles a finished scalar; false on error
   void begin_blob(bool is_key);
 
@@ -107,7 +107,9 @@ class RequestParser {
 void put_u8(std::string& out, std::uint8_t v);
 void put_u32(std::string& out, std::uint32_t v);
 void put_u64(std::string& out, std::uint64_t v);
-inline void put_i64(std::string& out, std::int64_t v) { put_u64(out, static_cast<std::uint64_t>(v)); }
+inline void put_i64(std::string& out, std::int64_t v) {
+  put_u64(out, static_cast<std::uint64_t>(v));
+}
 /// Str/Bytes: u64 length then the raw bytes.
 void put_bytes(std::string& out, std::string_view bytes);
 std::uint32_t get_u32(const std::uint8_t* p) noexcept;
@@ -120,13 +122,13 @@ inline std::int64_t get_i64(const std::uint8_t* p) noexcept {
 std::string encode_request(const Request& request);
 
 // ---- reply encoders (server side) ----
-std::string encode_bytes_reply(std::string_view value);          ///< GET, COMPARE_SET
-std::string encode_i64_reply(std::int64_t value);                ///< ADD, GETNUMKEYS, ...
-std::string encode_u32_reply(std::uint32_t value);               ///< PING
-std::string encode_check_reply(CheckResponseType value);         ///< CHECK
-std::string encode_wait_reply(WaitResponseType value);           ///< WAIT, BARRIER, CANCEL_WAIT
+std::string encode_bytes_reply(std::string_view value);   ///< GET, COMPARE_SET
+std::string encode_i64_reply(std::int64_t value);         ///< ADD, GETNUMKEYS, ...
+std::string encode_u32_reply(std::uint32_t value);        ///< PING
+std::string encode_check_reply(CheckResponseType value);  ///< CHECK
+std::string encode_wait_reply(WaitResponseType value);    ///< WAIT, BARRIER, CANCEL_WAIT
 std::string encode_queue_pop_reply(std::int64_t len_before,
-                                   std::optional<std::string_view> value);  ///< QUEUE_POP
+                                   std::optional<std::string_view> value);      ///< QUEUE_POP
 std::string encode_list_keys_reply(const std::vector<std::string_view>& keys);  ///< LIST_KEYS
 
 /// Parses an ADD counter the way std::stoll does (base 10, leading whitespace skipped,

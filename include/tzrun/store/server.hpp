@@ -47,14 +47,14 @@ struct ServerOptions {
 
 /// Counters for tests and monitoring (a consistent-enough snapshot; each field is atomic).
 struct ServerStats {
-  std::size_t connections = 0;           ///< open client connections
-  std::size_t accepted_total = 0;        ///< connections accepted since start()
-  std::size_t rejected_total = 0;        ///< closed at once because of max_connections
-  std::size_t protocol_errors_total = 0; ///< connections closed for a protocol violation
-  std::size_t accept_errors_total = 0;   ///< failed accept() calls (EMFILE, ENFILE, ...)
-  std::size_t keys = 0;                  ///< entries in the key/value map (as GETNUMKEYS)
-  std::size_t queues = 0;                ///< non-empty queues
-  std::size_t waiters = 0;               ///< pending WAIT/BARRIER registrations (requests)
+  std::size_t connections = 0;            ///< open client connections
+  std::size_t accepted_total = 0;         ///< connections accepted since start()
+  std::size_t rejected_total = 0;         ///< closed at once because of max_connections
+  std::size_t protocol_errors_total = 0;  ///< connections closed for a protocol violation
+  std::size_t accept_errors_total = 0;    ///< failed accept() calls (EMFILE, ENFILE, ...)
+  std::size_t keys = 0;                   ///< entries in the key/value map (as GETNUMKEYS)
+  std::size_t queues = 0;                 ///< non-empty queues
+  std::size_t waiters = 0;                ///< pending WAIT/BARRIER registrations (requests)
 };
 
 class Server {

@@ -30,7 +30,7 @@ using Duration = std::chrono::milliseconds;
 class Store {
  public:
   static constexpr Duration kDefaultTimeout = std::chrono::seconds(300);  ///< c10d's default
-  static constexpr Duration kNoTimeout = Duration::zero();               ///< wait forever
+  static constexpr Duration kNoTimeout = Duration::zero();                ///< wait forever
 
   virtual ~Store() = default;
 

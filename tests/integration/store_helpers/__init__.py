@@ -50,7 +50,12 @@ class ServerProcess:
                                      start_new_session=True)
         self._reader = threading.Thread(target=self._drain, args=(ready,), daemon=True)
         self._reader.start()
-        if not self._ready.wait(ready_timeout):
+        deadline = time.monotonic() + ready_timeout
+        while not self._ready.wait(0.05):
+            if time.monotonic() > deadline or (self.proc.poll() is not None
+                                                and not self._reader.is_alive()):
+                break
+        if not self._ready.is_set():
             out = self.output()
             self.kill()
             pytest.fail(f"{self.argv} printed no ready line within {ready_timeout}s; "
@@ -97,7 +102,7 @@ class TzrunStore(ServerProcess):
     kind = "tzrun"
 
     def __init__(self, *extra: str, host: str = "127.0.0.1", port: int | None = None,
-                 log_level: str = "warn") -> None:
+                 log_level: str = "warning") -> None:
         port = free_port() if port is None else port
         argv = [binary("tzrun"), "store", "--host", host, "--port", str(port),
                 "--log-level", log_level, *extra]

@@ -6,7 +6,8 @@ Every worker appends "<restart_count> <local_rank> <pid>" to OUTDIR/starts.txt, 
 its SIGHUP disposition in OUTDIR/sighup<local_rank>.txt, installs recording handlers
 for SIGTERM/SIGINT/SIGHUP/SIGQUIT (the handler writes OUTDIR/signal<local_rank>.txt and
 then dies of that signal, like a default-disposition process), and finally touches
-OUTDIR/ready<local_rank>.<restart_count>. Options pick what happens next.
+OUTDIR/ready<local_rank>.<restart_count>. Options pick what happens next; actions that end
+a worker (--exit-code, --self-signal, --fail-attempts) first wait until every rank is ready.
 """
 import argparse
 import os
@@ -31,7 +32,8 @@ def main() -> int:
     p.add_argument("--daemon", action="store_true",
                    help="start `sleep 300` in a new session; pid -> daemon<rank>.pid")
     p.add_argument("--fail-attempts", type=int, default=None,
-                   help="exit 1 while TORCHELASTIC_RESTART_COUNT < N, else exit 0")
+                   help="once all ranks are ready: exit 1 while TORCHELASTIC_RESTART_COUNT < N,"
+                        " else exit 0")
     p.add_argument("--print", default=None, help="print this line to stdout and stderr")
     args = p.parse_args()
 
@@ -73,14 +75,26 @@ def main() -> int:
 
     open(path(f"ready{rank}.{attempt}"), "w").close()
 
+    def wait_all_ready():
+        # every rank of this attempt has started, recorded itself and installed its
+        # handlers before anyone acts (the box may be slow)
+        n = int(os.environ["LOCAL_WORLD_SIZE"])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(
+                os.path.exists(path(f"ready{r}.{attempt}")) for r in range(n)):
+            time.sleep(0.01)
+
     if args.fail_attempts is not None:
+        wait_all_ready()
         return 1 if attempt < args.fail_attempts else 0
 
     applies = args.only_rank is None or args.only_rank == rank
     if applies and (args.exit_code is not None or args.self_signal is not None):
+        wait_all_ready()
         time.sleep(args.delay)
         if args.self_signal is not None:
-            signal.signal(args.self_signal, signal.SIG_DFL)
+            if args.self_signal not in (signal.SIGKILL, signal.SIGSTOP):
+                signal.signal(args.self_signal, signal.SIG_DFL)
             os.kill(os.getpid(), args.self_signal)
             time.sleep(10)
         return args.exit_code

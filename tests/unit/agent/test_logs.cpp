@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -128,6 +129,7 @@ TEST(LogDir, LayoutMatchesTorchrunDefaultLogsSpecs) {
   EXPECT_EQ(run.parent_path(), base);
   EXPECT_TRUE(std::regex_match(run.filename().string(), std::regex("myrun_[a-z0-9_]{8}"))) << run;
   EXPECT_TRUE(fs::is_directory(run));
+  EXPECT_EQ(fs::status(run).permissions() & fs::perms::all, fs::perms::owner_all);  // mkdtemp
 
   EXPECT_EQ(d.attempt_dir(2), d.run_dir() + "/attempt_2");
   EXPECT_EQ(d.rank_dir(2, 11), d.run_dir() + "/attempt_2/11");
@@ -429,6 +431,36 @@ TEST(ConsoleSink, ConcurrentLongLinesNeverInterleave) {
   for (int t = 0; t < kThreads; ++t) {
     EXPECT_EQ(count[t], kLinesPerThread + (kLinesPerThread + 2) / 3) << "writer " << t;
   }
+}
+
+TEST(ConsoleSink, NonBlockingFullPipeWaitsInsteadOfDropping) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  ::fcntl(p[1], F_SETFL, ::fcntl(p[1], F_GETFL) | O_NONBLOCK);
+  // Fill the pipe completely so the next write gets EAGAIN.
+  const std::string filler(4096, 'f');
+  std::size_t filled = 0;
+  while (true) {
+    const ssize_t n = ::write(p[1], filler.data(), filler.size());
+    if (n <= 0) break;
+    filled += static_cast<std::size_t>(n);
+  }
+  std::string received;
+  std::thread reader([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    received = read_all(p[0]);
+  });
+  const std::string body(100000, 'x');  // needs many partial writes on top of EAGAIN
+  {
+    ConsoleSink sink(p[1], p[1], ColorMode::kNever);
+    sink.write_line(1, "[r]:", body, 0);
+    EXPECT_EQ(sink.dropped_lines(), 0u);
+  }
+  ::close(p[1]);
+  reader.join();
+  ::close(p[0]);
+  ASSERT_EQ(received.size(), filled + 4 + body.size() + 1);
+  EXPECT_EQ(received.substr(filled), "[r]:" + body + "\n");
 }
 
 TEST(ConsoleSink, NoEscapeCodesOnPipes) {

@@ -18,8 +18,8 @@
 #include "process.hpp"
 
 namespace fs = std::filesystem;
-using tzrun::agent::detail::Guardian;
 using tzrun::agent::detail::group_alive;
+using tzrun::agent::detail::Guardian;
 using tzrun::agent::detail::list_children;
 using tzrun::agent::detail::signal_from_name;
 using tzrun::agent::detail::spawn;
@@ -107,6 +107,28 @@ TEST(Spawn, ChildMaskAndDispositionsAreRestored) {
   EXPECT_EQ(WTERMSIG(st), SIGTERM);
 }
 
+TEST(Spawn, ResetsListedIgnoredSignalsAndKeepsOthersIgnored) {
+  struct sigaction ign {
+  }, old_pipe{}, old_hup{};
+  ign.sa_handler = SIG_IGN;
+  sigemptyset(&ign.sa_mask);
+  ::sigaction(SIGPIPE, &ign, &old_pipe);
+  ::sigaction(SIGHUP, &ign, &old_hup);
+  auto req = sh("kill -HUP $$; kill -PIPE $$; exit 0");
+  req.reset_to_default = {SIGPIPE};
+  pid_t reset = spawn(req);
+  req.reset_to_default = {};
+  pid_t kept = spawn(req);
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  ::sigaction(SIGHUP, &old_hup, nullptr);
+  int st = wait_status(reset);
+  ASSERT_TRUE(WIFSIGNALED(st));  // SIGHUP stayed ignored (nohup), SIGPIPE was reset
+  EXPECT_EQ(WTERMSIG(st), SIGPIPE);
+  st = wait_status(kept);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+}
+
 TEST(Spawn, ExecFailuresMapTo127And126) {
   SpawnRequest missing = sh("");
   missing.program = "/nonexistent/tzrun-worker";
@@ -151,7 +173,7 @@ TEST(Guardian, KillsRegisteredGroupsWhenTheAgentGoesAway) {
   g.add(unregistered);
   g.remove(unregistered);
   g.remove(removed);
-  g.add(removed);  // re-added: must be killed
+  g.add(removed);          // re-added: must be killed
   pid_t gpid = g.close();  // EOF, as when tzrun is SIGKILLed
   int st = wait_status(gpid);
   EXPECT_TRUE(WIFEXITED(st));

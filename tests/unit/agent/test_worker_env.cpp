@@ -103,8 +103,11 @@ TEST(WorkerEnv, MatchesTorchrunStaticTwoWorkers) {
 TEST(WorkerEnv, OverwritesInheritedPlatformRanks) {
   LaunchConfig cfg;
   cfg.nproc_per_node = 3;
-  const Env base{{"RANK", "5"}, {"WORLD_SIZE", "64"}, {"LOCAL_RANK", "9"},
-                 {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "1234"}};
+  const Env base{{"RANK", "5"},
+                 {"WORLD_SIZE", "64"},
+                 {"LOCAL_RANK", "9"},
+                 {"MASTER_ADDR", "10.0.0.1"},
+                 {"MASTER_PORT", "1234"}};
   auto env = build_worker_env(cfg, spec_for(2, 3), base, "127.0.0.1", 29511, "");
   EXPECT_EQ(env["RANK"], "2");
   EXPECT_EQ(env["WORLD_SIZE"], "3");
@@ -121,7 +124,8 @@ TEST(WorkerEnv, RoleRestartsRunIdAndAgentValues) {
   cfg.max_restarts = 3;
   cfg.rdzv_id = "job42";
   cfg.signals_to_handle = {"SIGTERM", "SIGUSR1"};
-  const Env base{{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}, {"OMP_NUM_THREADS", "4"},
+  const Env base{{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"},
+                 {"OMP_NUM_THREADS", "4"},
                  {"CUDA_VISIBLE_DEVICES", "3,5"}};
   auto env = build_worker_env(cfg, spec_for(0, 2, 2), base, "h", 1, "e");
   EXPECT_EQ(env["ROLE_NAME"], "trainer");

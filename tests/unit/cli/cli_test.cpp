@@ -1,16 +1,18 @@
 // Behaviour of tzrun::cli::parse against torchrun 2.11's argparse front end
 // (torch/distributed/run.py, torch/distributed/argparse_util.py).
+#include "tzrun/launch/cli.hpp"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
+#include <set>
 #include <string>
 #include <vector>
-
-#include "tzrun/launch/cli.hpp"
 
 namespace tzrun::cli {
 namespace {
@@ -34,7 +36,8 @@ class FakeHost {
             ("tzrun_cli_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
     fs::create_directories(root_ / "proc/driver/nvidia/gpus");
     for (int i = 0; i < gpus; ++i) {
-      fs::create_directories(root_ / "proc/driver/nvidia/gpus" / ("0000:0" + std::to_string(i) + ":00.0"));
+      fs::create_directories(root_ / "proc/driver/nvidia/gpus" /
+                             ("0000:0" + std::to_string(i) + ":00.0"));
     }
   }
   ~FakeHost() {
@@ -144,7 +147,8 @@ std::vector<ValueCase> value_cases() {
        [](const LaunchConfig& c) { EXPECT_EQ(c.rdzv_backend, "c10d"); }},
       {"--rdzv-endpoint", "--rdzv_endpoint", "host:29400",
        [](const LaunchConfig& c) { EXPECT_EQ(c.rdzv_endpoint, "host:29400"); }},
-      {"--rdzv-id", "--rdzv_id", "job7", [](const LaunchConfig& c) { EXPECT_EQ(c.rdzv_id, "job7"); }},
+      {"--rdzv-id", "--rdzv_id", "job7",
+       [](const LaunchConfig& c) { EXPECT_EQ(c.rdzv_id, "job7"); }},
       {"--rdzv-conf", "--rdzv_conf", "join_timeout=5",
        [](const LaunchConfig& c) { EXPECT_EQ(c.rdzv_conf.at("join_timeout"), "5"); }},
       {"--max-restarts", "--max_restarts", "3",
@@ -158,10 +162,13 @@ std::vector<ValueCase> value_cases() {
       {"--role", "", "trainer", [](const LaunchConfig& c) { EXPECT_EQ(c.role, "trainer"); }},
       {"--log-dir", "--log_dir", "/tmp/logs",
        [](const LaunchConfig& c) { EXPECT_EQ(c.log_dir, "/tmp/logs"); }},
-      {"--redirects", "", "3", [](const LaunchConfig& c) { EXPECT_EQ(c.redirects.all, Std::kAll); }},
+      {"--redirects", "", "3",
+       [](const LaunchConfig& c) { EXPECT_EQ(c.redirects.all, Std::kAll); }},
       {"--tee", "", "2", [](const LaunchConfig& c) { EXPECT_EQ(c.tee.all, Std::kErr); }},
       {"--local-ranks-filter", "--local_ranks_filter", "0,2",
-       [](const LaunchConfig& c) { EXPECT_EQ(c.local_ranks_filter, (std::set<int>{0, 2})); }},
+       [](const LaunchConfig& c) {
+         EXPECT_EQ(c.local_ranks_filter, (std::set<int>{0, 2}));
+       }},
       {"--duplicate-stdout-filters", "--duplicate_stdout_filters", "apple,orange",
        [](const LaunchConfig& c) {
          EXPECT_THAT(c.duplicate_stdout_filters, ElementsAre("apple", "orange"));
@@ -183,12 +190,15 @@ std::vector<ValueCase> value_cases() {
       {"--numa-binding", "--numa_binding", "core-complex",
        [](const LaunchConfig& c) { EXPECT_EQ(c.numa_binding, "core-complex"); }},
       {"--signals-to-handle", "--signals_to_handle", "SIGTERM,SIGUSR1",
-       [](const LaunchConfig& c) { EXPECT_THAT(c.signals_to_handle, ElementsAre("SIGTERM", "SIGUSR1")); }},
+       [](const LaunchConfig& c) {
+         EXPECT_THAT(c.signals_to_handle, ElementsAre("SIGTERM", "SIGUSR1"));
+       }},
       {"--shutdown-timeout", "--shutdown_timeout", "5",
        [](const LaunchConfig& c) { EXPECT_DOUBLE_EQ(c.shutdown_timeout, 5.0); }},
       {"--summary-json", "--summary_json", "/tmp/s.json",
        [](const LaunchConfig& c) { EXPECT_EQ(c.summary_json, "/tmp/s.json"); }},
-      {"--log-level", "--log_level", "DEBUG", [](const LaunchConfig& c) { EXPECT_EQ(c.log_level, "debug"); }},
+      {"--log-level", "--log_level", "DEBUG",
+       [](const LaunchConfig& c) { EXPECT_EQ(c.log_level, "debug"); }},
       {"--platform", "", "slurm", [](const LaunchConfig& c) { EXPECT_EQ(c.platform, "slurm"); }},
   };
 }
@@ -263,8 +273,9 @@ TEST(CliOptions, ValueStartingWithDash) {
   EXPECT_EQ(cfg({"--role=-a", "x.py"}).role, "-a");
   EXPECT_EQ(cfg({"--role", "-1.5", "x.py"}).role, "-1.5");
   // ... which then fail validation with a clear reason, not "expected one argument".
-  EXPECT_THAT(error_of({"--node-rank", "-1", "x.py"}),
-              HasSubstr("argument --node-rank/--node_rank: invalid value '-1': node-rank must be >= 0"));
+  EXPECT_THAT(
+      error_of({"--node-rank", "-1", "x.py"}),
+      HasSubstr("argument --node-rank/--node_rank: invalid value '-1': node-rank must be >= 0"));
 }
 
 // ------------------------------------------------------------ abbreviations
@@ -287,11 +298,13 @@ TEST(CliAbbrev, AmbiguousPrefixListsCandidates) {
             "ambiguous option: --n could match --nnodes, --nproc-per-node, --nproc_per_node, "
             "--no-python, --no_python, --node-rank, --node_rank, --numa-binding, --numa_binding "
             "(type more of the option name)");
-  EXPECT_THAT(error_of({"--st", "x.py"}),
-              HasSubstr("ambiguous option: --st could match --standalone, --start-method, --start_method"));
+  EXPECT_THAT(
+      error_of({"--st", "x.py"}),
+      HasSubstr("ambiguous option: --st could match --standalone, --start-method, --start_method"));
   // Same as Python 3.11 argparse: the two spellings of one option are two candidates.
-  EXPECT_THAT(error_of({"--nproc=2", "x.py"}),
-              HasSubstr("ambiguous option: --nproc could match --nproc-per-node, --nproc_per_node"));
+  EXPECT_THAT(
+      error_of({"--nproc=2", "x.py"}),
+      HasSubstr("ambiguous option: --nproc could match --nproc-per-node, --nproc_per_node"));
 }
 
 // -------------------------------------------------------------- PET_ env
@@ -311,7 +324,8 @@ TEST(CliPet, FlagBeatsEnvBeatsDefaultForSeveralTypes) {
   EXPECT_EQ(cfg({"x.py"}, {{"PET_START_METHOD", "forkserver"}}).start_method, "forkserver");
   // nproc spec, nnodes, -r (PET_ name is the long destination, not PET_R)
   EXPECT_EQ(cfg({"x.py"}, {{"PET_NPROC_PER_NODE", "4"}}).nproc_per_node, 4);
-  EXPECT_EQ(cfg({"--nproc-per-node", "2", "x.py"}, {{"PET_NPROC_PER_NODE", "4"}}).nproc_per_node, 2);
+  EXPECT_EQ(cfg({"--nproc-per-node", "2", "x.py"}, {{"PET_NPROC_PER_NODE", "4"}}).nproc_per_node,
+            2);
   EXPECT_EQ(cfg({"x.py"}, {{"PET_NNODES", "1:3"}}).max_nodes, 3);
   EXPECT_EQ(cfg({"x.py"}, {{"PET_REDIRECTS", "0:1"}}).redirects.for_rank(0), Std::kOut);
   EXPECT_EQ(cfg({"x.py"}, {{"PET_R", "3"}}).redirects.all, Std::kNone);
@@ -399,9 +413,8 @@ TEST(CliRemainder, ScriptLikeTokens) {
 
 TEST(CliRemainder, MissingScript) {
   for (const Args& args : {Args{}, Args{"--nnodes", "2"}, Args{"--standalone", "--"}}) {
-    EXPECT_THAT(error_of(args),
-                HasSubstr("the following arguments are required: training_script, "
-                          "training_script_args"));
+    EXPECT_THAT(error_of(args), HasSubstr("the following arguments are required: training_script, "
+                                          "training_script_args"));
   }
   EXPECT_THAT(error_of({""}), HasSubstr("training_script is empty"));
 }
@@ -412,7 +425,8 @@ TEST(CliRemainder, UnknownOptionsBeforeTheScript) {
     FAIL() << "expected a UsageError";
   } catch (const UsageError& e) {
     EXPECT_EQ(e.exit_code(), 2);
-    EXPECT_THAT(std::string(e.what()), HasSubstr("tzrun: error: unrecognized arguments: --foo --bar=1"));
+    EXPECT_THAT(std::string(e.what()),
+                HasSubstr("tzrun: error: unrecognized arguments: --foo --bar=1"));
     EXPECT_THAT(std::string(e.what()), StartsWith("usage: tzrun [-h] [--nnodes NNODES]"));
     EXPECT_THAT(e.message(), Not(HasSubstr("--baz")));
   }
@@ -436,11 +450,14 @@ TEST(CliNproc, CpuGpuAuto) {
   EXPECT_EQ(cfg({"--nproc-per-node", "cpu", "x.py"}).nproc_per_node, kFakeCpus);
   EXPECT_EQ(cfg({"--nproc-per-node", "cpu", "x.py"}).nproc_per_node_spec, "cpu");
   EXPECT_EQ(cfg({"--nproc-per-node", "gpu", "x.py"}, {}, 2).nproc_per_node, 2);
-  EXPECT_EQ(cfg({"--nproc-per-node", "gpu", "x.py"}, {{"CUDA_VISIBLE_DEVICES", "1"}}, 2).nproc_per_node, 1);
+  EXPECT_EQ(
+      cfg({"--nproc-per-node", "gpu", "x.py"}, {{"CUDA_VISIBLE_DEVICES", "1"}}, 2).nproc_per_node,
+      1);
   EXPECT_EQ(cfg({"--nproc-per-node", "auto", "x.py"}, {}, 3).nproc_per_node, 3);
   EXPECT_EQ(cfg({"--nproc-per-node", "auto", "x.py"}, {}, 0).nproc_per_node, kFakeCpus);
-  EXPECT_EQ(cfg({"--nproc-per-node", "auto", "x.py"}, {{"CUDA_VISIBLE_DEVICES", ""}}, 4).nproc_per_node,
-            kFakeCpus);
+  EXPECT_EQ(
+      cfg({"--nproc-per-node", "auto", "x.py"}, {{"CUDA_VISIBLE_DEVICES", ""}}, 4).nproc_per_node,
+      kFakeCpus);
   const auto msg = error_of({"--nproc-per-node", "gpu", "x.py"}, {}, 0);
   EXPECT_THAT(msg, AllOf(HasSubstr("--nproc-per-node=gpu but no NVIDIA GPU is visible"),
                          HasSubstr("use an integer or cpu")));
@@ -452,7 +469,8 @@ TEST(CliNproc, CpuGpuAuto) {
 
 TEST(CliRdzv, ConfParsing) {
   const auto c = cfg({"--rdzv-backend", "c10d", "--rdzv-conf", " a=1, b = 2 ,c=x=y ", "x.py"});
-  EXPECT_EQ(c.rdzv_conf, (std::map<std::string, std::string>{{"a", "1"}, {"b", "2"}, {"c", "x=y"}}));
+  EXPECT_EQ(c.rdzv_conf,
+            (std::map<std::string, std::string>{{"a", "1"}, {"b", "2"}, {"c", "x=y"}}));
   EXPECT_THAT(error_of({"--rdzv-conf", "=1", "x.py"}),
               HasSubstr("The rendezvous configuration string must be in format "
                         "<key1>=<value1>,...,<keyN>=<valueN>."));
@@ -460,7 +478,8 @@ TEST(CliRdzv, ConfParsing) {
               HasSubstr("The rendezvous configuration option 'a' must have a value specified."));
   EXPECT_THAT(error_of({"--rdzv-conf", "a= ", "x.py"}), HasSubstr("option 'a' must have a value"));
   EXPECT_THAT(error_of({"--rdzv-conf", "a=1,,b=2", "x.py"}), HasSubstr("must be in format"));
-  EXPECT_THAT(error_of({"--rdzv-conf", "a", "x.py"}), HasSubstr("argument --rdzv-conf/--rdzv_conf: invalid value 'a'"));
+  EXPECT_THAT(error_of({"--rdzv-conf", "a", "x.py"}),
+              HasSubstr("argument --rdzv-conf/--rdzv_conf: invalid value 'a'"));
 }
 
 TEST(CliRdzv, StaticBackendGetsNodeRank) {
@@ -469,7 +488,8 @@ TEST(CliRdzv, StaticBackendGetsNodeRank) {
   EXPECT_EQ(c.rdzv_conf.at("timeout"), "10");
   c = cfg({"--rdzv-backend", "c10d", "--node-rank", "3", "x.py"});
   EXPECT_EQ(c.rdzv_conf.count("rank"), 0U);
-  EXPECT_THAT(error_of({"--node-rank", "1", "x.py"}), HasSubstr("node-rank must be < the number of nodes (1)"));
+  EXPECT_THAT(error_of({"--node-rank", "1", "x.py"}),
+              HasSubstr("node-rank must be < the number of nodes (1)"));
 }
 
 TEST(CliRdzv, StandaloneOverridesRendezvousSettings) {
@@ -538,13 +558,17 @@ TEST(CliValidate, NumbersAndRanges) {
   EXPECT_EQ(error_of({"--max-restarts", "x", "x.py"}),
             "argument --max-restarts/--max_restarts: invalid int value: 'x' (expected an integer)");
   EXPECT_EQ(cfg({"--max-restarts", "1_0", "x.py"}).max_restarts, 10);  // Python int()
-  EXPECT_THAT(error_of({"--monitor-interval", "0", "x.py"}), HasSubstr("monitor-interval must be > 0"));
-  EXPECT_THAT(error_of({"--monitor-interval", "nan", "x.py"}), HasSubstr("monitor-interval must be > 0"));
-  EXPECT_THAT(error_of({"--monitor-interval", "fast", "x.py"}), HasSubstr("invalid float value: 'fast'"));
+  EXPECT_THAT(error_of({"--monitor-interval", "0", "x.py"}),
+              HasSubstr("monitor-interval must be > 0"));
+  EXPECT_THAT(error_of({"--monitor-interval", "nan", "x.py"}),
+              HasSubstr("monitor-interval must be > 0"));
+  EXPECT_THAT(error_of({"--monitor-interval", "fast", "x.py"}),
+              HasSubstr("invalid float value: 'fast'"));
   EXPECT_DOUBLE_EQ(cfg({"--monitor-interval", "1e-1", "x.py"}).monitor_interval, 0.1);
   EXPECT_EQ(cfg({"--master-port", "0", "x.py"}).master_port, 0);
   EXPECT_EQ(cfg({"--master-port", "65535", "x.py"}).master_port, 65535);
-  EXPECT_THAT(error_of({"--master-port", "65536", "x.py"}), HasSubstr("master-port must be in 0..65535"));
+  EXPECT_THAT(error_of({"--master-port", "65536", "x.py"}),
+              HasSubstr("master-port must be in 0..65535"));
   EXPECT_THAT(error_of({"--master-port", "0x10", "x.py"}), HasSubstr("invalid int value: '0x10'"));
 }
 
@@ -560,22 +584,26 @@ TEST(CliValidate, Choices) {
 }
 
 TEST(CliValidate, ModuleAndNoPython) {
-  EXPECT_THAT(error_of({"-m", "--no-python", "x"}),
-              HasSubstr("Don't use both the '--no-python' flag and the '--module' flag at the same time."));
+  EXPECT_THAT(
+      error_of({"-m", "--no-python", "x"}),
+      HasSubstr("Don't use both the '--no-python' flag and the '--module' flag at the same time."));
   EXPECT_THAT(error_of({"-m", "x"}, {{"PET_NO_PYTHON", "1"}}), HasSubstr("'--no-python' flag"));
   // run.py checks --run-path first, so the combination is accepted there.
   EXPECT_TRUE(cfg({"-m", "--no-python", "--run-path", "/abs/x.py"}).run_path);
 }
 
 TEST(CliValidate, LocalRanksFilterAndDuplicateFilters) {
-  EXPECT_EQ(cfg({"--local-ranks-filter", "0, 1,1", "x.py"}).local_ranks_filter, (std::set<int>{0, 1}));
+  EXPECT_EQ(cfg({"--local-ranks-filter", "0, 1,1", "x.py"}).local_ranks_filter,
+            (std::set<int>{0, 1}));
   EXPECT_THAT(error_of({"--local-ranks-filter", "0,x", "x.py"}),
               HasSubstr("comma-separated list of non-negative integers"));
-  EXPECT_THAT(error_of({"--local-ranks-filter", "0,,1", "x.py"}), HasSubstr("--local_ranks_filter"));
+  EXPECT_THAT(error_of({"--local-ranks-filter", "0,,1", "x.py"}),
+              HasSubstr("--local_ranks_filter"));
   EXPECT_THAT(error_of({"--local-ranks-filter", "-1", "x.py"}), HasSubstr("non-negative"));
   EXPECT_THAT(cfg({"--duplicate-stdout-filters", "a,,b,c", "x.py"}).duplicate_stdout_filters,
               ElementsAre("a,b", "c"));
-  EXPECT_THAT(cfg({"--duplicate-stdout-filters", "a,", "x.py"}).duplicate_stdout_filters, ElementsAre("a"));
+  EXPECT_THAT(cfg({"--duplicate-stdout-filters", "a,", "x.py"}).duplicate_stdout_filters,
+              ElementsAre("a"));
   EXPECT_THAT(cfg({"x.py"}, {{"PET_DUPLICATE_STDERR_FILTERS", "err"}}).duplicate_stderr_filters,
               ElementsAre("err"));
 }
@@ -585,21 +613,27 @@ TEST(CliValidate, SignalsToHandle) {
               ElementsAre("SIGTERM", "SIGUSR2"));
   EXPECT_THAT(error_of({"--signals-to-handle", "SIGTERM,SIGFOO", "x.py"}),
               HasSubstr("unknown signal name 'SIGFOO'"));
-  EXPECT_THAT(error_of({"--signals-to-handle", "sigterm", "x.py"}), HasSubstr("unknown signal name"));
-  EXPECT_THAT(error_of({"--signals-to-handle", "SIGKILL", "x.py"}), HasSubstr("SIGKILL cannot be caught"));
+  EXPECT_THAT(error_of({"--signals-to-handle", "sigterm", "x.py"}),
+              HasSubstr("unknown signal name"));
+  EXPECT_THAT(error_of({"--signals-to-handle", "SIGKILL", "x.py"}),
+              HasSubstr("SIGKILL cannot be caught"));
 }
 
 TEST(CliValidate, ShutdownTimeout) {
   EXPECT_DOUBLE_EQ(cfg({"x.py"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "7"}}).shutdown_timeout, 7.0);
-  EXPECT_DOUBLE_EQ(cfg({"x.py"}, {{"PET_SHUTDOWN_TIMEOUT", "8"}, {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "7"}})
-                       .shutdown_timeout,
-                   8.0);
-  EXPECT_DOUBLE_EQ(cfg({"--shutdown-timeout", "0", "x.py"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "7"}})
-                       .shutdown_timeout,
-                   0.0);
-  EXPECT_THAT(error_of({"--shutdown-timeout=-1", "x.py"}), HasSubstr("shutdown-timeout must be >= 0"));
-  EXPECT_THAT(error_of({"x.py"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "soon"}}),
-              HasSubstr("environment variable TORCH_ELASTIC_SHUTDOWN_TIMEOUT: invalid value 'soon'"));
+  EXPECT_DOUBLE_EQ(
+      cfg({"x.py"}, {{"PET_SHUTDOWN_TIMEOUT", "8"}, {"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "7"}})
+          .shutdown_timeout,
+      8.0);
+  EXPECT_DOUBLE_EQ(
+      cfg({"--shutdown-timeout", "0", "x.py"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "7"}})
+          .shutdown_timeout,
+      0.0);
+  EXPECT_THAT(error_of({"--shutdown-timeout=-1", "x.py"}),
+              HasSubstr("shutdown-timeout must be >= 0"));
+  EXPECT_THAT(
+      error_of({"x.py"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "soon"}}),
+      HasSubstr("environment variable TORCH_ELASTIC_SHUTDOWN_TIMEOUT: invalid value 'soon'"));
 }
 
 TEST(CliValidate, LogLevel) {
@@ -608,7 +642,8 @@ TEST(CliValidate, LogLevel) {
   EXPECT_EQ(cfg({"--log-level", "error", "x.py"}, {{"LOGLEVEL", "INFO"}}).log_level, "error");
   EXPECT_EQ(cfg({"x.py"}, {{"PET_LOG_LEVEL", "debug"}, {"LOGLEVEL", "INFO"}}).log_level, "debug");
   EXPECT_THAT(error_of({"--log-level", "loud", "x.py"}), HasSubstr("unknown log level"));
-  EXPECT_THAT(error_of({"x.py"}, {{"LOGLEVEL", "loud"}}), HasSubstr("environment variable LOGLEVEL"));
+  EXPECT_THAT(error_of({"x.py"}, {{"LOGLEVEL", "loud"}}),
+              HasSubstr("environment variable LOGLEVEL"));
 }
 
 // --------------------------------------------------------- help / version
@@ -619,10 +654,12 @@ TEST(CliHelp, ShapeAndPrecedence) {
     const auto out = run(args);
     ASSERT_EQ(out.kind, ParseOutcome::Kind::kHelp);
     const auto& t = out.text;
-    EXPECT_THAT(t, StartsWith("usage: tzrun [-h] [--nnodes NNODES] [--nproc-per-node NPROC_PER_NODE]\n"));
+    EXPECT_THAT(
+        t, StartsWith("usage: tzrun [-h] [--nnodes NNODES] [--nproc-per-node NPROC_PER_NODE]\n"));
     EXPECT_THAT(t, HasSubstr("             training_script ...\n"));
     EXPECT_THAT(t, HasSubstr("\npositional arguments:\n  training_script       Full path to the"));
-    EXPECT_THAT(t, HasSubstr("\noptions:\n  -h, --help            show this help message and exit\n"));
+    EXPECT_THAT(t,
+                HasSubstr("\noptions:\n  -h, --help            show this help message and exit\n"));
     EXPECT_THAT(t, HasSubstr("  --nproc-per-node NPROC_PER_NODE, --nproc_per_node NPROC_PER_NODE\n"
                              "                        Number of workers per node;"));
     EXPECT_THAT(t, HasSubstr("  -r REDIRECTS, --redirects REDIRECTS\n"));
@@ -635,7 +672,8 @@ TEST(CliHelp, ShapeAndPrecedence) {
   }
   // argparse converts values as it goes: an earlier bad value wins over -h.
   EXPECT_THAT(error_of({"--max-restarts", "x", "-h"}), HasSubstr("invalid int value"));
-  EXPECT_THAT(error_of({"--help=1"}), HasSubstr("argument -h/--help: ignored explicit argument '1'"));
+  EXPECT_THAT(error_of({"--help=1"}),
+              HasSubstr("argument -h/--help: ignored explicit argument '1'"));
   // -h after the script belongs to the script.
   EXPECT_EQ(run({"x.py", "-h"}).kind, ParseOutcome::Kind::kRun);
 }
@@ -647,7 +685,8 @@ TEST(CliHelp, WrapsToColumns) {
   while (start < t.size()) {
     const auto end = t.find('\n', start);
     const auto line = t.substr(start, end - start);
-    if (line.rfind("                        ", 0) == 0) longest_help_line = std::max(longest_help_line, line.size());
+    if (line.rfind("                        ", 0) == 0)
+      longest_help_line = std::max(longest_help_line, line.size());
     start = end + 1;
   }
   EXPECT_LE(longest_help_line, 98U);
@@ -656,10 +695,12 @@ TEST(CliHelp, WrapsToColumns) {
 }
 
 TEST(CliVersion, PrintsProjectVersion) {
-  for (const Args& args : {Args{"-V"}, Args{"--version"}, Args{"--vers"}, Args{"--nnodes", "2", "-V", "x.py"}}) {
+  for (const Args& args :
+       {Args{"-V"}, Args{"--version"}, Args{"--vers"}, Args{"--nnodes", "2", "-V", "x.py"}}) {
     const auto out = run(args);
     ASSERT_EQ(out.kind, ParseOutcome::Kind::kVersion);
-    EXPECT_TRUE(std::regex_match(out.text, std::regex(R"(tzrun \d+\.\d+\.\d+ \(torchrun 2\.11 compatible\)\n)")))
+    EXPECT_TRUE(std::regex_match(
+        out.text, std::regex(R"(tzrun \d+\.\d+\.\d+ \(torchrun 2\.11 compatible\)\n)")))
         << out.text;
     EXPECT_EQ(out.text, version_string() + "\n");
   }

@@ -1,0 +1,93 @@
+// libFuzzer target over tzrun::store::RequestParser (the c10d TCPStore frame parser).
+//
+// Input layout: byte 0 = mode (bit 0: require VALIDATE first; bits 1..7: chunk size - 1 for
+// the split feed), the rest is the byte stream a peer would send.
+// Oracles (any violation traps):
+//  1. feeding the stream whole and in chunks gives identical requests and the same outcome;
+//  2. every parsed request re-encodes to exactly the bytes it was parsed from;
+//  3. the parser never consumes more than it was given and never buffers more than arrived;
+//  4. requests respect the (small) limits used here.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tzrun/store/codec.hpp"
+
+namespace {
+
+using tzrun::store::Limits;
+using tzrun::store::Request;
+using tzrun::store::RequestParser;
+
+struct Outcome {
+  std::vector<Request> requests;
+  std::vector<std::string> frames;  // bytes each request was parsed from
+  bool failed = false;
+  std::size_t consumed = 0;
+};
+
+void check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+Outcome run(std::span<const std::uint8_t> data, std::size_t chunk, RequestParser::Options opts) {
+  RequestParser parser(opts);
+  Outcome out;
+  std::string frame;
+  std::size_t pos = 0;
+  while (pos < data.size() && !out.failed) {
+    auto piece = data.subspan(pos, std::min(chunk, data.size() - pos));
+    while (!piece.empty()) {
+      const auto r = parser.feed(piece);
+      check(r.consumed <= piece.size());
+      check(parser.buffered_bytes() <= frame.size() + r.consumed);
+      frame.append(reinterpret_cast<const char*>(piece.data()), r.consumed);
+      piece = piece.subspan(r.consumed);
+      pos += r.consumed;
+      if (r.status == RequestParser::Status::kError) {
+        check(!parser.error().empty());
+        out.failed = true;
+        break;
+      }
+      if (r.status == RequestParser::Status::kNeedMore) {
+        check(piece.empty());
+        break;
+      }
+      out.requests.push_back(parser.take_request());
+      out.frames.push_back(std::move(frame));
+      frame.clear();
+    }
+  }
+  out.consumed = pos;
+  return out;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 1) return 0;
+  const std::uint8_t mode = data[0];
+  std::span<const std::uint8_t> stream(data + 1, size - 1);
+  RequestParser::Options opts;
+  opts.expect_validate = (mode & 1) != 0;
+  opts.limits.max_key_bytes = 64;
+  opts.limits.max_value_bytes = 4096;
+  opts.limits.max_count = 32;
+  const std::size_t chunk = static_cast<std::size_t>(mode >> 1) + 1;
+
+  const Outcome whole = run(stream, stream.size() + 1, opts);
+  const Outcome split = run(stream, chunk, opts);
+  check(whole.failed == split.failed);
+  check(whole.consumed == split.consumed);
+  check(whole.requests == split.requests);
+  for (std::size_t i = 0; i < whole.requests.size(); ++i) {
+    const Request& r = whole.requests[i];
+    check(tzrun::store::encode_request(r) == whole.frames[i]);
+    check(r.keys.size() <= 2 * opts.limits.max_count + 1);
+    for (const auto& k : r.keys) check(k.size() <= opts.limits.max_key_bytes);
+    for (const auto& v : r.values) check(v.size() <= opts.limits.max_value_bytes);
+  }
+  return 0;
+}

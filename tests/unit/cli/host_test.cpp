@@ -1,0 +1,102 @@
+// count_gpus / count_cpus without CUDA libraries, on fake sysroots.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "tzrun/launch/cli.hpp"
+
+namespace tzrun::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using Env = std::map<std::string, std::string>;
+
+class Sysroot {
+ public:
+  Sysroot() {
+    root_ = fs::temp_directory_path() /
+            ("tzrun_host_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    fs::create_directories(root_);
+  }
+  ~Sysroot() {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  Sysroot(const Sysroot&) = delete;
+  Sysroot& operator=(const Sysroot&) = delete;
+  void proc_gpus(int n) const {
+    fs::create_directories(root_ / "proc/driver/nvidia/gpus");
+    for (int i = 0; i < n; ++i) {
+      fs::create_directories(root_ / "proc/driver/nvidia/gpus" /
+                             ("0000:8" + std::to_string(i) + ":00.0"));
+    }
+  }
+  void dev(const std::string& name) const {
+    fs::create_directories(root_ / "dev");
+    std::ofstream(root_ / "dev" / name).put('x');
+  }
+  [[nodiscard]] const fs::path& path() const { return root_; }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path root_;
+};
+
+TEST(CountGpus, ProcDriverEntries) {
+  Sysroot root;
+  EXPECT_EQ(count_gpus({}, root.path()), 0);
+  root.proc_gpus(4);
+  EXPECT_EQ(count_gpus({}, root.path()), 4);
+}
+
+TEST(CountGpus, DevNodesFallback) {
+  Sysroot root;
+  for (const char* name :
+       {"nvidia0", "nvidia1", "nvidia12", "nvidiactl", "nvidia-uvm", "nvidia-modeset", "null"}) {
+    root.dev(name);
+  }
+  EXPECT_EQ(count_gpus({}, root.path()), 3);
+  // The /proc tree, when present, is authoritative.
+  root.proc_gpus(1);
+  EXPECT_EQ(count_gpus({}, root.path()), 1);
+}
+
+TEST(CountGpus, CudaVisibleDevices) {
+  Sysroot root;
+  root.proc_gpus(2);
+  const auto n = [&](const std::string& cvd) {
+    return count_gpus(Env{{"CUDA_VISIBLE_DEVICES", cvd}}, root.path());
+  };
+  EXPECT_EQ(n(""), 0);
+  EXPECT_EQ(n("  "), 0);
+  EXPECT_EQ(n("-1"), 0);
+  EXPECT_EQ(n("NoDevFiles"), 0);
+  EXPECT_EQ(n("0"), 1);
+  EXPECT_EQ(n("1,0"), 2);
+  EXPECT_EQ(n("0,1,5"), 2);  // stops at the first invalid id
+  EXPECT_EQ(n("5,0"), 0);
+  EXPECT_EQ(n("0,-1,1"), 1);
+  EXPECT_EQ(n("0,0"), 1);  // a repeated id ends the list
+  EXPECT_EQ(n("GPU-8a1b2c3d"), 1);
+  EXPECT_EQ(n("GPU-a,GPU-b,GPU-c"), 2);  // capped at the physical count
+  EXPECT_EQ(n("MIG-x,junk,1"), 1);
+  EXPECT_EQ(count_gpus(Env{}, root.path()), 2);  // unset => all
+}
+
+TEST(CountGpus, NoDriverMeansZero) {
+  Sysroot root;
+  EXPECT_EQ(count_gpus(Env{{"CUDA_VISIBLE_DEVICES", "0,1"}}, root.path()), 0);
+}
+
+TEST(CountCpus, PositiveAndAtMostOnline) {
+  const int n = count_cpus();
+  EXPECT_GE(n, 1);
+  EXPECT_LE(n, static_cast<int>(::sysconf(_SC_NPROCESSORS_CONF)));
+}
+
+}  // namespace
+}  // namespace tzrun::cli
