@@ -240,6 +240,7 @@ TEST_F(HardeningTest, SlowReaderIsBufferedWithoutBlockingOthers) {
   Client writer(client_options());
   const std::string value(1 << 20, 'x');
   writer.set("big", value);
+  ASSERT_EQ(writer.get("big").size(), value.size());  // SET has no reply: make sure it landed
   RawConn lazy(server_->port());
   constexpr int kGets = 100;  // 100 MiB of replies: beyond the 64 MiB high-water mark
   std::string gets;
@@ -253,7 +254,10 @@ TEST_F(HardeningTest, SlowReaderIsBufferedWithoutBlockingOthers) {
   // Now drain: every reply arrives intact and in order.
   for (int i = 0; i < kGets; ++i) {
     const std::string reply = lazy.recv(8 + value.size(), 60s);
-    ASSERT_EQ(reply.size(), 8 + value.size()) << "reply " << i;
+    ASSERT_EQ(reply.size(), 8 + value.size())
+        << "reply " << i << "; connections=" << server_->stats().connections
+        << " protocol_errors=" << server_->stats().protocol_errors_total << "\n"
+        << logs_.dump();
     ASSERT_EQ(reply.substr(0, 8), i64s(static_cast<std::int64_t>(value.size())));
   }
   ASSERT_TRUE(lazy.send(req(QueryType::kPing, {}, {}, 5)));

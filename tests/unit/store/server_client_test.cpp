@@ -232,6 +232,7 @@ TEST_F(StoreTest, CancelWaitRace) {
   ASSERT_TRUE(raw.send(req(QueryType::kWait, {"/r2"})));
   ASSERT_TRUE(eventually([&] { return server_->stats().waiters == 1; }));
   setter->set("r2", "v");
+  ASSERT_TRUE(setter->check({"r2"}));  // SET has no reply: be sure it was applied first
   ASSERT_TRUE(raw.send(req(QueryType::kCancelWait)));
   EXPECT_EQ(raw.recv(2), u8s(0) + u8s(1));
   // The connection keeps working.

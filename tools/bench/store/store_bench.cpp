@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/epoll.h>
@@ -32,7 +33,6 @@
 #include <deque>
 #include <fstream>
 #include <functional>
-#include <map>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -644,8 +644,17 @@ struct Options {
   int idle = 4096;
   double seconds = 3.0;
   double rdzv_timeout = 300.0;
+  int repeat = 3;
+  bool pin = true;
   std::vector<std::string> servers{"tzrun", "torch"};
 };
+
+void PinTo(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
 
 std::vector<int> ParseInts(const std::string& s) {
   std::vector<int> out;
@@ -666,6 +675,7 @@ struct ServerResults {
   IdleResult idle;
   std::vector<MixResult> mix;
   std::vector<RdzvResult> rdzv;
+  long start_rss_kib = 0;
   long peak_rss_kib = 0;
 };
 
@@ -675,127 +685,38 @@ std::string Fmt(double v, const char* f) {
   return b;
 }
 
-int Main(int argc, char** argv) {
-  Options o;
-  const std::string self_dir = Dir(argv[0]);
-  o.tzrun = self_dir + "/tzrun";
-  o.python = TZRUN_SOURCE_DIR "/.venv/bin/python";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto val = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--tzrun")
-      o.tzrun = val();
-    else if (a == "--python")
-      o.python = val();
-    else if (a == "--conns")
-      o.mix_conns = ParseInts(val());
-    else if (a == "--rendezvous")
-      o.rdzv = ParseInts(val());
-    else if (a == "--idle")
-      o.idle = std::stoi(val());
-    else if (a == "--seconds")
-      o.seconds = std::stod(val());
-    else if (a == "--rdzv-timeout")
-      o.rdzv_timeout = std::stod(val());
-    else if (a == "--servers") {
-      o.servers.clear();
-      std::stringstream ss(val());
-      std::string item;
-      while (std::getline(ss, item, ',')) o.servers.push_back(item);
-    } else {
-      std::printf(
-          "usage: %s [--tzrun PATH] [--python PATH] [--servers tzrun,torch[,torch-legacy]]\n"
-          "          [--conns 1,64,1024] [--seconds 3] [--rendezvous 1000,4000,16000]\n"
-          "          [--rdzv-timeout 300] [--idle 4096]\n",
-          argv[0]);
-      return a == "--help" || a == "-h" ? 0 : 2;
-    }
-  }
+using Results = std::vector<std::pair<std::string, ServerResults>>;
 
-  // Every client and server connection needs a descriptor: raise the soft limit to the hard
-  // one (children inherit it) and warn when the largest scenario cannot fit.
-  rlimit rl{};
-  getrlimit(RLIMIT_NOFILE, &rl);
-  rl.rlim_cur = rl.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &rl);
-  int biggest = o.idle;
-  for (int n : o.mix_conns) biggest = std::max(biggest, n);
-  for (int n : o.rdzv) biggest = std::max(biggest, n);
-  if (rl.rlim_cur < static_cast<rlim_t>(biggest) + 64) {
-    std::fprintf(stderr,
-                 "warning: RLIMIT_NOFILE is %llu but %d connections are needed; "
-                 "raise it (ulimit -Hn / limits.conf)\n",
-                 static_cast<unsigned long long>(rl.rlim_cur), biggest + 64);
+/// Markdown table: one column per server, then "tzrun vs X" for every other server (>1x means
+/// tzrun is better: throughput tzrun/X; times, latency and memory X/tzrun).
+void PrintTable(const Options& o, const Results& res) {
+  const ServerResults* ours = nullptr;
+  for (const auto& [name, r] : res) {
+    if (name == "tzrun") ours = &r;
   }
-  signal(SIGPIPE, SIG_IGN);
-
-  std::map<std::string, ServerResults> res;
-  int tag = 0;
-  for (const std::string& name : o.servers) {
-    ServerProc s;
-    if (name == "tzrun") {
-      s = Spawn(name,
-                {o.tzrun, "store", "--host", "127.0.0.1", "--port", "0", "--log-level", "error"},
-                "listening on ");
-    } else if (name == "torch" || name == "torch-legacy") {
-      s = Spawn(name, {o.python, "-c", kTorchServer, name == "torch" ? "1" : "0"}, "listening on ");
-    } else {
-      std::fprintf(stderr, "unknown server '%s' (use tzrun, torch, torch-legacy)\n", name.c_str());
-      return 2;
-    }
-    std::fprintf(stderr, "[%s] pid %d port %u\n", name.c_str(), s.pid, s.port);
-    ServerResults& sr = res[name];
-    if (o.idle > 0) {
-      sr.idle = RunIdle(s, o.idle);
-      std::fprintf(stderr, "[%s] idle %d conns: %.0f B/conn\n", name.c_str(), o.idle,
-                   sr.idle.bytes_per_conn);
-    }
-    for (int n : o.mix_conns) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      sr.mix.push_back(RunMix(s, n, o.seconds, ++tag));
-      const auto& m = sr.mix.back();
-      std::fprintf(stderr, "[%s] mix %d conns: %.0f ops/s p50 %.0f us p99 %.0f us%s\n",
-                   name.c_str(), n, m.ops_per_s, m.p50_us, m.p99_us, m.ok ? "" : " (errors)");
-    }
-    for (int n : o.rdzv) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-      sr.rdzv.push_back(RunRendezvous(s, n, o.rdzv_timeout, ++tag));
-      const auto& z = sr.rdzv.back();
-      std::fprintf(stderr,
-                   "[%s] rendezvous %d: %.3f s (connect %.3f, add %.3f, release %.3f) "
-                   "retries %d %s\n",
-                   name.c_str(), n, z.total_s, z.connect_s, z.add_s, z.release_s, z.retries,
-                   z.ok ? "ok" : z.error.c_str());
-    }
-    sr.peak_rss_kib = RssKiB(s.pid, "VmHWM:");
-    Stop(s);
+  std::vector<const std::pair<std::string, ServerResults>*> others;
+  for (const auto& e : res) {
+    if (ours != nullptr && e.first != "tzrun") others.push_back(&e);
   }
-
-  // ---- table ----
-  const bool both = res.count("tzrun") && res.count("torch");
-  auto ratio = [](double a, double b) { return b > 0 && a > 0 ? Fmt(a / b, "%.2fx") : "-"; };
   std::printf("\n| scenario | metric |");
-  for (const auto& [name, _] : res) std::printf(" %s |", name.c_str());
-  if (both) std::printf(" tzrun vs torch |");
+  for (const auto& e : res) std::printf(" %s |", e.first.c_str());
+  for (const auto* e : others) std::printf(" tzrun vs %s |", e->first.c_str());
   std::printf("\n|---|---|");
-  for (std::size_t i = 0; i < res.size(); ++i) std::printf("---|");
-  if (both) std::printf("---|");
+  for (std::size_t i = 0; i < res.size() + others.size(); ++i) std::printf("---|");
   std::printf("\n");
-  auto row = [&](const std::string& scen, const std::string& metric,
-                 const std::function<double(const ServerResults&)>& get, const char* f,
-                 bool higher_better) {
+  using Get = std::function<double(const ServerResults&)>;
+  auto row = [&](const std::string& scen, const std::string& metric, const Get& get, const char* f,
+                 bool higher_better, bool with_ratio = true) {
     std::printf("| %s | %s |", scen.c_str(), metric.c_str());
-    for (const auto& [name, r] : res) {
-      const double v = get(r);
+    for (const auto& e : res) {
+      const double v = get(e.second);
       std::printf(" %s |", v < 0 ? "fail" : Fmt(v, f).c_str());
     }
-    if (both) {
-      const double a = get(res["tzrun"]);
-      const double b = get(res["torch"]);
-      std::printf(" %s |", higher_better ? ratio(a, b).c_str() : ratio(b, a).c_str());
+    for (const auto* e : others) {
+      const double a = get(*ours);
+      const double b = get(e->second);
+      const double q = higher_better ? a / b : b / a;
+      std::printf(" %s |", with_ratio && a > 0 && b > 0 ? Fmt(q, "%.2fx").c_str() : "-");
     }
     std::printf("\n");
   };
@@ -803,7 +724,7 @@ int Main(int argc, char** argv) {
     row(
         "idle " + std::to_string(o.idle) + " conns", "RSS per connection (KiB)",
         [](const ServerResults& r) { return r.idle.ok ? r.idle.bytes_per_conn / 1024 : -1; },
-        "%.1f", false);
+        "%.2f", false);
   }
   for (std::size_t i = 0; i < o.mix_conns.size(); ++i) {
     const std::string sc = "mix " + std::to_string(o.mix_conns[i]) + " conns";
@@ -834,22 +755,148 @@ int Main(int argc, char** argv) {
     row(
         sc, "connect retries",
         [i](const ServerResults& r) { return static_cast<double>(r.rdzv[i].retries); }, "%.0f",
-        false);
+        false, false);
   }
   row(
-      "whole run", "peak RSS (MiB)",
+      "server process", "RSS after start (MiB)",
+      [](const ServerResults& r) { return static_cast<double>(r.start_rss_kib) / 1024; }, "%.1f",
+      false, false);
+  row(
+      "server process", "peak RSS (MiB)",
       [](const ServerResults& r) { return static_cast<double>(r.peak_rss_kib) / 1024; }, "%.1f",
-      false);
-  std::printf(
-      "\nRatios: throughput tzrun/torch; times, latency and memory torch/tzrun "
-      "(above 1x = tzrun better).\n");
+      false, false);
   for (const auto& [name, r] : res) {
     for (const auto& z : r.rdzv) {
-      if (!z.ok)
+      if (!z.ok) {
         std::printf("note: %s rendezvous %d failed: %s\n", name.c_str(), z.clients,
                     z.error.c_str());
+      }
     }
   }
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  const std::string self_dir = Dir(argv[0]);
+  o.tzrun = self_dir + "/tzrun";
+  o.python = TZRUN_SOURCE_DIR "/.venv/bin/python";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--tzrun") {
+      o.tzrun = val();
+    } else if (a == "--python") {
+      o.python = val();
+    } else if (a == "--conns") {
+      o.mix_conns = ParseInts(val());
+    } else if (a == "--rendezvous") {
+      o.rdzv = ParseInts(val());
+    } else if (a == "--idle") {
+      o.idle = std::stoi(val());
+    } else if (a == "--seconds") {
+      o.seconds = std::stod(val());
+    } else if (a == "--rdzv-timeout") {
+      o.rdzv_timeout = std::stod(val());
+    } else if (a == "--repeat") {
+      o.repeat = std::max(1, std::stoi(val()));
+    } else if (a == "--no-pin") {
+      o.pin = false;
+    } else if (a == "--servers") {
+      o.servers.clear();
+      std::stringstream ss(val());
+      std::string item;
+      while (std::getline(ss, item, ',')) o.servers.push_back(item);
+    } else {
+      std::printf(
+          "usage: %s [--tzrun PATH] [--python PATH] [--servers "
+          "tzrun,torch,torch-nodns,torch-legacy]\n"
+          "          [--conns 1,64,1024] [--seconds 3] [--rendezvous 1000,4000,16000]\n"
+          "          [--rdzv-timeout 300] [--idle 4096] [--repeat 3] [--no-pin]\n",
+          argv[0]);
+      return a == "--help" || a == "-h" ? 0 : 2;
+    }
+  }
+
+  // Every client and server connection needs a descriptor: raise the soft limit to the hard
+  // one (children inherit it) and warn when the largest scenario cannot fit.
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+  int biggest = o.idle;
+  for (int n : o.mix_conns) biggest = std::max(biggest, n);
+  for (int n : o.rdzv) biggest = std::max(biggest, n);
+  if (rl.rlim_cur < static_cast<rlim_t>(biggest) + 64) {
+    std::fprintf(stderr,
+                 "warning: RLIMIT_NOFILE is %llu but %d connections are needed; "
+                 "raise it (ulimit -Hn / limits.conf)\n",
+                 static_cast<unsigned long long>(rl.rlim_cur), biggest + 64);
+  }
+  signal(SIGPIPE, SIG_IGN);
+
+  std::vector<std::pair<std::string, ServerResults>> res;
+  int tag = 0;
+  for (const std::string& name : o.servers) {
+    // Pinning: the server (and every thread it starts) on CPU 0, the loader on CPU 1, so both
+    // servers see the same cross-core wake-ups rather than whatever the scheduler picks.
+    const bool pin = o.pin && std::thread::hardware_concurrency() >= 2;
+    if (pin) PinTo(0);
+    ServerProc s;
+    if (name == "tzrun") {
+      s = Spawn(name,
+                {o.tzrun, "store", "--host", "127.0.0.1", "--port", "0", "--log-level", "error"},
+                "listening on ");
+    } else if (name == "torch" || name == "torch-legacy" || name == "torch-nodns") {
+      const bool nodns = name == "torch-nodns";
+      if (nodns) setenv("LD_PRELOAD", TZRUN_BENCH_NODNS_LIB, 1);
+      s = Spawn(name, {o.python, "-c", kTorchServer, name == "torch-legacy" ? "0" : "1"},
+                "listening on ");
+      if (nodns) unsetenv("LD_PRELOAD");
+    } else {
+      std::fprintf(stderr, "unknown server '%s' (use tzrun, torch, torch-nodns, torch-legacy)\n",
+                   name.c_str());
+      return 2;
+    }
+    if (pin) PinTo(1);
+    std::fprintf(stderr, "[%s] pid %d port %u%s\n", name.c_str(), s.pid, s.port,
+                 pin ? " (server on CPU 0, loader on CPU 1)" : "");
+    res.emplace_back(name, ServerResults{});
+    ServerResults& sr = res.back().second;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    sr.start_rss_kib = RssKiB(s.pid);
+    if (o.idle > 0) {
+      sr.idle = RunIdle(s, o.idle);
+      std::fprintf(stderr, "[%s] idle %d conns: %.0f B/conn\n", name.c_str(), o.idle,
+                   sr.idle.bytes_per_conn);
+    }
+    for (int n : o.mix_conns) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      std::vector<MixResult> runs;
+      for (int k = 0; k < o.repeat; ++k) runs.push_back(RunMix(s, n, o.seconds, ++tag));
+      std::sort(runs.begin(), runs.end(),
+                [](const MixResult& x, const MixResult& y) { return x.ops_per_s < y.ops_per_s; });
+      sr.mix.push_back(runs[runs.size() / 2]);  // the run with the median throughput
+      const auto& m = sr.mix.back();
+      std::fprintf(stderr, "[%s] mix %d conns: %.0f ops/s p50 %.0f us p99 %.0f us%s\n",
+                   name.c_str(), n, m.ops_per_s, m.p50_us, m.p99_us, m.ok ? "" : " (errors)");
+    }
+    for (int n : o.rdzv) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+      sr.rdzv.push_back(RunRendezvous(s, n, o.rdzv_timeout, ++tag));
+      const auto& z = sr.rdzv.back();
+      std::fprintf(stderr,
+                   "[%s] rendezvous %d: %.3f s (connect %.3f, add %.3f, release %.3f) "
+                   "retries %d %s\n",
+                   name.c_str(), n, z.total_s, z.connect_s, z.add_s, z.release_s, z.retries,
+                   z.ok ? "ok" : z.error.c_str());
+    }
+    sr.peak_rss_kib = RssKiB(s.pid, "VmHWM:");
+    Stop(s);
+  }
+  PrintTable(o, res);
   return 0;
 }
 
