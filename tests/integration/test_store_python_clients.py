@@ -21,11 +21,7 @@ from datetime import timedelta
 import pytest
 import torch.distributed as dist
 
-from store_helpers import (MAGIC, RawClient, TzrunStore, start_server, store_server,  # noqa: F401
-                           wait_until)
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-
+from store_helpers import MAGIC, RawClient, TzrunStore, store_server, wait_until  # noqa: F401
 
 def client(srv, timeout: float = 30.0, **kw) -> dist.TCPStore:
     return dist.TCPStore(srv.host, srv.port, is_master=False, wait_for_workers=False,
@@ -549,3 +545,40 @@ def test_sigterm_exits_zero_with_connected_clients():
         assert srv.stop() == 0, srv.output()
         with pytest.raises(dist.DistError):
             fut.result(timeout=30)
+
+
+def test_max_connections_rejects_extra_connections_only():
+    srv = TzrunStore("--max-connections", "3")
+    try:
+        a, b = client(srv), client(srv)
+        a.set("k", "v")
+        with RawClient(srv.host, srv.port) as third:
+            assert third.ping(1) == 1
+            with pytest.raises(OSError):  # 4th: accepted and closed at once
+                RawClient(srv.host, srv.port, timeout=10).ping(2)
+            assert b.get("k") == b"v"
+        # A slot frees up when a client leaves.
+        assert wait_until(lambda: _try_ping(srv), timeout=10)
+        assert "max_connections=3" in srv.output()
+    finally:
+        assert srv.stop() == 0
+
+
+def _try_ping(srv) -> bool:
+    try:
+        with RawClient(srv.host, srv.port, timeout=5) as r:
+            return r.ping(3) == 3
+    except OSError:
+        return False
+
+
+def test_append_may_grow_past_the_value_cap():
+    """As upstream: the cap is per request; APPEND can grow a stored value beyond it."""
+    srv = TzrunStore("--max-value-size", "100")
+    try:
+        s = client(srv)
+        s.append("a", b"x" * 80)
+        s.append("a", b"y" * 80)
+        assert s.get("a") == b"x" * 80 + b"y" * 80
+    finally:
+        assert srv.stop() == 0
