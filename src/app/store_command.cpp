@@ -1,7 +1,7 @@
 // `tzrun store`: run a standalone c10d-TCPStore-compatible store until SIGTERM/SIGINT.
 //
 //   tzrun store [--host H] [--port P] [--max-connections N] [--max-key-size B]
-//               [--max-value-size B] [--log-level LEVEL]
+//               [--max-value-size B] [--max-count N] [--log-level LEVEL]
 //
 // Prints "tzrun store: listening on ADDR:PORT" on stdout (flushed) once it accepts
 // connections. Exit codes: 0 after SIGTERM/SIGINT, 2 for bad flags, 125 when the store cannot
@@ -57,6 +57,7 @@ int store_main(int argc, char** argv) {
   std::size_t max_connections = 0;
   std::size_t max_key_size = store::Limits::kDefaultMaxKeyBytes;
   std::size_t max_value_size = store::Limits::kDefaultMaxValueBytes;
+  std::size_t max_count = store::Limits::kDefaultMaxCount;
   std::string log_level = "info";
   app.add_option("--host", host,
                  "Address to listen on; empty (default) = all interfaces, IPv6 dual-stack "
@@ -70,6 +71,9 @@ int store_main(int argc, char** argv) {
   app.add_option("--max-key-size", max_key_size, "Largest key in bytes; 0 = no cap")
       ->capture_default_str();
   app.add_option("--max-value-size", max_value_size, "Largest value in bytes; 0 = no cap")
+      ->capture_default_str();
+  app.add_option("--max-count", max_count,
+                 "Most keys in one CHECK/WAIT/MULTI_GET/MULTI_SET request; 0 = no cap")
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warning|error|critical|off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warning", "error", "critical", "off"}))
@@ -93,6 +97,7 @@ int store_main(int argc, char** argv) {
   options.max_connections = max_connections;
   options.max_key_bytes = max_key_size;
   options.max_value_bytes = max_value_size;
+  options.max_count = max_count;
   options.log = [logger](store::LogLevel level, std::string_view message) {
     logger->log(to_spdlog(level), "{}", message);
   };

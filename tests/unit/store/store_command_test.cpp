@@ -143,6 +143,28 @@ TEST(StoreCommand, DefaultHostListensOnAllInterfacesAndStopsOnSigint) {
   EXPECT_EQ(child.wait(), 0) << child.stderr_text();
 }
 
+// --max-count caps the keys of one multi-key request: over it, only that connection is closed.
+TEST(StoreCommand, MaxCountCapsMultiKeyRequests) {
+  Child child({"--port", "0", "--host", "127.0.0.1", "--max-count", "2"});
+  ASSERT_TRUE(child.started());
+  const std::string line = child.read_line();
+  ASSERT_EQ(line.rfind("tzrun store: listening on 127.0.0.1:", 0), 0u) << line;
+  ClientOptions co;
+  co.port = port_of(line);
+  co.timeout = 20s;
+  Client ok(co);
+  ok.multi_set({"a", "b"}, {"1", "2"});
+  EXPECT_EQ(ok.multi_get({"a", "b"}), (std::vector<std::string>{"1", "2"}));
+  {
+    Client over(co);
+    EXPECT_THROW(over.multi_get({"a", "b", "a"}), StoreError);
+  }
+  EXPECT_EQ(ok.get("a"), "1");  // the server and other connections are unaffected
+  child.kill(SIGTERM);
+  EXPECT_EQ(child.wait(), 0) << child.stderr_text();
+  EXPECT_NE(child.stderr_text().find("max_count=2"), std::string::npos) << child.stderr_text();
+}
+
 TEST(StoreCommand, PortInUseExits125WithClearMessage) {
   ServerOptions o;
   o.host = "127.0.0.1";
@@ -157,8 +179,11 @@ TEST(StoreCommand, PortInUseExits125WithClearMessage) {
 }
 
 TEST(StoreCommand, BadFlagsExit2) {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--bogus"}, {"--port", "70000"}, {"--port", "abc"}, {"--log-level", "loud"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--bogus"},
+                                                                {"--port", "70000"},
+                                                                {"--port", "abc"},
+                                                                {"--log-level", "loud"},
+                                                                {"--max-count", "many"}}) {
     Child child(args);
     ASSERT_TRUE(child.started());
     EXPECT_EQ(child.wait(), 2) << args[0] << ": " << child.stderr_text();
@@ -171,6 +196,7 @@ TEST(StoreCommand, HelpExits0) {
   EXPECT_EQ(child.wait(), 0);
   EXPECT_NE(child.stdout_text().find("--max-connections"), std::string::npos)
       << child.stdout_text();
+  EXPECT_NE(child.stdout_text().find("--max-count"), std::string::npos) << child.stdout_text();
 }
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include <deque>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -120,6 +121,8 @@ struct Conn {
   std::int64_t n = 0;
 };
 
+constexpr int kClientsPerSource = 8192;  // client connections per loopback source address
+
 class Loader {
  public:
   using OnReply = std::function<void(Conn&, std::int64_t, std::string_view)>;
@@ -150,8 +153,18 @@ class Loader {
 
   /// Queues bytes and the replies they will produce; flushes as far as the socket allows.
   void Send(Conn& c, const std::string& bytes, std::initializer_list<Reply> replies) {
-    c.out += bytes;
     for (Reply r : replies) c.expect.push_back(r);
+    std::size_t sent = 0;
+    if (!c.connecting && !c.closed && c.out.size() == c.out_off) {  // nothing queued: no copy
+      const ssize_t w = ::send(c.fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+      if (w < 0 && errno != EAGAIN && errno != EINTR) {
+        Fail(c, std::string("send: ") + std::strerror(errno));
+        return;
+      }
+      if (w > 0) sent = static_cast<std::size_t>(w);
+      if (sent == bytes.size()) return;
+    }
+    c.out.append(bytes, sent);
     if (!c.connecting) Flush(c);
   }
 
@@ -179,15 +192,23 @@ class Loader {
           FinishConnect(c);
           continue;
         }
-        if (evs[static_cast<std::size_t>(i)].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) Read(c);
+        const std::uint32_t e = evs[static_cast<std::size_t>(i)].events;
+        if (e & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
+          Read(c, (e & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) != 0);
+        }
         if (!c.closed && (evs[static_cast<std::size_t>(i)].events & EPOLLOUT)) Flush(c);
       }
     }
     return true;
   }
 
+  // Closes with an RST (SO_LINGER 0): a FIN would leave every client port in TIME_WAIT for
+  // 60 s, and after a few 16k-client runs connect() spends most of its time searching the
+  // crowded ephemeral port range (__inet_hash_connect), which measures the loader, not the server.
   void CloseAll() {
+    const linger rst{1, 0};
     for (Conn& c : conns_) {
+      if (c.fd >= 0) setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &rst, sizeof rst);
       if (c.fd >= 0) ::close(c.fd);
       c.fd = -1;
       c.closed = true;
@@ -206,12 +227,26 @@ class Loader {
     }
     int one = 1;
     setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (c.id >= kClientsPerSource) {
+      // 16k clients from one address make connect() quadratic in the kernel: once one parity
+      // of the ephemeral range is used up, every connect() re-scans it (__inet_hash_connect).
+      // Real clients come from many hosts; here 127.0.0.2, .3, ... take the clients past 8192.
+      setsockopt(c.fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+      sockaddr_in src{};
+      src.sin_family = AF_INET;
+      src.sin_addr.s_addr =
+          htonl(INADDR_LOOPBACK + static_cast<std::uint32_t>(c.id) / kClientsPerSource);
+      if (::bind(c.fd, reinterpret_cast<sockaddr*>(&src), sizeof src) != 0) {
+        Fail(c, std::string("bind(127.0.0.x): ") + std::strerror(errno));
+        return;
+      }
+    }
     sockaddr_in sa{};
     sa.sin_family = AF_INET;
     sa.sin_port = htons(port_);
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLOUT | EPOLLET;
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
     ev.data.u32 = static_cast<std::uint32_t>(c.id);
     epoll_ctl(ep_, EPOLL_CTL_ADD, c.fd, &ev);
     c.connecting = true;
@@ -278,12 +313,15 @@ class Loader {
     c.out_off = 0;
   }
 
-  void Read(Conn& c) {
+  // Edge-triggered: a short read drained the socket (a later arrival raises a new edge), so
+  // only a hang-up makes it read on to EOF. Saves the EAGAIN recv() per reply.
+  void Read(Conn& c, bool to_eof) {
     char buf[16384];
     for (;;) {
       const ssize_t r = ::recv(c.fd, buf, sizeof buf, 0);
       if (r > 0) {
         c.in.append(buf, static_cast<std::size_t>(r));
+        if (static_cast<std::size_t>(r) < sizeof buf && !to_eof) break;
         continue;
       }
       if (r == 0) {
@@ -422,6 +460,14 @@ ServerProc Spawn(const std::string& name, std::vector<std::string> argv,
   throw std::runtime_error(name + " printed no ready line; see " + s.log_path);
 }
 
+// The server being measured, killed if the bench is interrupted (no orphans).
+volatile pid_t g_server_pid = -1;
+
+extern "C" void OnStopSignal(int sig) {
+  if (g_server_pid > 0) kill(g_server_pid, SIGKILL);
+  _exit(128 + sig);
+}
+
 void Stop(ServerProc& s) {
   if (s.pid <= 0) return;
   kill(s.pid, SIGTERM);
@@ -472,9 +518,36 @@ IdleResult RunIdle(const ServerProc& s, int n) {
   return r;
 }
 
+// CPU seconds (user + system, all threads) used so far by process `pid`; -1 if unknown.
+double CpuSeconds(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(paren + 2));
+  std::string field;
+  double utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15: utime, stime
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// CPU seconds used by the calling thread (the loader).
+double ThreadCpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 struct MixResult {
   int conns = 0;
   double ops_per_s = 0;
+  double server_cpu_us_per_op = 0;  // server CPU time / operations: efficiency, loader-independent
+  double server_busy = 0;           // server CPU time / wall time (1.0 = one core saturated)
+  double loader_busy = 0;           // the same for the loader thread (near 1.0: loader-bound)
   double p50_us = 0;
   double p99_us = 0;
   int errors = 0;
@@ -498,18 +571,27 @@ MixResult RunMix(const ServerProc& s, int n, double seconds, int tag) {
   int idle = 0;
   Loader* lp = nullptr;
 
+  // Requests are built once: the loop should cost the loader as little as possible.
+  std::vector<std::string> set_get(static_cast<std::size_t>(n) * 8);
+  std::vector<std::string> add(static_cast<std::size_t>(n));
+  for (int id = 0; id < n; ++id) {
+    for (int k = 0; k < 8; ++k) {
+      const std::string key = prefix + std::to_string(id) + "/" + std::to_string(k);
+      std::string& b = set_get[static_cast<std::size_t>(id) * 8 + static_cast<std::size_t>(k)];
+      Set(b, key, value);
+      Get(b, key);
+    }
+    Add(add[static_cast<std::size_t>(id)], prefix + "ctr" + std::to_string(id % 16), 1);
+  }
   auto issue = [&](Conn& c) {
     if (stopping) {
       ++idle;
       return;
     }
-    std::string b;
-    const std::string key = prefix + std::to_string(c.id) + "/" + std::to_string(c.n++ & 7);
-    Set(b, key, value);
-    Get(b, key);
     c.state = 2;
     c.t_sent = Clock::now();
-    lp->Send(c, b, {Reply::kBlob});
+    lp->Send(c, set_get[static_cast<std::size_t>(c.id) * 8 + static_cast<std::size_t>(c.n++ & 7)],
+             {Reply::kBlob});
   };
   Loader l(s.port, [&](Conn& c, std::int64_t, std::string_view) {
     const auto now = Clock::now();
@@ -523,11 +605,9 @@ MixResult RunMix(const ServerProc& s, int n, double seconds, int tag) {
     }
     if (c.state == 2) {  // GET reply: SET + GET done, send ADD
       if (measuring) ops += 2;
-      std::string b;
-      Add(b, prefix + "ctr" + std::to_string(c.id % 16), 1);
       c.state = 3;
       c.t_sent = now;
-      lp->Send(c, b, {Reply::kI64});
+      lp->Send(c, add[static_cast<std::size_t>(c.id)], {Reply::kI64});
     } else {  // ADD reply
       if (measuring) ops += 1;
       issue(c);
@@ -542,15 +622,24 @@ MixResult RunMix(const ServerProc& s, int n, double seconds, int tag) {
   // Warm up, then measure.
   l.RunUntil([] { return false; }, Clock::now() + std::chrono::milliseconds(500));
   measuring = true;
+  const double cpu0 = CpuSeconds(s.pid);
+  const double loader0 = ThreadCpuSeconds();
   start = Clock::now();
   l.RunUntil([] { return false; }, start + std::chrono::duration_cast<Clock::duration>(
                                                std::chrono::duration<double>(seconds)));
   stop = Clock::now();
+  const double cpu1 = CpuSeconds(s.pid);
+  const double loader1 = ThreadCpuSeconds();
   measuring = false;
   stopping = true;
   l.RunUntil([&] { return idle + l.errors() >= n; }, Clock::now() + std::chrono::seconds(30));
   r.errors = l.errors();
   r.ops_per_s = static_cast<double>(ops) / Seconds(stop - start);
+  if (cpu0 >= 0 && cpu1 >= 0 && ops > 0) {
+    r.server_cpu_us_per_op = 1e6 * (cpu1 - cpu0) / static_cast<double>(ops);
+    r.server_busy = (cpu1 - cpu0) / Seconds(stop - start);
+    r.loader_busy = (loader1 - loader0) / Seconds(stop - start);
+  }
   if (!lat.empty()) {
     std::sort(lat.begin(), lat.end());
     r.p50_us = lat[lat.size() / 2];
@@ -560,13 +649,32 @@ MixResult RunMix(const ServerProc& s, int n, double seconds, int tag) {
   return r;
 }
 
+// TcpExt ListenOverflows from /proc/net/netstat (host-wide; -1 if unreadable): connects the
+// kernel dropped because an accept queue was full. Each costs the client a SYN retransmission
+// (1 s, then 2 s, ...), which is what a slow-accepting server looks like in the storm.
+long ListenOverflows() {
+  std::ifstream f("/proc/net/netstat");
+  std::string names, values;
+  while (std::getline(f, names) && std::getline(f, values)) {
+    if (names.rfind("TcpExt:", 0) != 0) continue;
+    std::istringstream n(names), v(values);
+    std::string name, value;
+    while (n >> name && v >> value) {
+      if (name == "ListenOverflows") return std::stol(value);
+    }
+  }
+  return -1;
+}
+
 struct RdzvResult {
   int clients = 0;
+  double open_s = 0;     // the loader's connect() calls (client side, not the server)
   double connect_s = 0;  // all clients connected + validated
   double add_s = 0;      // last ADD answered (the N-th arrival)
   double total_s = 0;    // every client got the released GET
   double release_s = 0;  // total - add: WAIT fan-out + GETs
   int retries = 0;
+  long listen_overflows = -1;  // host-wide delta during the run
   int errors = 0;
   bool ok = false;
   std::string error;
@@ -617,8 +725,10 @@ RdzvResult RunRendezvous(const ServerProc& s, int n, double timeout_s, int tag) 
     }
   });
   lp = &l;
+  const long overflows0 = ListenOverflows();
   const auto t0 = Clock::now();
   l.Open(n);
+  r.open_s = Seconds(Clock::now() - t0);
   r.ok = l.RunUntil(
       [&] { return finished + l.errors() >= n; },
       t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s)));
@@ -627,6 +737,8 @@ RdzvResult RunRendezvous(const ServerProc& s, int n, double timeout_s, int tag) 
   r.ok = r.ok && finished == n;
   r.error = r.ok ? "" : (l.first_error().empty() ? "timeout" : l.first_error());
   r.retries = l.retries();
+  const long overflows1 = ListenOverflows();
+  if (overflows0 >= 0 && overflows1 >= 0) r.listen_overflows = overflows1 - overflows0;
   r.connect_s = t_connected == Clock::time_point{} ? -1 : Seconds(t_connected - t0);
   r.add_s = t_added == Clock::time_point{} ? -1 : Seconds(t_added - t0);
   r.total_s = Seconds(t1 - t0);
@@ -732,6 +844,18 @@ void PrintTable(const Options& o, const Results& res) {
         sc, "ops/s", [i](const ServerResults& r) { return r.mix[i].ok ? r.mix[i].ops_per_s : -1; },
         "%.0f", true);
     row(
+        sc, "server CPU per op (us)",
+        [i](const ServerResults& r) { return r.mix[i].ok ? r.mix[i].server_cpu_us_per_op : -1; },
+        "%.2f", false);
+    row(
+        sc, "server CPU busy (cores)",
+        [i](const ServerResults& r) { return r.mix[i].ok ? r.mix[i].server_busy : -1; }, "%.2f",
+        false, false);
+    row(
+        sc, "loader CPU busy (cores)",
+        [i](const ServerResults& r) { return r.mix[i].ok ? r.mix[i].loader_busy : -1; }, "%.2f",
+        false, false);
+    row(
         sc, "p50 latency (us)",
         [i](const ServerResults& r) { return r.mix[i].ok ? r.mix[i].p50_us : -1; }, "%.0f", false);
     row(
@@ -756,6 +880,10 @@ void PrintTable(const Options& o, const Results& res) {
         sc, "connect retries",
         [i](const ServerResults& r) { return static_cast<double>(r.rdzv[i].retries); }, "%.0f",
         false, false);
+    row(
+        sc, "accept-queue overflows",
+        [i](const ServerResults& r) { return static_cast<double>(r.rdzv[i].listen_overflows); },
+        "%.0f", false, false);
   }
   row(
       "server process", "RSS after start (MiB)",
@@ -812,7 +940,7 @@ int Main(int argc, char** argv) {
     } else {
       std::printf(
           "usage: %s [--tzrun PATH] [--python PATH] [--servers "
-          "tzrun,torch,torch-nodns,torch-legacy]\n"
+          "tzrun,torch,torch-nodns,torch-legacy,LABEL=PATH]\n"
           "          [--conns 1,64,1024] [--seconds 3] [--rendezvous 1000,4000,16000]\n"
           "          [--rdzv-timeout 300] [--idle 4096] [--repeat 3] [--no-pin]\n",
           argv[0]);
@@ -836,6 +964,8 @@ int Main(int argc, char** argv) {
                  static_cast<unsigned long long>(rl.rlim_cur), biggest + 64);
   }
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGINT, OnStopSignal);
+  signal(SIGTERM, OnStopSignal);
 
   std::vector<std::pair<std::string, ServerResults>> res;
   int tag = 0;
@@ -845,9 +975,12 @@ int Main(int argc, char** argv) {
     const bool pin = o.pin && std::thread::hardware_concurrency() >= 2;
     if (pin) PinTo(0);
     ServerProc s;
-    if (name == "tzrun") {
-      s = Spawn(name,
-                {o.tzrun, "store", "--host", "127.0.0.1", "--port", "0", "--log-level", "error"},
+    const auto eq = name.find('=');
+    const std::string label = name.substr(0, eq);
+    if (name == "tzrun" || eq != std::string::npos) {
+      // "LABEL=PATH" runs another tzrun binary (e.g. a baseline build) in the same run.
+      const std::string bin = eq == std::string::npos ? o.tzrun : name.substr(eq + 1);
+      s = Spawn(label, {bin, "store", "--host", "127.0.0.1", "--port", "0", "--log-level", "error"},
                 "listening on ");
     } else if (name == "torch" || name == "torch-legacy" || name == "torch-nodns") {
       const bool nodns = name == "torch-nodns";
@@ -860,16 +993,17 @@ int Main(int argc, char** argv) {
                    name.c_str());
       return 2;
     }
+    g_server_pid = s.pid;
     if (pin) PinTo(1);
-    std::fprintf(stderr, "[%s] pid %d port %u%s\n", name.c_str(), s.pid, s.port,
+    std::fprintf(stderr, "[%s] pid %d port %u%s\n", label.c_str(), s.pid, s.port,
                  pin ? " (server on CPU 0, loader on CPU 1)" : "");
-    res.emplace_back(name, ServerResults{});
+    res.emplace_back(label, ServerResults{});
     ServerResults& sr = res.back().second;
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     sr.start_rss_kib = RssKiB(s.pid);
     if (o.idle > 0) {
       sr.idle = RunIdle(s, o.idle);
-      std::fprintf(stderr, "[%s] idle %d conns: %.0f B/conn\n", name.c_str(), o.idle,
+      std::fprintf(stderr, "[%s] idle %d conns: %.0f B/conn\n", label.c_str(), o.idle,
                    sr.idle.bytes_per_conn);
     }
     for (int n : o.mix_conns) {
@@ -880,21 +1014,28 @@ int Main(int argc, char** argv) {
                 [](const MixResult& x, const MixResult& y) { return x.ops_per_s < y.ops_per_s; });
       sr.mix.push_back(runs[runs.size() / 2]);  // the run with the median throughput
       const auto& m = sr.mix.back();
-      std::fprintf(stderr, "[%s] mix %d conns: %.0f ops/s p50 %.0f us p99 %.0f us%s\n",
-                   name.c_str(), n, m.ops_per_s, m.p50_us, m.p99_us, m.ok ? "" : " (errors)");
+      std::fprintf(
+          stderr,
+          "[%s] mix %d conns: %.0f ops/s (server %.2f us CPU/op, %.2f cores; loader %.2f cores) "
+          "p50 %.0f us "
+          "p99 %.0f us%s\n",
+          label.c_str(), n, m.ops_per_s, m.server_cpu_us_per_op, m.server_busy, m.loader_busy,
+          m.p50_us, m.p99_us, m.ok ? "" : " (errors)");
     }
     for (int n : o.rdzv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1000));
       sr.rdzv.push_back(RunRendezvous(s, n, o.rdzv_timeout, ++tag));
       const auto& z = sr.rdzv.back();
       std::fprintf(stderr,
-                   "[%s] rendezvous %d: %.3f s (connect %.3f, add %.3f, release %.3f) "
-                   "retries %d %s\n",
-                   name.c_str(), n, z.total_s, z.connect_s, z.add_s, z.release_s, z.retries,
-                   z.ok ? "ok" : z.error.c_str());
+                   "[%s] rendezvous %d: %.3f s (loader connect() calls %.3f, connect %.3f, add "
+                   "%.3f, release %.3f) "
+                   "retries %d, accept-queue overflows %ld %s\n",
+                   label.c_str(), n, z.total_s, z.open_s, z.connect_s, z.add_s, z.release_s,
+                   z.retries, z.listen_overflows, z.ok ? "ok" : z.error.c_str());
     }
     sr.peak_rss_kib = RssKiB(s.pid, "VmHWM:");
     Stop(s);
+    g_server_pid = -1;
   }
   PrintTable(o, res);
   return 0;
