@@ -1,10 +1,12 @@
-// The single-node agent (see include/tzrun/launch/agent.hpp for the behaviour and the
-// upstream files it follows).
+// The agent (see include/tzrun/launch/agent.hpp for the behaviour and the upstream files
+// it follows).
 //
 // Structure: one thread, one poll() loop. Exits arrive as SIGCHLD and handled signals as
-// siginfo records on a signalfd (both blocked), tee'd worker output on pipes. Nothing is
-// polled on a timer except while a group is being stopped (descendants that are not our
-// children cannot be waited for, so group emptiness is re-checked every 50 ms).
+// siginfo records on a signalfd (both blocked), tee'd worker output on pipes, news from
+// other nodes on the rendezvous watcher's eventfd. Nothing is polled on a timer except
+// while a group is being stopped (descendants that are not our children cannot be waited
+// for, so group emptiness is re-checked every 50 ms). Blocking rendezvous calls check the
+// signalfd between their (<= 1 s) slices through interrupt_check().
 #include "tzrun/launch/agent.hpp"
 
 #include <fcntl.h>
@@ -37,7 +39,9 @@
 #include "process.hpp"
 #include "report.hpp"
 #include "tzrun/launch/worker_env.hpp"
-#include "tzrun/store/server.hpp"
+#include "tzrun/rendezvous/errors.hpp"
+#include "tzrun/rendezvous/factory.hpp"
+#include "tzrun/rendezvous/ranks.hpp"
 
 extern char** environ;  // NOLINT
 
@@ -57,6 +61,29 @@ class AgentError : public std::runtime_error {
  private:
   int code_;
 };
+
+/// Thrown out of a blocking rendezvous wait when a handled signal arrived.
+struct Interrupted {};
+
+store::LogSink make_store_log(std::shared_ptr<spdlog::logger> log, std::string what) {
+  return
+      [log = std::move(log), what = std::move(what)](store::LogLevel level, std::string_view msg) {
+        switch (level) {
+          case store::LogLevel::kError:
+            log->error("{}: {}", what, msg);
+            break;
+          case store::LogLevel::kWarning:
+            log->warn("{}: {}", what, msg);
+            break;
+          case store::LogLevel::kInfo:
+            log->info("{}: {}", what, msg);
+            break;
+          default:
+            log->debug("{}: {}", what, msg);
+            break;
+        }
+      };
+}
 
 std::string errno_text(int err) {
   return std::error_code(err, std::generic_category()).message();
@@ -222,7 +249,7 @@ struct TeeStream {
   std::unique_ptr<TeeRouter> router;
 };
 
-enum class AttemptResult { kSucceeded, kFailed, kSignaled };
+enum class AttemptResult { kSucceeded, kFailed, kSignaled, kPeerEvent };
 
 class Agent {
  public:
@@ -239,8 +266,11 @@ class Agent {
  private:
   int run_job();
   void validate_topology() const;
-  void start_store();
-  void start_workers(int attempt);
+  void create_rendezvous();
+  void interrupt_check();
+  void start_workers(const rendezvous::RendezvousInfo& info,
+                     const rendezvous::AssignedRanks& ranks);
+  int finish_job(int code);
   AttemptResult monitor();
   void stop_group(int sig);
   void wait_events(int timeout_ms, bool* escalate);
@@ -264,9 +294,12 @@ class Agent {
   std::string program_;  // resolved path of argv[0]
   std::string master_addr_;
   int master_port_ = 0;
+  int world_size_ = 0;  // WORLD_SIZE of the current attempt
   std::optional<SignalState> signals_;
   detail::Guardian guardian_;
-  std::unique_ptr<store::Server> store_;
+  std::unique_ptr<rendezvous::Handler> rdzv_;
+  std::optional<rendezvous::WatchEvent> pending_event_;  // from the rendezvous watcher
+  bool rdzv_done_ = false;                               // shutdown()/abandon() already called
   std::optional<LogDir> log_dir_;
   std::unique_ptr<ConsoleSink> console_;
   int devnull_ = -1;
@@ -295,6 +328,20 @@ int Agent::run() {
     if (cfg_.dry_run) return dry_run();
     code = run_job();
     outcome = code == 0 ? "succeeded" : stop_signal_ != 0 ? "signaled" : "failed";
+  } catch (const Interrupted&) {
+    code = 128 + stop_signal_;
+    outcome = "signaled";
+  } catch (const rendezvous::RendezvousGracefulExit& e) {
+    log_->warn("{}", e.what());
+    code = ExitCode::kSuccess;
+    outcome = "succeeded";
+  } catch (const rendezvous::ConfigError& e) {
+    std::fprintf(stderr, "tzrun: error: %s\n", e.what());
+    code = ExitCode::kUsage;
+  } catch (const rendezvous::RendezvousClosedError& e) {
+    std::fprintf(stderr, "tzrun: error: %s\n", e.what());
+    code = e.exit_code().value_or(ExitCode::kInfrastructure);
+    outcome = e.exit_code() ? "failed" : outcome;
   } catch (const WorkerSetupError& e) {
     std::fprintf(stderr, "tzrun: error: %s\n", e.what());
     code = e.exit_code();
@@ -318,7 +365,13 @@ int Agent::run() {
     }
   }
   close_attempt_files();
-  if (store_) store_->stop();
+  if (rdzv_ && !rdzv_done_) {
+    // A signal (or an unexpected error): leave without closing the rendezvous for the
+    // others (torchrun's launch_agent does not shut the handler down on signals).
+    rdzv_done_ = true;
+    rdzv_->abandon(code);
+  }
+  rdzv_.reset();
   if (pid_t g = guardian_.close(); g > 0) {
     int status = 0;
     while (::waitpid(g, &status, 0) < 0 && errno == EINTR) {
@@ -330,24 +383,53 @@ int Agent::run() {
 }
 
 void Agent::validate_topology() const {
-  if (cfg_.min_nodes != 1 || cfg_.max_nodes != 1) {
-    throw AgentError("--nnodes=" + std::to_string(cfg_.min_nodes) +
-                         (cfg_.min_nodes == cfg_.max_nodes ? std::string()
-                                                           : ":" + std::to_string(cfg_.max_nodes)) +
-                         ": this tzrun build runs single-node jobs only; use --nnodes=1 (or "
-                         "torchrun for multi-node jobs)",
-                     ExitCode::kUsage);
-  }
-  if (cfg_.node_rank != 0) {
-    throw AgentError("--node-rank=" + std::to_string(cfg_.node_rank) +
-                         ": a single-node job has node rank 0; drop --node-rank",
-                     ExitCode::kUsage);
-  }
   if (cfg_.nproc_per_node < 1) {
     throw AgentError("--nproc-per-node resolved to " + std::to_string(cfg_.nproc_per_node) +
                          "; pass a positive number of workers",
                      ExitCode::kUsage);
   }
+  const bool dynamic = cfg_.standalone || cfg_.rdzv_backend != "static";
+  if (!dynamic && (cfg_.node_rank < 0 || cfg_.node_rank >= cfg_.max_nodes)) {
+    throw AgentError("--node-rank=" + std::to_string(cfg_.node_rank) + " must be < --nnodes (" +
+                         std::to_string(cfg_.max_nodes) +
+                         ") for the static rendezvous; give each node a distinct rank in 0.." +
+                         std::to_string(cfg_.max_nodes - 1),
+                     ExitCode::kUsage);
+  }
+}
+
+void Agent::interrupt_check() {
+  wait_events(0, nullptr);
+  if (stop_signal_ != 0) throw Interrupted{};
+}
+
+void Agent::create_rendezvous() {
+  const bool dynamic = cfg_.standalone || cfg_.rdzv_backend != "static";
+  std::string local_addr = cfg_.local_addr.value_or("");
+  if (dynamic && local_addr.empty()) local_addr = hostname_ = local_fqdn();
+  try {
+    rdzv_ = rendezvous::make_handler(cfg_, local_addr, make_store_log(log_, "rendezvous"),
+                                     [this] { interrupt_check(); });
+  } catch (const rendezvous::ConfigError&) {
+    throw;
+  } catch (const rendezvous::RendezvousError& e) {
+    throw AgentError(e.what(), ExitCode::kInfrastructure);
+  }
+  if (dynamic) {
+    log_->info("c10d rendezvous '{}' for {}..{} node(s) via store {}", run_id_, cfg_.min_nodes,
+               cfg_.max_nodes, rendezvous::dynamic_store_endpoint(*rdzv_));
+  }
+}
+
+int Agent::finish_job(int code) {
+  // End of job (success or final failure): close the rendezvous and let the others finish
+  // with the store before it goes away (rendezvous::Handler::shutdown).
+  workers_.clear();
+  if (rdzv_ && !rdzv_done_) {
+    rdzv_done_ = true;
+    rdzv_->shutdown();
+  }
+  return code;
 }
 
 int Agent::run_job() {
@@ -387,140 +469,168 @@ int Agent::run_job() {
         "escape cleanup",
         errno_text(errno));
   }
-  guardian_.start();  // before any thread exists (the store starts one)
+  guardian_.start();  // before any thread exists (the stores start some)
   devnull_ = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  start_store();
+  create_rendezvous();
   log_dir_ = LogDir::create(cfg_.log_dir, run_id_);
   console_ = std::make_unique<ConsoleSink>(STDOUT_FILENO, STDERR_FILENO, ColorMode::kAuto);
+  const bool identical = [&] {
+    auto it = base_env_.find("TORCH_ELASTIC_WORKER_IDENTICAL");
+    return it != base_env_.end() && it->second == "1";
+  }();
+  const auto rdzv_timeout = [&] {
+    if (auto t = rendezvous::conf_seconds(cfg_.rdzv_conf, "timeout")) return *t;
+    return std::chrono::milliseconds(std::chrono::seconds(900));
+  }();
 
   int remaining = cfg_.max_restarts;
+  int local_restarts = 0;  // failure restarts of this agent (TORCHELASTIC_RESTART_COUNT)
+  auto spend_restart = [&] {
+    remaining = std::max(0, remaining - 1);
+    ++local_restarts;
+  };
   while (true) {
-    attempt_ = cfg_.max_restarts - remaining;
-    wait_events(0, nullptr);  // a signal that arrived meanwhile: do not spawn at all
-    if (stop_signal_ != 0) return 128 + stop_signal_;
-    start_workers(attempt_);
+    interrupt_check();  // a signal that arrived meanwhile: do not rendezvous / spawn at all
+    rendezvous::RendezvousInfo info;
+    rendezvous::AssignedRanks ranks;
+    try {
+      info = rdzv_->next_rendezvous(local_restarts);
+      ranks = identical
+                  ? rendezvous::identical_ranks(info.rank, info.world_size, cfg_.nproc_per_node)
+                  : rendezvous::assign_worker_ranks(*info.store, info.rank, info.world_size,
+                                                    cfg_.role, cfg_.nproc_per_node, rdzv_timeout,
+                                                    [this] { interrupt_check(); });
+    } catch (const rendezvous::RendezvousGracefulExit&) {
+      throw;
+    } catch (const rendezvous::RendezvousClosedError&) {
+      throw;
+    } catch (const rendezvous::RendezvousError& e) {
+      throw AgentError(e.what(), ExitCode::kInfrastructure);
+    }
+    pending_event_.reset();
+    attempt_ = info.restart_count;
+    start_workers(info, ranks);
+    rdzv_->watch();
     AttemptResult result = monitor();
     stop_group(stop_signal_ != 0 ? stop_signal_ : SIGTERM);
     drain_tees();
     close_attempt_files();
     record_attempt();
+    // Another node's news that arrived as the last local worker finished is not lost: the
+    // job is not done until every node is.
+    if (result == AttemptResult::kSucceeded && pending_event_) result = AttemptResult::kPeerEvent;
     // A handled signal that arrived while a failed group was being stopped ends the run.
-    if (result == AttemptResult::kFailed && stop_signal_ != 0) result = AttemptResult::kSignaled;
-    if (result == AttemptResult::kSucceeded) {
-      workers_.clear();
-      return ExitCode::kSuccess;
+    if (result != AttemptResult::kSucceeded && stop_signal_ != 0) {
+      result = AttemptResult::kSignaled;
     }
     if (result == AttemptResult::kSignaled) {
       workers_.clear();
       return 128 + stop_signal_;
     }
-    if (remaining > 0) {
+    if (result == AttemptResult::kSucceeded) {
+      workers_.clear();
+      log_->info(
+          "[{}] worker group successfully finished. Waiting 300 seconds for other agents "
+          "to finish.",
+          cfg_.role);
+      const auto b = rdzv_->exit_barrier(std::chrono::seconds(300));
+      using BK = rendezvous::BarrierOutcome::Kind;
+      switch (b.kind) {
+        case BK::kDone:
+          return finish_job(ExitCode::kSuccess);
+        case BK::kTimedOut:
+          log_->error("Error waiting on exit barrier: {}; reporting success anyway", b.detail);
+          return finish_job(ExitCode::kSuccess);
+        case BK::kRestart:
+          log_->warn("[{}] {} after this node finished; will restart worker group", cfg_.role,
+                     b.detail);
+          if (b.counts_as_failure_restart) spend_restart();
+          continue;
+        case BK::kJobFailed:
+          std::fprintf(stderr, "tzrun: error: %s\n", b.detail.c_str());
+          return finish_job(b.exit_code);
+        case BK::kStoreLost:
+          throw AgentError(b.detail, ExitCode::kInfrastructure);
+      }
+    }
+    if (result == AttemptResult::kPeerEvent) {
+      const auto ev = *pending_event_;
+      pending_event_.reset();
+      workers_.clear();
+      using WK = rendezvous::WatchEvent::Kind;
+      switch (ev.kind) {
+        case WK::kMembershipChanged:
+          log_->warn("[{}] {}; will restart worker group", cfg_.role, ev.detail);
+          continue;
+        case WK::kRestartRequested:
+          log_->warn("[{}] {}. {}/{} attempts left; will restart worker group", cfg_.role,
+                     ev.detail, remaining, cfg_.max_restarts);
+          spend_restart();
+          continue;
+        case WK::kJobFailed:
+          std::fprintf(stderr, "tzrun: error: %s\n", ev.detail.c_str());
+          return finish_job(ev.exit_code);
+        case WK::kStoreLost:
+          throw AgentError(ev.detail, ExitCode::kInfrastructure);
+      }
+    }
+    // kFailed: this node's workers failed.
+    const auto root = select_root_cause(failures_);
+    const int local_code = tzrun_exit_code(failures_[root]);
+    rendezvous::FailureDecision decision;
+    try {
+      decision = rdzv_->on_failure(remaining > 0, local_code);
+    } catch (const rendezvous::RendezvousError& e) {
+      log_->error("{}", e.what());
+      decision = {false, -1, local_code};
+    }
+    if (decision.restart) {
       log_->warn("[{}] Worker group FAILED. {}/{} attempts left; will restart worker group",
                  cfg_.role, remaining, cfg_.max_restarts);
-      --remaining;
+      spend_restart();
       continue;
     }
     report_failure();
-    const auto root = select_root_cause(failures_);
     workers_.clear();
-    return tzrun_exit_code(failures_[root]);
+    return finish_job(local_code);
   }
 }
 
-void Agent::start_store() {
-  const bool dynamic = cfg_.standalone || cfg_.rdzv_backend != "static";
-  store::ServerOptions opts;
-  opts.host = "";  // all interfaces, like c10d's TCPStore master
-  opts.log = [log = log_](store::LogLevel level, std::string_view msg) {
-    switch (level) {
-      case store::LogLevel::kError:
-        log->error("store: {}", msg);
-        break;
-      case store::LogLevel::kWarning:
-        log->warn("store: {}", msg);
-        break;
-      case store::LogLevel::kInfo:
-        log->info("store: {}", msg);
-        break;
-      default:
-        log->debug("store: {}", msg);
-        break;
-    }
-  };
-  std::string how_to_fix;
-  if (dynamic) {
-    // torchrun's c10d bootstrap store: a fresh TCPStore on a free port, published as
-    // local_addr or the FQDN (dynamic_rendezvous.py, RendezvousStoreInfo.build).
-    opts.port = 0;
-    master_addr_ = cfg_.local_addr.value_or("");
-    if (master_addr_.empty()) master_addr_ = hostname_ = local_fqdn();
-    how_to_fix = "check that the host can open listening TCP sockets";
-  } else {
-    master_addr_ = cfg_.master_addr;
-    master_port_ = cfg_.master_port;
-    if (!cfg_.rdzv_endpoint.empty()) {  // static backend with an explicit endpoint
-      const auto& ep = cfg_.rdzv_endpoint;
-      auto colon = ep.rfind(':');
-      if (colon == std::string::npos || ep.back() == ']') {
-        throw AgentError(
-            "--rdzv-endpoint=" + ep + ": the static backend needs HOST:PORT; add a port",
-            ExitCode::kUsage);
-      }
-      master_addr_ = ep.substr(0, colon);
-      if (master_addr_.size() >= 2 && master_addr_.front() == '[' && master_addr_.back() == ']') {
-        master_addr_ = master_addr_.substr(1, master_addr_.size() - 2);
-      }
-      master_port_ = std::stoi(ep.substr(colon + 1));
-    }
-    if (master_port_ < 0 || master_port_ > 65535) {
-      throw AgentError(
-          "--master-port=" + std::to_string(master_port_) + " is not a TCP port; pass 1..65535",
-          ExitCode::kUsage);
-    }
-    opts.port = static_cast<std::uint16_t>(master_port_);
-    how_to_fix = "another job (torchrun/tzrun) is probably using port " +
-                 std::to_string(master_port_) +
-                 "; pass a free one with --master-port=PORT, or use --standalone to pick a "
-                 "free port automatically";
-  }
-  store_ = std::make_unique<store::Server>(std::move(opts));
-  try {
-    store_->start();
-  } catch (const store::BindError& e) {
-    store_.reset();
-    throw AgentError(std::string("cannot host the c10d store for the workers: ") + e.what() +
-                         (dynamic ? "" : " (" + how_to_fix + ")"),
-                     ExitCode::kInfrastructure);
-  }
-  if (dynamic) master_port_ = store_->port();
-  log_->info("hosting the workers' c10d store on {} (MASTER_ADDR={}, MASTER_PORT={})",
-             store_->endpoint(), master_addr_, master_port_);
-}
-
-void Agent::start_workers(int attempt) {
+void Agent::start_workers(const rendezvous::RendezvousInfo& info,
+                          const rendezvous::AssignedRanks& ranks) {
+  const int attempt = info.restart_count;
   workers_.clear();
   failures_.clear();
   tees_.clear();
   file_fds_.clear();
+  master_addr_ = info.master_addr;
+  master_port_ = info.master_port;
+  world_size_ = ranks.global_world_size;
   log_dir_->reset_attempt(attempt, cfg_.nproc_per_node);
   const char* tmpl_env = std::getenv("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE");
   const std::string tmpl = tmpl_env != nullptr ? tmpl_env : "";
   const int n = cfg_.nproc_per_node;
+  log_->info(
+      "[{}] Rendezvous complete for workers. Result:\n  restart_count={}\n  master_addr={}\n"
+      "  master_port={}\n  group_rank={}\n  group_world_size={}\n  global_ranks=[{}..{}]\n"
+      "  global_world_size={}",
+      cfg_.role, attempt, master_addr_, master_port_, info.rank, info.world_size,
+      ranks.base_global_rank, ranks.base_global_rank + n - 1, ranks.global_world_size);
 
   for (int lr = 0; lr < n; ++lr) {
     WorkerSpec spec;
     spec.local_rank = lr;
-    spec.global_rank = lr;
-    spec.role_rank = lr;
-    spec.group_rank = 0;
-    spec.group_world_size = 1;
-    spec.world_size = n;
-    spec.role_world_size = n;
+    spec.global_rank = ranks.base_global_rank + lr;
+    spec.role_rank = ranks.base_role_rank + lr;
+    spec.group_rank = info.rank;
+    spec.group_world_size = info.world_size;
+    spec.world_size = ranks.global_world_size;
+    spec.role_world_size = ranks.role_world_size;
     spec.local_world_size = n;
     spec.restart_count = attempt;
     Worker w;
     w.local_rank = lr;
-    w.global_rank = lr;
+    w.global_rank = spec.global_rank;
     w.error_file = log_dir_->error_file(attempt, lr);
 
     detail::SpawnRequest req;
@@ -567,8 +677,8 @@ void Agent::start_workers(int attempt) {
         ::fcntl(p[0], F_SETFL, ::fcntl(p[0], F_GETFL) | O_NONBLOCK);
         TeeStream t;
         t.fd = p[0];
-        t.router = std::make_unique<TeeRouter>(*console_, make_prefix(tmpl, cfg_.role, lr, lr),
-                                               stream, file_fd, true, lr);
+        t.router = std::make_unique<TeeRouter>(
+            *console_, make_prefix(tmpl, cfg_.role, lr, w.global_rank), stream, file_fd, true, lr);
         tees_.push_back(std::move(t));
         file_fds_.push_back(file_fd);
         child_fd = p[1];
@@ -602,6 +712,7 @@ AttemptResult Agent::monitor() {
     if (std::all_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.reaped; })) {
       return AttemptResult::kSucceeded;
     }
+    if (pending_event_) return AttemptResult::kPeerEvent;
     wait_events(-1, nullptr);
   }
 }
@@ -610,6 +721,10 @@ void Agent::wait_events(int timeout_ms, bool* escalate) {
   std::vector<pollfd> fds;
   fds.push_back({signals_->fd(), POLLIN, 0});
   for (const auto& t : tees_) fds.push_back({t.fd, static_cast<short>(t.fd >= 0 ? POLLIN : 0), 0});
+  // Rendezvous watcher events (other nodes failed / joined / left, store lost): only
+  // looked at while workers run; the first one is kept for monitor().
+  const int event_fd = rdzv_ && !workers_.empty() && !pending_event_ ? rdzv_->event_fd() : -1;
+  fds.push_back({event_fd, static_cast<short>(event_fd >= 0 ? POLLIN : 0), 0});
   int rc = ::poll(fds.data(), fds.size(), timeout_ms);
   if (rc < 0) {
     if (errno == EINTR) return;
@@ -635,9 +750,10 @@ void Agent::wait_events(int timeout_ms, bool* escalate) {
     }
     if (child) reap_all();
   }
-  for (std::size_t i = 1; i < fds.size(); ++i) {
+  for (std::size_t i = 1; i + 1 < fds.size(); ++i) {
     if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) pump_tee(i - 1);
   }
+  if (event_fd >= 0 && (fds.back().revents & POLLIN) != 0) pending_event_ = rdzv_->take_event();
 }
 
 void Agent::reap_all() {
@@ -882,7 +998,7 @@ void Agent::write_summary(int code, const std::string& outcome) {
   s.outcome = outcome;
   s.exit_code = code;
   s.restarts = attempts_.empty() ? 0 : static_cast<int>(attempts_.size()) - 1;
-  s.world_size = cfg_.nproc_per_node;
+  s.world_size = world_size_ > 0 ? world_size_ : cfg_.nproc_per_node;
   s.start_time = unix_seconds(start_time_);
   s.end_time = unix_seconds(SysClock::now());
   s.attempts = attempts_;
@@ -911,8 +1027,25 @@ int Agent::dry_run() {
   std::printf("tzrun dry run: %d worker(s), run id %s, store on %s:%s\n", cfg_.nproc_per_node,
               cfg_.rdzv_id.c_str(), addr.c_str(),
               dynamic ? "<free port>" : std::to_string(port).c_str());
+  // Multi-node: static ranks assume the same --nproc-per-node on every node; c10d ranks are
+  // only known after the rendezvous (shown as node rank 0 of MIN nodes).
+  const int group_rank = dynamic ? 0 : cfg_.node_rank;
+  const int group_world = dynamic ? cfg_.min_nodes : cfg_.max_nodes;
+  if (group_world > 1) {
+    std::printf("multi-node: ranks shown for node rank %d of %d%s\n", group_rank, group_world,
+                dynamic ? " (c10d assigns node ranks at the rendezvous)"
+                        : " (assuming the same --nproc-per-node on every node)");
+  }
+  const auto ranks = rendezvous::identical_ranks(group_rank, group_world, cfg_.nproc_per_node);
   for (int lr = 0; lr < cfg_.nproc_per_node; ++lr) {
-    WorkerSpec spec{lr, lr, lr, 0, 1, cfg_.nproc_per_node, cfg_.nproc_per_node, cfg_.nproc_per_node,
+    WorkerSpec spec{lr,
+                    ranks.base_global_rank + lr,
+                    ranks.base_role_rank + lr,
+                    group_rank,
+                    group_world,
+                    ranks.global_world_size,
+                    ranks.role_world_size,
+                    cfg_.nproc_per_node,
                     0};
     auto env = build_worker_env(cfg_, spec, base_env_, addr, port,
                                 "<log dir>/attempt_0/" + std::to_string(lr) + "/error.json");

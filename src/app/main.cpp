@@ -11,6 +11,7 @@
 #include "tzrun/launch/agent.hpp"
 #include "tzrun/launch/cli.hpp"
 #include "tzrun/launch/config.hpp"
+#include "tzrun/launch/platform.hpp"
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "store") {
@@ -23,7 +24,18 @@ int main(int argc, char** argv) {
       std::fputs(outcome.text.c_str(), stdout);
       return tzrun::ExitCode::kSuccess;
     }
-    for (const auto& w : outcome.warnings) std::fprintf(stderr, "tzrun: warning: %s\n", w.c_str());
+    const auto& cfg = outcome.config;
+    const bool quiet =
+        cfg.log_level == "error" || cfg.log_level == "critical" || cfg.log_level == "off";
+    if (!quiet) {
+      for (const auto& w : outcome.warnings) std::fprintf(stderr, "tzrun: warning: %s\n", w.c_str());
+    }
+    // One line naming the platform whose variables were applied (docs/multinode.md);
+    // always shown for --dry-run, before the agent prints the resolved run.
+    if ((outcome.platform.kind != tzrun::platform::Kind::kNone && !quiet) || cfg.dry_run) {
+      std::fprintf(stderr, "%s\n", tzrun::platform::summary_line(outcome.platform, cfg).c_str());
+      std::fflush(stderr);
+    }
     return tzrun::agent::run(outcome.config);
   } catch (const tzrun::cli::UsageError& e) {
     std::fprintf(stderr, "%s\n", e.what());

@@ -332,6 +332,16 @@ std::vector<OptionSpec> build_options() {
                "Cluster platform whose environment variables supply defaults for the "
                "node/rendezvous settings; auto detects it, none disables detection. "
                "Explicit flags and PET_ variables always win."});
+  o.push_back({{"-j"},
+               "job_shape",
+               kValue,
+               kString,
+               false,
+               true,
+               {},
+               "TorchX-style job shape [[MIN:]MAX x]NPROC, e.g. 2x8 (2 nodes, 8 workers "
+               "each), 1:4x8 (elastic 1 to 4 nodes) or 8 (one node): sets --nnodes and "
+               "--nproc-per-node, which must not be given with it."});
   o.push_back({{"-V", "--version"},
                "version",
                kVersion,

@@ -21,6 +21,7 @@
 #include "options.hpp"
 #include "text.hpp"
 #include "tzrun/launch/cli.hpp"
+#include "tzrun/launch/platform.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX
 
@@ -89,7 +90,7 @@ bool looks_like_negative_number(std::string_view s) {
 const std::map<std::string, int>& catchable_signals() {
   static const std::map<std::string, int> kSignals = {
       {"SIGABRT", SIGABRT},     {"SIGALRM", SIGALRM},     {"SIGBUS", SIGBUS},
-      {"SIGCHLD", SIGCHLD},     {"SIGCLD", SIGCHLD},      {"SIGCONT", SIGCONT},
+      {"SIGCONT", SIGCONT},
       {"SIGFPE", SIGFPE},       {"SIGHUP", SIGHUP},       {"SIGILL", SIGILL},
       {"SIGINT", SIGINT},       {"SIGIO", SIGIO},         {"SIGIOT", SIGIOT},
       {"SIGPIPE", SIGPIPE},     {"SIGPOLL", SIGPOLL},     {"SIGPROF", SIGPROF},
@@ -109,6 +110,7 @@ struct Raw {
   std::string value;
   bool from_env = false;
   std::string env_name;
+  std::string origin;  ///< overrides where(): "-j" or a platform variable
 };
 
 struct Match {
@@ -140,6 +142,8 @@ class Parser {
   bool consume(const Match& first, std::size_t& next, ParseOutcome& out);
   void store_cli(const OptionSpec& opt, const std::string& value);
   void apply_env_defaults();
+  void apply_job_shape();
+  void apply_platform(ParseOutcome& out);
   void check_value(const OptionSpec& opt, const std::string& value, const std::string& where_prefix,
                    const std::string& fix) const;
 
@@ -169,6 +173,7 @@ class Parser {
   std::map<std::string, Raw> values_;  // dest -> value (CLI or PET_)
   std::set<std::string> flags_;        // dests of flags that are set
   std::set<std::string> cli_seen_;     // dests given on the command line
+  std::set<std::string> env_seen_;     // dests taken from PET_<DEST>
   std::optional<std::string> script_;
   std::vector<std::string> script_args_;
   std::vector<std::string> extras_;
@@ -257,7 +262,7 @@ void Parser::check_value(const OptionSpec& opt, const std::string& value,
 
 void Parser::store_cli(const OptionSpec& opt, const std::string& value) {
   check_value(opt, value, "argument " + opt.display(), "");
-  values_[opt.dest] = Raw{value, false, ""};
+  values_[opt.dest] = Raw{value, false, "", ""};
   cli_seen_.insert(opt.dest);
 }
 
@@ -347,11 +352,13 @@ void Parser::apply_env_defaults() {
         fail(prefix + ": invalid boolean value: " + py_repr(value) +
              " (use 1/true/yes/on to enable or 0/false/no/off to disable, or unset " + name + ")");
       }
+      env_seen_.insert(opt.dest);
       continue;
     }
     if (value.empty()) continue;  // tzrun: an empty PET_ value means "unset"
     check_value(opt, value, prefix, "; fix or unset " + name);
-    values_[opt.dest] = Raw{value, true, name};
+    values_[opt.dest] = Raw{value, true, name, ""};
+    env_seen_.insert(opt.dest);
   }
 }
 
@@ -362,6 +369,7 @@ std::string Parser::where(const std::string& dest) const {
   }
   const std::string display = spec ? spec->display() : dest;
   const Raw* r = raw(dest);
+  if (r && !r->origin.empty()) return r->origin;
   if (r && r->from_env) {
     return "environment variable " + r->env_name + " (default for " + spec->strings.front() + ")";
   }
@@ -375,6 +383,60 @@ void Parser::bad(const std::string& dest, const std::string& why, const std::str
   msg += why;
   if (!fix.empty()) msg += " (" + fix + ")";
   fail(msg);
+}
+
+void Parser::apply_job_shape() {
+  // tzrun extension: TorchX `dist.ddp -j [[MIN:]MAX x]NPROC` sets --nnodes and
+  // --nproc-per-node at once; like any flag it wins over PET_NNODES/PET_NPROC_PER_NODE.
+  const Raw* j = raw("job_shape");
+  if (j == nullptr) return;
+  for (const char* dest : {"nnodes", "nproc_per_node"}) {
+    if (cli_seen_.count(dest) != 0) {
+      const std::string flag = dest == std::string("nnodes") ? "--nnodes" : "--nproc-per-node";
+      fail("argument -j: not allowed with argument " + flag + " (-j " + j->value +
+           " already sets --nnodes and --nproc-per-node; drop one of them)");
+    }
+  }
+  platform::JobShape shape;
+  try {
+    shape = platform::parse_job_shape(j->value);
+  } catch (const std::invalid_argument& e) {
+    fail(std::string("argument -j: ") + e.what());
+  }
+  const std::string origin = "argument -j " + py_repr(j->value);
+  values_["nnodes"] = Raw{shape.nnodes(), false, "", origin};
+  values_["nproc_per_node"] = Raw{std::to_string(shape.nproc_per_node), false, "", origin};
+  cli_seen_.insert("nnodes");
+  cli_seen_.insert("nproc_per_node");
+}
+
+void Parser::apply_platform(ParseOutcome& out) {
+  // Platform variables are defaults below PET_<DEST> (docs/multinode.md).
+  platform::Request req;
+  req.platform = value_or("platform", "auto");
+  req.explicit_dests = cli_seen_;
+  req.explicit_dests.insert(env_seen_.begin(), env_seen_.end());
+  req.standalone = flag("standalone");
+  req.rdzv_backend = req.standalone ? "c10d" : value_or("rdzv_backend", "static");
+  try {
+    out.platform = platform::detect(req, env_);
+  } catch (const platform::PlatformError& e) {
+    fail(e.what());
+  }
+  for (const auto& [dest, v] : out.platform.defaults) {
+    if (values_.count(dest) != 0) continue;
+    const OptionSpec* spec_of = nullptr;
+    for (const auto& opt : detail::options()) {
+      if (opt.dest == dest) spec_of = &opt;
+    }
+    const std::string flag_name = spec_of ? spec_of->strings.front() : dest;
+    values_[dest] = Raw{v.value, true, v.source,
+                        "environment variable " + v.source + " (" +
+                            std::string(platform::name(out.platform.kind)) +
+                            " platform, default for " + flag_name + ")"};
+  }
+  out.warnings.insert(out.warnings.end(), out.platform.warnings.begin(),
+                      out.platform.warnings.end());
 }
 
 ParseOutcome Parser::run() {
@@ -410,6 +472,7 @@ ParseOutcome Parser::run() {
   }
 
   apply_env_defaults();
+  apply_job_shape();
 
   if (!script_) {
     fail(
@@ -422,6 +485,7 @@ ParseOutcome Parser::run() {
     fail("unrecognized arguments: " + list + " (options must come before the training script; " +
          std::string(kHelpHint) + ")");
   }
+  apply_platform(out);
   build(out.config, out.warnings);
   return out;
 }
@@ -628,6 +692,10 @@ void Parser::build(LaunchConfig& c, std::vector<std::string>& warnings) const {
       if (name == "SIGKILL" || name == "SIGSTOP") {
         bad("signals_to_handle", name + " cannot be caught",
             "list catchable signals such as SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1,SIGUSR2");
+      }
+      if (name == "SIGCHLD" || name == "SIGCLD") {
+        bad("signals_to_handle", name + " is how tzrun watches its workers and cannot be forwarded",
+            "list other signals such as SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1,SIGUSR2");
       }
       if (!catchable_signals().count(name)) {
         bad("signals_to_handle", "unknown signal name " + py_repr(name),

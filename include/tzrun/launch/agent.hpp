@@ -1,4 +1,4 @@
-// tzrun/launch/agent.hpp — the single-node elastic agent: host the store, spawn and
+// tzrun/launch/agent.hpp — the elastic agent: rendezvous with the other nodes, spawn and
 // supervise the local worker group, restart it on failure, forward signals.
 //
 // Follows torchrun 2.11's LocalElasticAgent / SimpleElasticAgent
@@ -17,9 +17,15 @@
 //     and SIGKILLs at once.
 //   * a signal that was ignored when tzrun started (SIGHUP under nohup) stays ignored, for
 //     tzrun and for the workers.
-// Only one node is supported (nnodes 1, static or --standalone / c10d); the agent hosts the
-// c10d-compatible store (tzrun::store::Server) the workers' env:// init connects to
-// (TORCHELASTIC_USE_AGENT_STORE=True).
+// Multi-node jobs go through tzrun::rendezvous (include/tzrun/rendezvous/handler.hpp):
+// `static` (node 0's agent hosts the c10d-compatible store the agents and the workers use)
+// and `c10d` / --standalone (elastic; round rank 0's agent hosts the workers' store). Ranks
+// are assigned as torchrun does (role_info / assigned_ranks); workers connect to the agent
+// store (TORCHELASTIC_USE_AGENT_STORE=True). Beyond torchrun: a worker failure on one node
+// restarts every node (static: job-wide restart rounds with one TORCHELASTIC_RESTART_COUNT;
+// c10d: membership changes), a node that gives up stops the others with its exit code, a
+// lost rendezvous store ends the run with 125, and every restart gets a clean workers'
+// store. Rendezvous errors exit 125 (usage errors in --rdzv-* 2; a node not needed 0).
 //
 // Thread-safety: call run() at most once at a time per process; it changes process-wide
 // state for its duration (signal mask, SIGPIPE disposition, child-subreaper flag) and reaps

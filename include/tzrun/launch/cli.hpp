@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "tzrun/launch/config.hpp"
+#include "tzrun/launch/platform.hpp"
 
 namespace tzrun::cli {
 
@@ -59,6 +60,9 @@ struct ParseOutcome {
   /// Non-fatal remarks torchrun logs as warnings (e.g. --master-addr given with a
   /// non-static backend). The caller prints them at warning level.
   std::vector<std::string> warnings;
+  /// kRun: the cluster platform found in the environment (--platform) and the
+  /// defaults it supplied; they sit below flags and PET_* (see platform.hpp).
+  platform::Detection platform;
 };
 
 /// How the host is probed when resolving --nproc-per-node cpu|gpu|auto.

@@ -191,6 +191,8 @@ TEST(Guardian, KillsRegisteredGroupsWhenTheAgentGoesAway) {
 TEST(Signals, NamesAndNumbers) {
   EXPECT_EQ(signal_from_name("SIGTERM"), SIGTERM);
   EXPECT_EQ(signal_from_name(" SIGUSR1"), SIGUSR1);
+  EXPECT_EQ(signal_from_name("SIGIOT"), SIGABRT);
+  EXPECT_EQ(signal_from_name("SIGPOLL"), SIGIO);
   EXPECT_EQ(signal_from_name("HUP"), SIGHUP);
   EXPECT_EQ(signal_from_name("15"), 15);
   EXPECT_EQ(signal_from_name("SIGNOPE"), -1);

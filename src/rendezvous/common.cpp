@@ -1,0 +1,219 @@
+#include "common.hpp"
+
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "tzrun/rendezvous/errors.hpp"
+#include "tzrun/rendezvous/ranks.hpp"
+#include "tzrun/store/errors.hpp"
+
+namespace tzrun::rendezvous::detail {
+
+std::string ms_text(milliseconds d) {
+  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + " s";
+  if (d.count() > 1000) {
+    return std::to_string(d.count() / 1000) + "." + std::to_string(d.count() % 1000 / 100) + " s";
+  }
+  return std::to_string(d.count()) + " ms";
+}
+
+void log(const store::LogSink& sink, store::LogLevel level, const std::string& message) {
+  if (sink) sink(level, message);
+}
+
+EventQueue::EventQueue() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+
+EventQueue::~EventQueue() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void EventQueue::push(WatchEvent event, std::uint64_t generation) {
+  std::lock_guard lock(mu_);
+  if (generation != generation_) return;
+  events_.push_back(std::move(event));
+  const std::uint64_t one = 1;
+  [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);
+}
+
+std::optional<WatchEvent> EventQueue::take() {
+  std::lock_guard lock(mu_);
+  if (events_.empty()) return std::nullopt;
+  WatchEvent e = std::move(events_.front());
+  events_.pop_front();
+  if (events_.empty()) {
+    std::uint64_t v = 0;
+    [[maybe_unused]] auto n = ::read(fd_, &v, sizeof v);
+  }
+  return e;
+}
+
+std::uint64_t EventQueue::reset() {
+  std::lock_guard lock(mu_);
+  events_.clear();
+  std::uint64_t v = 0;
+  [[maybe_unused]] auto n = ::read(fd_, &v, sizeof v);
+  return ++generation_;
+}
+
+void Worker::start(std::function<void(const std::atomic<bool>&)> body) {
+  if (active()) return;
+  if (thread_.joinable()) thread_.join();
+  stop_ = false;
+  thread_ = std::thread([this, b = std::move(body)] { b(stop_); });
+}
+
+void Worker::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+std::shared_ptr<store::Client> connect(const std::string& host, int port,
+                                       milliseconds connect_timeout, milliseconds read_timeout,
+                                       const Interrupt& interrupt, const store::LogSink& sink,
+                                       const std::string& what) {
+  const auto deadline = SteadyClock::now() + connect_timeout;
+  std::string last;
+  auto last_log = SteadyClock::now() - std::chrono::hours(1);
+  while (true) {
+    if (interrupt) interrupt();
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
+    if (left <= milliseconds(0)) {
+      throw RendezvousConnectionError(
+          what + ": cannot connect to the store at " + host + ":" + std::to_string(port) +
+          " within " + ms_text(connect_timeout) + " (last error: " + last +
+          "); check that the node hosting it is up and that the address is right and reachable "
+          "(firewall, DNS), or raise the timeout");
+    }
+    store::ClientOptions o;
+    o.host = host;
+    o.port = static_cast<std::uint16_t>(port);
+    o.timeout = read_timeout;
+    o.connect_timeout = std::min(left, milliseconds(1000));
+    o.initial_backoff = milliseconds(50);
+    o.max_backoff = milliseconds(500);
+    try {
+      return std::make_shared<store::Client>(std::move(o));
+    } catch (const store::TimeoutError& e) {
+      last = e.what();
+      const auto p = last.find("last error: ");
+      if (p != std::string::npos) {
+        last = last.substr(p + 12);
+        last = last.substr(0, last.find(')'));
+      }
+    } catch (const store::StoreError& e) {
+      throw RendezvousConnectionError(what + ": " + e.what());
+    }
+    if (SteadyClock::now() - last_log >= std::chrono::seconds(30)) {
+      log(sink, store::LogLevel::kInfo,
+          what + ": the store at " + host + ":" + std::to_string(port) + " is not reachable yet (" +
+              last + "); retrying");
+      last_log = SteadyClock::now();
+    }
+  }
+}
+
+std::unique_ptr<store::Server> host_store(const std::string& bind_host, int port,
+                                          const store::LogSink& log_sink) {
+  store::ServerOptions o;
+  o.host = bind_host;
+  o.port = static_cast<std::uint16_t>(port);
+  o.log = log_sink;
+  auto server = std::make_unique<store::Server>(std::move(o));
+  server->start();
+  return server;
+}
+
+void sleep_for(milliseconds d, const Interrupt& interrupt) {
+  const auto end = SteadyClock::now() + d;
+  while (true) {
+    if (interrupt) interrupt();
+    const auto now = SteadyClock::now();
+    if (now >= end) return;
+    std::this_thread::sleep_for(
+        std::min(std::chrono::duration_cast<milliseconds>(end - now), milliseconds(100)));
+  }
+}
+
+BarrierOutcome exit_barrier(store::Store& round_store, int world_size, milliseconds timeout,
+                            const Interrupt& interrupt,
+                            const std::function<std::optional<WatchEvent>()>& take_event) {
+  const std::string prefix(kTerminalStatePrefix);
+  const std::string last_member = prefix + "/last_member";
+  BarrierOutcome out;
+  try {
+    const auto idx = round_store.add(prefix + "/num_members", 1);
+    if (idx == world_size) round_store.set(last_member, "<val_ignored>");
+    const auto deadline = SteadyClock::now() + timeout;
+    while (true) {
+      if (interrupt) interrupt();
+      const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
+      if (left <= milliseconds(0)) {
+        out.kind = BarrierOutcome::Kind::kTimedOut;
+        out.detail = "not every node finished within " + ms_text(timeout) + " (" +
+                     std::to_string(round_store.add(prefix + "/num_members", 0)) + " of " +
+                     std::to_string(world_size) + " arrived)";
+        return out;
+      }
+      try {
+        round_store.wait({last_member}, std::clamp(left, milliseconds(1), milliseconds(200)));
+        return out;  // kDone
+      } catch (const store::TimeoutError&) {
+      }
+      if (round_store.check({last_member})) return out;
+      if (!take_event) continue;
+      while (auto ev = take_event()) {
+        switch (ev->kind) {
+          case WatchEvent::Kind::kMembershipChanged:
+            if (ev->scale_up) continue;  // only the nodes still running admit newcomers
+            out.kind = BarrierOutcome::Kind::kRestart;
+            out.detail = ev->detail;
+            return out;
+          case WatchEvent::Kind::kRestartRequested:
+            out.kind = BarrierOutcome::Kind::kRestart;
+            out.counts_as_failure_restart = true;
+            out.detail = ev->detail;
+            return out;
+          case WatchEvent::Kind::kJobFailed:
+            out.kind = BarrierOutcome::Kind::kJobFailed;
+            out.exit_code = ev->exit_code;
+            out.detail = ev->detail;
+            return out;
+          case WatchEvent::Kind::kStoreLost:
+            out.kind = BarrierOutcome::Kind::kStoreLost;
+            out.detail = ev->detail;
+            return out;
+        }
+      }
+    }
+  } catch (const store::StoreError& e) {
+    out.kind = BarrierOutcome::Kind::kStoreLost;
+    out.detail = std::string("the rendezvous store failed during the exit barrier: ") + e.what();
+    return out;
+  }
+}
+
+void depart(store::Store& round_store, int world_size, bool wait_for_all, milliseconds timeout,
+            const store::LogSink& sink) {
+  try {
+    auto n = round_store.add("tzrun/departed", 1);
+    if (!wait_for_all) return;
+    const auto deadline = SteadyClock::now() + timeout;
+    while (n < world_size && SteadyClock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(20));
+      n = round_store.add("tzrun/departed", 0);
+    }
+    if (n < world_size) {
+      log(sink, store::LogLevel::kWarning,
+          "stopping the rendezvous store although only " + std::to_string(n) + " of " +
+              std::to_string(world_size) + " nodes have finished with it after " +
+              ms_text(timeout));
+    }
+  } catch (const std::exception& e) {
+    log(sink, store::LogLevel::kDebug, std::string("departure bookkeeping failed: ") + e.what());
+  }
+}
+
+}  // namespace tzrun::rendezvous::detail

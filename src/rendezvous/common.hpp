@@ -1,0 +1,92 @@
+// Internal helpers shared by the static and dynamic handlers.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "tzrun/rendezvous/handler.hpp"
+#include "tzrun/store/client.hpp"
+#include "tzrun/store/server.hpp"
+
+namespace tzrun::rendezvous::detail {
+
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+
+std::string ms_text(milliseconds d);
+
+/// Thread-safe event queue with an eventfd that is readable while events are queued.
+/// Events carry the generation of the watcher that produced them; reset() starts a new
+/// generation and drops everything older, so a watcher that is still winding down after
+/// unwatch() cannot leak a stale event into the next round.
+class EventQueue {
+ public:
+  EventQueue();
+  ~EventQueue();
+  EventQueue(const EventQueue&) = delete;
+  EventQueue& operator=(const EventQueue&) = delete;
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+  void push(WatchEvent event, std::uint64_t generation);
+  std::optional<WatchEvent> take();
+  /// Drops all events and returns the new generation.
+  std::uint64_t reset();
+  [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
+
+ private:
+  int fd_ = -1;
+  std::mutex mu_;
+  std::deque<WatchEvent> events_;
+  std::atomic<std::uint64_t> generation_{0};
+};
+
+/// A background thread running `body(stop)`. request_stop() only raises the flag (the
+/// thread finishes its current store call in the background); start() and the destructor
+/// join a previous thread first.
+class Worker {
+ public:
+  ~Worker() { stop(); }
+  void start(std::function<void(const std::atomic<bool>&)> body);
+  void request_stop() { stop_ = true; }
+  void stop();
+  [[nodiscard]] bool active() const noexcept { return thread_.joinable() && !stop_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+/// Connects a client, retrying (also name-resolution failures) until `connect_timeout`, in
+/// slices of <= 1 s so `interrupt` is honoured. Replies are bounded by `read_timeout`.
+/// Throws RendezvousConnectionError naming host:port, the timeout and a fix.
+std::shared_ptr<store::Client> connect(const std::string& host, int port,
+                                       milliseconds connect_timeout, milliseconds read_timeout,
+                                       const Interrupt& interrupt, const store::LogSink& log,
+                                       const std::string& what);
+
+/// Starts a store server on bind_host:port (all interfaces when empty). Throws BindError.
+std::unique_ptr<store::Server> host_store(const std::string& bind_host, int port,
+                                          const store::LogSink& log);
+
+/// Sleeps in slices, calling `interrupt` between them.
+void sleep_for(milliseconds d, const Interrupt& interrupt);
+
+/// torchrun's store barrier on `kTerminalStatePrefix`, also ending on watcher events.
+BarrierOutcome exit_barrier(store::Store& round_store, int world_size, milliseconds timeout,
+                            const Interrupt& interrupt,
+                            const std::function<std::optional<WatchEvent>()>& take_event);
+
+/// End of job: counts this node out ("tzrun/departed" on the round store) and, when
+/// `wait_for_all`, waits (bounded, never throws) until `world_size` nodes did.
+void depart(store::Store& round_store, int world_size, bool wait_for_all, milliseconds timeout,
+            const store::LogSink& log);
+
+void log(const store::LogSink& sink, store::LogLevel level, const std::string& message);
+
+}  // namespace tzrun::rendezvous::detail
