@@ -135,6 +135,7 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
   if (lv == "info") l = spdlog::level::info;
   if (lv == "error") l = spdlog::level::err;
   if (lv == "critical" || lv == "fatal") l = spdlog::level::critical;
+  if (lv == "off") l = spdlog::level::off;
   logger->set_level(l);
   logger->flush_on(spdlog::level::trace);
   return logger;
@@ -473,6 +474,20 @@ int Agent::run_job() {
   devnull_ = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   create_rendezvous();
   log_dir_ = LogDir::create(cfg_.log_dir, run_id_);
+  if (!log_dir_->disabled()) {
+    // torchrun logs this at INFO; say it louder when some worker output goes only to files.
+    bool to_files = false;
+    for (int lr = 0; lr < cfg_.nproc_per_node; ++lr) {
+      const auto only_file = static_cast<unsigned>(cfg_.redirects.for_rank(lr)) &
+                             ~static_cast<unsigned>(cfg_.tee.for_rank(lr));
+      to_files = to_files || only_file != 0U;
+    }
+    if (to_files && !cfg_.log_dir) {
+      log_->warn("worker logs are written under {}", log_dir_->run_dir());
+    } else {
+      log_->info("log directory: {}", log_dir_->run_dir());
+    }
+  }
   console_ = std::make_unique<ConsoleSink>(STDOUT_FILENO, STDERR_FILENO, ColorMode::kAuto);
   const bool identical = [&] {
     auto it = base_env_.find("TORCH_ELASTIC_WORKER_IDENTICAL");
@@ -1037,6 +1052,8 @@ int Agent::dry_run() {
                         : " (assuming the same --nproc-per-node on every node)");
   }
   const auto ranks = rendezvous::identical_ranks(group_rank, group_world, cfg_.nproc_per_node);
+  // Build every worker first, so an error for rank N is reported before anything is printed.
+  std::vector<std::pair<std::vector<std::string>, std::map<std::string, std::string>>> workers;
   for (int lr = 0; lr < cfg_.nproc_per_node; ++lr) {
     WorkerSpec spec{lr,
                     ranks.base_global_rank + lr,
@@ -1049,13 +1066,53 @@ int Agent::dry_run() {
                     0};
     auto env = build_worker_env(cfg_, spec, base_env_, addr, port,
                                 "<log dir>/attempt_0/" + std::to_string(lr) + "/error.json");
+    if (dynamic) env["MASTER_PORT"] = "<free port>";
     auto argv = build_worker_argv(cfg_, lr, env);
-    std::printf("[local_rank %d] argv:", lr);
+    workers.emplace_back(std::move(argv), std::move(env));
+  }
+  std::printf("resolved configuration:\n");
+  std::printf("  nnodes=%d:%d node_rank=%d nproc_per_node=%d (%s)\n", cfg_.min_nodes,
+              cfg_.max_nodes, cfg_.node_rank, cfg_.nproc_per_node,
+              cfg_.nproc_per_node_spec.c_str());
+  std::printf("  rdzv_backend=%s rdzv_endpoint=%s rdzv_id=%s\n",
+              dynamic ? "c10d" : cfg_.rdzv_backend.c_str(),
+              cfg_.rdzv_endpoint.empty() ? "<derived>" : cfg_.rdzv_endpoint.c_str(),
+              cfg_.rdzv_id.c_str());
+  std::printf("  max_restarts=%d shutdown_timeout=%gs log_dir=%s\n", cfg_.max_restarts,
+              cfg_.shutdown_timeout, cfg_.log_dir.value_or("<temporary>").c_str());
+  std::string sigs;
+  for (const auto& sname : cfg_.signals_to_handle) sigs += (sigs.empty() ? "" : ",") + sname;
+  std::printf("  signals_to_handle=%s\n", sigs.c_str());
+  // Every variable torchrun sets is shown, even when it equals the agent's own value
+  // (e.g. a platform RANK that happens to match); other inherited variables are not.
+  static const std::set<std::string> kTorchrunKeys = {"RANK",
+                                                      "LOCAL_RANK",
+                                                      "GROUP_RANK",
+                                                      "ROLE_RANK",
+                                                      "ROLE_NAME",
+                                                      "LOCAL_WORLD_SIZE",
+                                                      "WORLD_SIZE",
+                                                      "GROUP_WORLD_SIZE",
+                                                      "ROLE_WORLD_SIZE",
+                                                      "MASTER_ADDR",
+                                                      "MASTER_PORT",
+                                                      "TORCHELASTIC_RESTART_COUNT",
+                                                      "TORCHELASTIC_MAX_RESTARTS",
+                                                      "TORCHELASTIC_RUN_ID",
+                                                      "TORCHELASTIC_USE_AGENT_STORE",
+                                                      "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                                                      "TORCHELASTIC_ERROR_FILE",
+                                                      "TORCHELASTIC_SIGNALS_TO_HANDLE"};
+  for (std::size_t lr = 0; lr < workers.size(); ++lr) {
+    const auto& [argv, env] = workers[lr];
+    std::printf("[local_rank %zu] argv:", lr);
     for (const auto& a : argv) std::printf(" %s", a.c_str());
     std::printf("\n");
     for (const auto& [k, v] : env) {
       auto it = agent_env.find(k);
-      if (it == agent_env.end() || it->second != v) std::printf("  %s=%s\n", k.c_str(), v.c_str());
+      if (kTorchrunKeys.contains(k) || it == agent_env.end() || it->second != v) {
+        std::printf("  %s=%s\n", k.c_str(), v.c_str());
+      }
     }
   }
   return ExitCode::kSuccess;

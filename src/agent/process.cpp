@@ -307,8 +307,8 @@ int signal_from_name(const std::string& raw) {
     if (name == s.name || name == s.name + 3) return s.sig;
   }
   // Python `signal` aliases accepted by the CLI.
-  static constexpr std::array<SigName, 3> kAliases{{
-      {SIGABRT, "SIGIOT"}, {SIGIO, "SIGPOLL"}, {SIGCHLD, "SIGCLD"}}};
+  static constexpr std::array<SigName, 3> kAliases{
+      {{SIGABRT, "SIGIOT"}, {SIGIO, "SIGPOLL"}, {SIGCHLD, "SIGCLD"}}};
   for (const auto& s : kAliases) {
     if (name == s.name || name == s.name + 3) return s.sig;
   }

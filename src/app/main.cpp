@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
     const bool quiet =
         cfg.log_level == "error" || cfg.log_level == "critical" || cfg.log_level == "off";
     if (!quiet) {
-      for (const auto& w : outcome.warnings) std::fprintf(stderr, "tzrun: warning: %s\n", w.c_str());
+      for (const auto& w : outcome.warnings)
+        std::fprintf(stderr, "tzrun: warning: %s\n", w.c_str());
     }
     // One line naming the platform whose variables were applied (docs/multinode.md);
     // always shown for --dry-run, before the agent prints the resolved run.

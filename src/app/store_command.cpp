@@ -114,7 +114,7 @@ int store_main(int argc, char** argv) {
   try {
     server.start();
   } catch (const store::BindError& e) {
-    std::fprintf(stderr, "tzrun store: error: %s\n", e.what());
+    std::fprintf(stderr, "tzrun store: error: %s; pass another one with --port\n", e.what());
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     return ExitCode::kInfrastructure;
   } catch (const std::exception& e) {

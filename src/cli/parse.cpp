@@ -89,17 +89,16 @@ bool looks_like_negative_number(std::string_view s) {
 /// Signals tzrun can install a handler for (Python `signal` module names).
 const std::map<std::string, int>& catchable_signals() {
   static const std::map<std::string, int> kSignals = {
-      {"SIGABRT", SIGABRT},     {"SIGALRM", SIGALRM},     {"SIGBUS", SIGBUS},
-      {"SIGCONT", SIGCONT},
-      {"SIGFPE", SIGFPE},       {"SIGHUP", SIGHUP},       {"SIGILL", SIGILL},
-      {"SIGINT", SIGINT},       {"SIGIO", SIGIO},         {"SIGIOT", SIGIOT},
-      {"SIGPIPE", SIGPIPE},     {"SIGPOLL", SIGPOLL},     {"SIGPROF", SIGPROF},
-      {"SIGPWR", SIGPWR},       {"SIGQUIT", SIGQUIT},     {"SIGSEGV", SIGSEGV},
-      {"SIGSTKFLT", SIGSTKFLT}, {"SIGSYS", SIGSYS},       {"SIGTERM", SIGTERM},
-      {"SIGTRAP", SIGTRAP},     {"SIGTSTP", SIGTSTP},     {"SIGTTIN", SIGTTIN},
-      {"SIGTTOU", SIGTTOU},     {"SIGURG", SIGURG},       {"SIGUSR1", SIGUSR1},
-      {"SIGUSR2", SIGUSR2},     {"SIGVTALRM", SIGVTALRM}, {"SIGWINCH", SIGWINCH},
-      {"SIGXCPU", SIGXCPU},     {"SIGXFSZ", SIGXFSZ},
+      {"SIGABRT", SIGABRT},   {"SIGALRM", SIGALRM},     {"SIGBUS", SIGBUS},
+      {"SIGCONT", SIGCONT},   {"SIGFPE", SIGFPE},       {"SIGHUP", SIGHUP},
+      {"SIGILL", SIGILL},     {"SIGINT", SIGINT},       {"SIGIO", SIGIO},
+      {"SIGIOT", SIGIOT},     {"SIGPIPE", SIGPIPE},     {"SIGPOLL", SIGPOLL},
+      {"SIGPROF", SIGPROF},   {"SIGPWR", SIGPWR},       {"SIGQUIT", SIGQUIT},
+      {"SIGSEGV", SIGSEGV},   {"SIGSTKFLT", SIGSTKFLT}, {"SIGSYS", SIGSYS},
+      {"SIGTERM", SIGTERM},   {"SIGTRAP", SIGTRAP},     {"SIGTSTP", SIGTSTP},
+      {"SIGTTIN", SIGTTIN},   {"SIGTTOU", SIGTTOU},     {"SIGURG", SIGURG},
+      {"SIGUSR1", SIGUSR1},   {"SIGUSR2", SIGUSR2},     {"SIGVTALRM", SIGVTALRM},
+      {"SIGWINCH", SIGWINCH}, {"SIGXCPU", SIGXCPU},     {"SIGXFSZ", SIGXFSZ},
   };
   return kSignals;
 }

@@ -259,10 +259,10 @@ class StaticRendezvous final : public Handler {
       } catch (const store::BindError& e) {
         throw RendezvousConnectionError(
             std::string("cannot host the c10d store for the workers: ") + e.what() +
-            " (another job (torchrun/tzrun) is probably using port " +
+            "; another job (torchrun/tzrun) is probably using port " +
             std::to_string(o_.master_port) +
-            "; pass a free one with --master-port=PORT, or use --standalone to pick a free "
-            "port automatically)");
+            ": pass a free one with --master-port=PORT, or use --standalone to pick a free "
+            "port automatically");
       }
       host = o_.bind_host.empty() ? "127.0.0.1" : o_.bind_host;
       detail::log(o_.log, LogLevel::kInfo,

@@ -345,8 +345,8 @@ class Server::Impl {
     switch (last_errno) {
       case EADDRINUSE:
         fix = "port " + std::to_string(options_.port) +
-              " is already in use; choose another --master-port (or --port) or stop the process "
-              "using it (e.g. `ss -ltnp 'sport = :" +
+              " is already in use; choose another port or stop the process using it (find it with "
+              "`ss -ltnp 'sport = :" +
               std::to_string(options_.port) + "'`)";
         break;
       case EACCES:

@@ -175,6 +175,7 @@ TEST(StoreCommand, PortInUseExits125WithClearMessage) {
   EXPECT_EQ(child.wait(), 125);
   EXPECT_NE(child.stderr_text().find("already in use"), std::string::npos) << child.stderr_text();
   EXPECT_NE(child.stderr_text().find(std::to_string(blocker.port())), std::string::npos);
+  EXPECT_NE(child.stderr_text().find("--port"), std::string::npos) << child.stderr_text();
   EXPECT_TRUE(child.stdout_text().empty()) << child.stdout_text();
 }
 

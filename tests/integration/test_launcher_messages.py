@@ -1,0 +1,63 @@
+"""What tzrun tells the user: dry-run contents, log levels, port-busy and log-dir messages."""
+import os
+import socket
+import subprocess
+
+from conftest import binary, free_port
+
+
+def tzrun(*args, env_extra=None, timeout=60):
+    env = dict(os.environ)
+    env.pop("OMP_NUM_THREADS", None)
+    env.update(env_extra or {})
+    return subprocess.run([binary("tzrun"), *args], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def test_dry_run_prints_resolved_configuration_and_every_torchrun_variable():
+    # A platform-like RANK equal to the value tzrun computes must still be shown.
+    p = tzrun("--dry-run", "--standalone", "--nproc-per-node=2", "--max-restarts=3",
+              "--no-python", "/bin/true", env_extra={"RANK": "1"})
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert "resolved configuration:" in out
+    assert "max_restarts=3" in out and "rdzv_backend=c10d" in out
+    rank1 = out.split("[local_rank 1]")[1]
+    assert "  RANK=1\n" in rank1
+    assert "  MASTER_PORT=<free port>\n" in rank1 and "MASTER_PORT=0" not in out
+
+
+def test_log_level_off_silences_warnings():
+    p = tzrun("--log-level", "off", "--nproc-per-node=2", "--no-python", "/bin/true")
+    assert p.returncode == 0
+    assert p.stderr == ""
+    q = tzrun("--nproc-per-node=2", "--no-python", "/bin/true")
+    assert "OMP_NUM_THREADS" in q.stderr  # the banner is shown at the default level
+
+
+def test_port_busy_names_the_port_and_the_fix():
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("0.0.0.0", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        p = tzrun("--master-port", str(port), "--no-python", "/bin/true")
+    assert p.returncode == 125, p.stderr
+    assert f"port {port} is already in use" in p.stderr
+    assert "--master-port" in p.stderr and "--standalone" in p.stderr
+    assert "--port" not in p.stderr.replace("--master-port", "")
+
+
+def test_redirect_only_output_says_where_the_logs_are():
+    p = tzrun("-r", "3", "--master-port", str(free_port()), "--no-python", "/bin/echo", "hi")
+    assert p.returncode == 0
+    assert "worker logs are written under" in p.stderr
+    logdir = p.stderr.split("worker logs are written under ")[1].split()[0]
+    with open(os.path.join(logdir, "attempt_0", "0", "stdout.log")) as f:
+        assert f.read() == "hi\n"
+
+
+def test_sigchld_cannot_be_forwarded():
+    p = tzrun("--signals-to-handle", "SIGTERM,SIGCHLD", "--no-python", "/bin/true")
+    assert p.returncode == 2
+    assert "cannot be forwarded" in p.stderr
