@@ -3,6 +3,7 @@ tzrun's agent-hosted store (env://) and all_reduces its rank.  Run with
   tzrun --nproc-per-node=2 examples/allreduce.py
 """
 import os
+import sys
 
 import torch
 import torch.distributed as dist
@@ -14,8 +15,10 @@ def main() -> None:
     t = torch.tensor([float(rank + 1)])
     dist.all_reduce(t)
     expected = world * (world + 1) / 2
-    print(f"rank {rank}/{world} (local {os.environ['LOCAL_RANK']}): all_reduce sum = {t.item():g}"
-          f" (expected {expected:g})", flush=True)
+    # One write per line, so lines of different ranks never interleave on a shared console.
+    sys.stdout.write(f"rank {rank}/{world} (local {os.environ['LOCAL_RANK']}): "
+                     f"all_reduce sum = {t.item():g} (expected {expected:g})\n")
+    sys.stdout.flush()
     assert t.item() == expected
     dist.destroy_process_group()
 

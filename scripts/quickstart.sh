@@ -8,4 +8,7 @@ bash scripts/setup.sh
 export PATH="$ROOT/.venv/bin:$PATH"
 cmake --preset default >/dev/null
 cmake --build --preset default --target tzrun
-exec build/bin/tzrun --nproc-per-node="${NPROC:-2}" examples/allreduce.py "$@"
+# -t 3: worker output on the console with [default<local_rank>]: prefixes (and under the log dir).
+build/bin/tzrun --nproc-per-node="${NPROC:-2}" --tee 3 examples/allreduce.py "$@"
+echo "quickstart: OK — tzrun ran ${NPROC:-2} PyTorch workers that met at its store and all_reduced."
+echo "Next: export PATH=\"$ROOT/.venv/bin:\$PATH\" and run build/bin/tzrun --help (docs/launcher.md)."

@@ -41,6 +41,7 @@
 #include "tzrun/launch/worker_env.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/factory.hpp"
+#include "tzrun/rendezvous/params.hpp"
 #include "tzrun/rendezvous/ranks.hpp"
 
 extern char** environ;  // NOLINT
@@ -1036,9 +1037,13 @@ int Agent::dry_run() {
     cfg_.rdzv_id = "<random uuid>";
   }
   const bool dynamic = cfg_.standalone || cfg_.rdzv_backend != "static";
-  const std::string addr =
-      dynamic ? cfg_.local_addr.value_or("<this host's FQDN>") : cfg_.master_addr;
-  const int port = dynamic ? 0 : cfg_.master_port;
+  std::string addr = dynamic ? cfg_.local_addr.value_or("<this host's FQDN>") : cfg_.master_addr;
+  int port = dynamic ? 0 : cfg_.master_port;
+  if (!dynamic && !cfg_.rdzv_endpoint.empty()) {  // static: an explicit endpoint wins
+    const auto ep = rendezvous::parse_endpoint(cfg_.rdzv_endpoint, -1);
+    addr = ep.host;
+    port = ep.port;
+  }
   std::printf("tzrun dry run: %d worker(s), run id %s, store on %s:%s\n", cfg_.nproc_per_node,
               cfg_.rdzv_id.c_str(), addr.c_str(),
               dynamic ? "<free port>" : std::to_string(port).c_str());

@@ -510,7 +510,7 @@ std::string render_help(int width) {
   out += "\n";
   for (const auto& line :
        wrap("Every option can also be set through PET_<OPTION> in the environment (e.g. "
-            "PET_NPROC_PER_NODE=4), except --logs-specs and --numa-binding; the command line "
+            "PET_NPROC_PER_NODE=4), except --logs-specs, --numa-binding and -j; the command line "
             "wins. The standalone c10d-compatible store server: tzrun store --help.",
             static_cast<int>(w))) {
     out += line + "\n";

@@ -28,10 +28,11 @@ def test_dry_run_prints_resolved_configuration_and_every_torchrun_variable():
 
 
 def test_log_level_off_silences_warnings():
-    p = tzrun("--log-level", "off", "--nproc-per-node=2", "--no-python", "/bin/true")
+    p = tzrun("--log-level", "off", "--nproc-per-node=2", "--master-port", str(free_port()),
+              "--no-python", "/bin/true")
     assert p.returncode == 0
     assert p.stderr == ""
-    q = tzrun("--nproc-per-node=2", "--no-python", "/bin/true")
+    q = tzrun("--nproc-per-node=2", "--master-port", str(free_port()), "--no-python", "/bin/true")
     assert "OMP_NUM_THREADS" in q.stderr  # the banner is shown at the default level
 
 
@@ -61,3 +62,11 @@ def test_sigchld_cannot_be_forwarded():
     p = tzrun("--signals-to-handle", "SIGTERM,SIGCHLD", "--no-python", "/bin/true")
     assert p.returncode == 2
     assert "cannot be forwarded" in p.stderr
+
+
+def test_dry_run_uses_an_explicit_static_endpoint():
+    p = tzrun("--dry-run", "--rdzv-endpoint", "node0:1234", "--no-python", "/bin/true")
+    assert p.returncode == 0, p.stderr
+    assert "  MASTER_ADDR=node0\n" in p.stdout and "  MASTER_PORT=1234\n" in p.stdout
+    q = tzrun("--dry-run", "--rdzv-endpoint", "node0", "--no-python", "/bin/true")
+    assert q.returncode == 2 and "has no port" in q.stderr

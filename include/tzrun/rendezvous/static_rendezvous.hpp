@@ -3,9 +3,11 @@
 //
 // Upstream: torch/distributed/elastic/rendezvous/static_tcp_rendezvous.py. As torchrun:
 // world size = --nnodes (MAX), rank = --node-rank, node 0's agent hosts a c10d TCPStore on
-// MASTER_PORT (all interfaces) that the agents *and* the workers (/worker/attempt_<N>) use,
-// the others connect as clients and retry — also while the endpoint name does not resolve —
-// until `timeout` (rdzv-conf timeout, 900 s). Agent keys live under PrefixStore(<run_id>).
+// MASTER_PORT (all interfaces) that the agents *and* the workers use (torch 2.11 workers add no
+// /worker/attempt_<N> prefix, so every attempt starts from a clean workers' store — see
+// docs/design.md), the others connect as clients and retry — also while the endpoint name does not
+// resolve — until `timeout` (rdzv-conf timeout, 900 s). Agent keys live under
+// PrefixStore(<run_id>).
 //
 // tzrun additions (torchrun's static backend has no cross-node restart at all):
 //   * job-wide restarts: a node whose workers fail posts a decision under
