@@ -19,23 +19,10 @@
 #include <system_error>
 #include <utility>
 
+#include "report.hpp"
+
 namespace tzrun::agent::detail {
 namespace {
-
-struct SigName {
-  int sig;
-  const char* name;
-};
-constexpr std::array<SigName, 31> kSignals{{
-    {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},       {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
-    {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},     {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
-    {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"},     {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
-    {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"},     {SIGTERM, "SIGTERM"}, {SIGSTKFLT, "SIGSTKFLT"},
-    {SIGCHLD, "SIGCHLD"}, {SIGCONT, "SIGCONT"},     {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"},
-    {SIGTTIN, "SIGTTIN"}, {SIGTTOU, "SIGTTOU"},     {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"},
-    {SIGXFSZ, "SIGXFSZ"}, {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"},
-    {SIGIO, "SIGIO"},     {SIGPWR, "SIGPWR"},       {SIGSYS, "SIGSYS"},
-}};
 
 // Marks every fd >= 3 close-on-exec (async-signal-safe).
 void cloexec_from_3() {
@@ -303,14 +290,15 @@ int signal_from_name(const std::string& raw) {
     int v = std::atoi(name.c_str());
     return v > 0 && v < NSIG ? v : -1;
   }
-  for (const auto& s : kSignals) {
-    if (name == s.name || name == s.name + 3) return s.sig;
+  for (int sig = 1; sig < NSIG; ++sig) {  // one name table: report.cpp's signal_name()
+    const std::string full = signal_name(sig);
+    if (full.rfind("SIG", 0) == 0 && (name == full || name == full.substr(3))) return sig;
   }
   // Python `signal` aliases accepted by the CLI.
-  static constexpr std::array<SigName, 3> kAliases{
-      {{SIGABRT, "SIGIOT"}, {SIGIO, "SIGPOLL"}, {SIGCHLD, "SIGCLD"}}};
-  for (const auto& s : kAliases) {
-    if (name == s.name || name == s.name + 3) return s.sig;
+  static const std::pair<int, std::string> kAliases[] = {
+      {SIGABRT, "SIGIOT"}, {SIGIO, "SIGPOLL"}, {SIGCHLD, "SIGCLD"}};
+  for (const auto& [sig, alias] : kAliases) {
+    if (name == alias || name == alias.substr(3)) return sig;
   }
   return -1;
 }

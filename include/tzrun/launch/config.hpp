@@ -37,20 +37,20 @@ struct StdSpec {
 /// Worker failures exit with the root-cause worker's own code (128+N for signal N).
 struct ExitCode {
   static constexpr int kSuccess = 0;
-  static constexpr int kUsage = 2;            ///< bad flag/value, missing script, ...
-  static constexpr int kInfrastructure = 125; ///< store/rendezvous/spawn infrastructure failed
-  static constexpr int kNotExecutable = 126;  ///< worker program exists but cannot be executed
-  static constexpr int kNotFound = 127;       ///< worker program not found
+  static constexpr int kUsage = 2;             ///< bad flag/value, missing script, ...
+  static constexpr int kInfrastructure = 125;  ///< store/rendezvous/spawn infrastructure failed
+  static constexpr int kNotExecutable = 126;   ///< worker program exists but cannot be executed
+  static constexpr int kNotFound = 127;        ///< worker program not found
 };
 
 struct LaunchConfig {
   // --- nodes / rendezvous (torchrun §1.2) ---
-  int min_nodes = 1;                 ///< --nnodes MIN[:MAX]
+  int min_nodes = 1;  ///< --nnodes MIN[:MAX]
   int max_nodes = 1;
   std::string nproc_per_node_spec = "1";  ///< as given: int | cpu | gpu | auto
   int nproc_per_node = 1;                 ///< resolved count (> 0)
   std::string rdzv_backend = "static";
-  std::string rdzv_endpoint;              ///< "" => derived (static: master_addr:master_port)
+  std::string rdzv_endpoint;  ///< "" => derived (static: master_addr:master_port)
   std::string rdzv_id = "none";
   std::map<std::string, std::string> rdzv_conf;  ///< parsed k=v pairs (strings)
   bool standalone = false;
@@ -87,7 +87,7 @@ struct LaunchConfig {
   std::optional<std::string> summary_json;  ///< --summary-json PATH
   bool dry_run = false;                     ///< print config + worker envs, spawn nothing
   std::string log_level = "warning";        ///< tzrun's own log level (LOGLEVEL env as torchrun)
-  std::string platform = "auto";            ///< --platform auto|dlc|kubeflow|slurm|none (env detection)
+  std::string platform = "auto";  ///< --platform auto|dlc|kubeflow|slurm|none (env detection)
 };
 
 }  // namespace tzrun
