@@ -63,7 +63,12 @@ pid_t spawn(const SpawnRequest& req) {
   argv.push_back(nullptr);
   std::vector<std::string> env_strings;
   env_strings.reserve(req.env.size());
-  for (const auto& [k, v] : req.env) env_strings.push_back(k + "=" + v);
+  for (const auto& [k, v] : req.env) {
+    std::string entry;
+    entry.reserve(k.size() + 1 + v.size());
+    entry.append(k).append("=").append(v);
+    env_strings.push_back(std::move(entry));
+  }
   std::vector<char*> envp;
   envp.reserve(env_strings.size() + 1);
   for (auto& s : env_strings) envp.push_back(s.data());

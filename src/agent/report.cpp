@@ -346,7 +346,7 @@ std::string format_failure_log_message(const WorkerFailure& f, std::string_view 
 std::string local_fqdn() {
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) != 0) return "localhost";
-  const std::string hostname = host;
+  std::string hostname = host;
   // Python: gethostbyaddr(name) = resolve name (getaddrinfo) + reverse lookup, then the
   // first name containing a '.' among [primary name] + aliases, else the primary name.
   addrinfo hints{};

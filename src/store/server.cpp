@@ -61,10 +61,10 @@ namespace {
 using asio::ip::tcp;
 using Buffer = std::shared_ptr<const std::string>;
 
-constexpr std::size_t kReadChunk = 256 * 1024;             // shared read buffer
-constexpr std::size_t kReadBudget = 1024 * 1024;           // per wake-up, then yield
-constexpr std::size_t kHighWaterBytes = 64 * 1024 * 1024;  // pause reading above this
-constexpr int kAcceptBatch = 512;                          // accepts per wake-up, then yield
+constexpr std::size_t kReadChunk = std::size_t{256} * 1024;             // shared read buffer
+constexpr std::size_t kReadBudget = std::size_t{1024} * 1024;           // per wake-up, then yield
+constexpr std::size_t kHighWaterBytes = std::size_t{64} * 1024 * 1024;  // pause reading above this
+constexpr int kAcceptBatch = 512;  // accepts per wake-up, then yield
 constexpr std::size_t kMaxIov = 64;
 constexpr int kMaxEvents = 1024;  // connections handled per epoll_wait
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);

@@ -78,6 +78,7 @@ struct NodeDesc {
   std::string addr;
   std::int64_t pid = 0;
   std::int64_t local_id = 0;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 false positive on a defaulted <=>
   auto operator<=>(const NodeDesc&) const = default;
   bool operator==(const NodeDesc&) const = default;
   /// "addr_pid_localid", as torchrun prints it.

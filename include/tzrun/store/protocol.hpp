@@ -55,9 +55,11 @@ inline std::string_view query_name(QueryType type) noexcept {
 /// MAX_STRING_LEN, MAX_PAYLOAD_LEN, MAX_KEY_COUNT); a request beyond any cap is a protocol
 /// error and closes the connection. A value of 0 is treated as "no cap".
 struct Limits {
-  static constexpr std::size_t kDefaultMaxKeyBytes = 8 * 1024;           ///< per key string
-  static constexpr std::size_t kDefaultMaxValueBytes = 8 * 1024 * 1024;  ///< per value blob
-  static constexpr std::size_t kDefaultMaxCount = 128 * 1024;  ///< keys per CHECK/WAIT/MULTI_*
+  static constexpr std::size_t kDefaultMaxKeyBytes = std::size_t{8} * 1024;  ///< per key string
+  static constexpr std::size_t kDefaultMaxValueBytes =
+      std::size_t{8} * 1024 * 1024;  ///< per value blob
+  static constexpr std::size_t kDefaultMaxCount =
+      std::size_t{128} * 1024;  ///< keys per CHECK/WAIT/MULTI_*
 
   std::size_t max_key_bytes = kDefaultMaxKeyBytes;
   std::size_t max_value_bytes = kDefaultMaxValueBytes;
