@@ -62,6 +62,22 @@ class Worker {
   std::thread thread_;
 };
 
+/// What both backends share: the watcher thread and the event queue it feeds, and the three
+/// Handler methods that only touch those. Derived destructors must stop watcher_ first.
+class WatchingHandler : public Handler {
+ public:
+  void unwatch() override {
+    watcher_.request_stop();
+    events_.reset();
+  }
+  [[nodiscard]] int event_fd() const override { return events_.fd(); }
+  std::optional<WatchEvent> take_event() override { return events_.take(); }
+
+ protected:
+  EventQueue events_;
+  Worker watcher_;
+};
+
 /// Connects a client, retrying (also name-resolution failures) until `connect_timeout`, in
 /// slices of <= 1 s so `interrupt` is honoured. Replies are bounded by `read_timeout`.
 /// Throws RendezvousConnectionError naming host:port, the timeout and a fix.

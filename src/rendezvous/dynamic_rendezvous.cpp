@@ -62,7 +62,7 @@ milliseconds ms_until(double wall_time) {
 
 std::atomic<std::int64_t> g_next_local_id{0};
 
-class DynamicRendezvous final : public Handler {
+class DynamicRendezvous final : public detail::WatchingHandler {
  public:
   DynamicRendezvous(DynamicOptions o, const Interrupt& interrupt) : o_(std::move(o)) {
     if (o_.run_id.empty()) throw ConfigError("the run id (--rdzv-id) must not be empty");
@@ -172,12 +172,6 @@ class DynamicRendezvous final : public Handler {
     const auto gen = events_.reset();
     watcher_.start([this, gen](const std::atomic<bool>& stop) { watch_loop(stop, gen); });
   }
-  void unwatch() override {
-    watcher_.request_stop();
-    events_.reset();
-  }
-  [[nodiscard]] int event_fd() const override { return events_.fd(); }
-  std::optional<WatchEvent> take_event() override { return events_.take(); }
 
   FailureDecision on_failure(bool can_restart, int exit_code) override {
     FailureDecision d{can_restart, -1, exit_code};
@@ -705,8 +699,6 @@ class DynamicRendezvous final : public Handler {
   std::set<NodeDesc> my_participants_;
   std::shared_ptr<store::Store> round_store_;
   std::unique_ptr<store::Server> worker_server_;
-  detail::EventQueue events_;
-  detail::Worker watcher_;
 };
 
 }  // namespace

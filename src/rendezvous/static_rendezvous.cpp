@@ -41,7 +41,7 @@ FailureDecision decode_decision(const std::string& text) {
   }
 }
 
-class StaticRendezvous final : public Handler {
+class StaticRendezvous final : public detail::WatchingHandler {
  public:
   explicit StaticRendezvous(StaticOptions o) : o_(std::move(o)) {
     if (o_.nnodes < 1) throw ConfigError("--nnodes must be >= 1 for the static backend");
@@ -134,13 +134,6 @@ class StaticRendezvous final : public Handler {
       }
     });
   }
-
-  void unwatch() override {
-    watcher_.request_stop();
-    events_.reset();
-  }
-  [[nodiscard]] int event_fd() const override { return events_.fd(); }
-  std::optional<WatchEvent> take_event() override { return events_.take(); }
 
   FailureDecision on_failure(bool can_restart, int exit_code) override {
     unwatch();
@@ -278,8 +271,6 @@ class StaticRendezvous final : public Handler {
   std::shared_ptr<store::Client> client_;
   std::shared_ptr<store::Store> round_store_;
   int attempt_ = -1;
-  detail::EventQueue events_;
-  detail::Worker watcher_;
 };
 
 }  // namespace
