@@ -1,0 +1,26 @@
+// tzrun/worker/plan_command.hpp — `tzrec_train plan`: compute and print a sharding plan offline.
+//
+//   tzrec_train plan --tables FILE [--world-size N] [--local-world-size N] [--device cpu|cuda]
+//                    [--hbm-cap-gb X] [--ddr-cap-gb X] [--batch-size N] [--optimizer NAME]
+//                    [--output FILE]
+//
+// FILE is JSON: {"tables":[{"name", "num_embeddings", "embedding_dim", "feature_names":[...],
+// "pooling_factor" (number or one per feature, optional), "sharding_types" (optional list),
+// "min_partition" (optional)}], "batch_size" (optional), "optimizer" (optional),
+// "dense_parameter_bytes" (optional)}. Unknown keys are rejected, naming the closest valid key.
+//
+// Prints ShardingPlan::ToTable() and "plan hash: <16 hex>" on stdout; with --output also writes
+// ShardingPlan::ToJson() to FILE atomically (temp file in the same directory, then rename).
+// Exit codes: 0 success (and --help), 2 bad input (flags, file, JSON, environment values),
+// 3 no feasible plan (PlannerError; its message on stderr), 1 unexpected failure. Errors are one
+// "tzrec_train plan: error: ..." line on stderr, never a stack trace.
+// Thread-safety: reads the environment (WORLD_SIZE, LOCAL_WORLD_SIZE, INTRA_NODE_BANDWIDTH,
+// CROSS_NODE_BANDWIDTH, STORAGE_RESERVE_PERCENT); call from one thread.
+#pragma once
+
+namespace tzrec {
+
+// argv[0] is "plan". Returns the process exit code (see above).
+int RunPlanCommand(int argc, char** argv);
+
+}  // namespace tzrec

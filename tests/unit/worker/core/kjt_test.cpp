@@ -1,0 +1,202 @@
+// KeyedJaggedTensor / JaggedTensor / KeyedTensor semantics (TorchRec jagged_tensor.py).
+#include "tzrun/worker/kjt.hpp"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace tzrec {
+namespace {
+
+using I64 = std::vector<std::int64_t>;
+
+at::Tensor Long(const I64& v) {
+  return at::tensor(v, at::kLong);
+}
+at::Tensor Float(const std::vector<float>& v) {
+  return at::tensor(v, at::kFloat);
+}
+
+I64 Vec(const at::Tensor& t) {
+  auto c = t.to(at::kLong).contiguous();
+  return I64(c.data_ptr<std::int64_t>(), c.data_ptr<std::int64_t>() + c.numel());
+}
+
+std::vector<float> FVec(const at::Tensor& t) {
+  auto c = t.to(at::kFloat).contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+// keys a, b; B = 3; a: [10], [], [11, 12]; b: [20, 21], [22], []
+KeyedJaggedTensor Sample(bool weighted = false) {
+  std::optional<at::Tensor> w;
+  if (weighted) w = Float({1, 2, 3, 4, 5, 6});
+  return KeyedJaggedTensor({"a", "b"}, Long({10, 11, 12, 20, 21, 22}), Long({1, 0, 2, 2, 1, 0}), w);
+}
+
+TEST(Kjt, ConstructionOffsetsAndPerKey) {
+  const auto kjt = Sample();
+  EXPECT_EQ(kjt.stride(), 3);
+  EXPECT_EQ(kjt.num_keys(), 2);
+  EXPECT_FALSE(kjt.has_weights());
+  EXPECT_EQ(Vec(kjt.offsets()), (I64{0, 1, 1, 3, 5, 6, 6}));
+  EXPECT_EQ(kjt.length_per_key(), (I64{3, 3}));
+  EXPECT_EQ(kjt.offset_per_key(), (I64{0, 3, 6}));
+  EXPECT_EQ(kjt.KeyIndex("b"), 1);
+  const auto b = kjt["b"];
+  EXPECT_EQ(Vec(b.values), (I64{20, 21, 22}));
+  EXPECT_EQ(Vec(b.lengths), (I64{2, 1, 0}));
+  EXPECT_EQ(Vec(b.offsets), (I64{0, 2, 3, 3}));
+  EXPECT_FALSE(b.weights.defined());
+  const auto all = kjt.ToJaggedTensors();
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(Vec(all[0].values), (I64{10, 11, 12}));
+  EXPECT_EQ(Vec(all[0].offsets), (I64{0, 1, 1, 3}));
+}
+
+TEST(Kjt, AcceptsInt32LengthsAndExplicitStride) {
+  KeyedJaggedTensor kjt({"a"}, Long({5, 6}), at::tensor(std::vector<int>{0, 2}, at::kInt),
+                        std::nullopt, 2);
+  EXPECT_EQ(kjt.lengths().scalar_type(), at::kLong);
+  EXPECT_EQ(kjt.stride(), 2);
+  EXPECT_EQ(kjt.length_per_key(), (I64{2}));
+}
+
+TEST(Kjt, EmptyBatchAndNoKeys) {
+  KeyedJaggedTensor empty({"a", "b"}, Long({}), Long({}));
+  EXPECT_EQ(empty.stride(), 0);
+  EXPECT_EQ(empty.length_per_key(), (I64{0, 0}));
+  EXPECT_EQ(Vec(empty.offsets()), (I64{0}));
+  KeyedJaggedTensor none({}, Long({}), Long({}));
+  EXPECT_EQ(none.stride(), 0);
+  EXPECT_EQ(none.offset_per_key(), (I64{0}));
+}
+
+TEST(Kjt, ValidationErrors) {
+  // lengths numel != keys * stride
+  EXPECT_THROW(KeyedJaggedTensor({"a", "b"}, Long({1, 2}), Long({1, 1, 0}), std::nullopt, 2),
+               std::invalid_argument);
+  EXPECT_THROW(KeyedJaggedTensor({"a", "b"}, Long({1, 2}), Long({1, 1, 0})), std::invalid_argument);
+  // sum(lengths) != values numel
+  try {
+    KeyedJaggedTensor({"a"}, Long({1, 2}), Long({1, 2}));
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("sum(lengths) = 3"), std::string::npos) << e.what();
+  }
+  // weights numel != values numel
+  EXPECT_THROW(KeyedJaggedTensor({"a"}, Long({1, 2}), Long({2}), Float({1})),
+               std::invalid_argument);
+  // negative length
+  EXPECT_THROW(KeyedJaggedTensor({"a"}, Long({1}), Long({2, -1})), std::invalid_argument);
+  // float values
+  EXPECT_THROW(KeyedJaggedTensor({"a"}, Float({1}), Long({1})), std::invalid_argument);
+  // 2-D lengths
+  EXPECT_THROW(KeyedJaggedTensor({"a"}, Long({1}), Long({1}).view({1, 1})), std::invalid_argument);
+  // missing key
+  try {
+    Sample()["zz"];
+    FAIL() << "no throw";
+  } catch (const std::out_of_range& e) {
+    EXPECT_NE(std::string(e.what()).find("'zz'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'b'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Kjt, FromOffsetsAndFromJaggedTensors) {
+  auto kjt = KeyedJaggedTensor::FromOffsets({"a", "b"}, Long({10, 11, 12, 20, 21, 22}),
+                                            Long({0, 1, 1, 3, 5, 6, 6}));
+  EXPECT_EQ(Vec(kjt.lengths()), (I64{1, 0, 2, 2, 1, 0}));
+  EXPECT_EQ(kjt.stride(), 3);
+  EXPECT_THROW(KeyedJaggedTensor::FromOffsets({"a"}, Long({1}), Long({1, 1})),
+               std::invalid_argument);
+
+  const auto src = Sample(true);
+  auto back = KeyedJaggedTensor::FromJaggedTensors(src.keys(), src.ToJaggedTensors());
+  EXPECT_EQ(back.keys(), src.keys());
+  EXPECT_EQ(Vec(back.values()), Vec(src.values()));
+  EXPECT_EQ(Vec(back.lengths()), Vec(src.lengths()));
+  EXPECT_EQ(FVec(back.weights()), FVec(src.weights()));
+  EXPECT_EQ(back.stride(), 3);
+}
+
+TEST(Kjt, PermuteReordersAndRepeatsKeys) {
+  const auto kjt = Sample(true);
+  const auto p = kjt.Permute({1, 0, 1});
+  EXPECT_EQ(p.keys(), (std::vector<std::string>{"b", "a", "b"}));
+  EXPECT_EQ(Vec(p.lengths()), (I64{2, 1, 0, 1, 0, 2, 2, 1, 0}));
+  EXPECT_EQ(Vec(p.values()), (I64{20, 21, 22, 10, 11, 12, 20, 21, 22}));
+  EXPECT_EQ(FVec(p.weights()), (std::vector<float>{4, 5, 6, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(p.stride(), 3);
+  EXPECT_THROW(kjt.Permute({2}), std::out_of_range);
+}
+
+TEST(Kjt, SplitIntoKeyGroups) {
+  const auto kjt = Sample(true);
+  auto parts = kjt.Split({1, 1});
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].keys(), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(Vec(parts[0].values()), (I64{10, 11, 12}));
+  EXPECT_EQ(Vec(parts[1].lengths()), (I64{2, 1, 0}));
+  EXPECT_EQ(FVec(parts[1].weights()), (std::vector<float>{4, 5, 6}));
+  auto zero = kjt.Split({0, 2});
+  EXPECT_EQ(zero[0].num_keys(), 0);
+  EXPECT_EQ(zero[0].stride(), 3);
+  EXPECT_EQ(zero[1].values().numel(), 6);
+  EXPECT_THROW(kjt.Split({1}), std::invalid_argument);
+  EXPECT_THROW(kjt.Split({3, -1}), std::invalid_argument);
+}
+
+TEST(Kjt, SliceBatch) {
+  const auto kjt = Sample(true);
+  const auto s = kjt.SliceBatch(1, 2);
+  EXPECT_EQ(s.stride(), 2);
+  EXPECT_EQ(Vec(s.lengths()), (I64{0, 2, 1, 0}));
+  EXPECT_EQ(Vec(s.values()), (I64{11, 12, 22}));
+  EXPECT_EQ(FVec(s.weights()), (std::vector<float>{2, 3, 6}));
+  const auto first = kjt.SliceBatch(0, 1);
+  EXPECT_EQ(Vec(first.values()), (I64{10, 20, 21}));
+  const auto none = kjt.SliceBatch(3, 0);
+  EXPECT_EQ(none.stride(), 0);
+  EXPECT_EQ(none.values().numel(), 0);
+  EXPECT_THROW(kjt.SliceBatch(2, 2), std::out_of_range);
+}
+
+TEST(Kjt, ConcatAlongKeys) {
+  const auto a = Sample();
+  KeyedJaggedTensor c({"c"}, Long({30, 31}), Long({0, 0, 2}));
+  const auto cat = KeyedJaggedTensor::Concat({a, c});
+  EXPECT_EQ(cat.keys(), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(cat.length_per_key(), (I64{3, 3, 2}));
+  EXPECT_EQ(Vec(cat["c"].values), (I64{30, 31}));
+  EXPECT_EQ(Vec(cat["c"].offsets), (I64{0, 0, 0, 2}));
+  KeyedJaggedTensor other_stride({"d"}, Long({1}), Long({1, 0}));
+  EXPECT_THROW(KeyedJaggedTensor::Concat({a, other_stride}), std::invalid_argument);
+  EXPECT_THROW(KeyedJaggedTensor::Concat({a, Sample(true)}), std::invalid_argument);
+  // Concat of a split gives back the original.
+  const auto round = KeyedJaggedTensor::Concat(Sample(true).Split({1, 1}));
+  EXPECT_EQ(Vec(round.values()), Vec(Sample().values()));
+  EXPECT_EQ(FVec(round.weights()), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(KeyedTensor, IndexingAndRegroup) {
+  auto values = at::arange(10, at::kFloat).view({2, 5});
+  KeyedTensor kt({"x", "y"}, {2, 3}, values);
+  EXPECT_EQ(kt.offset_per_key(), (I64{0, 2, 5}));
+  EXPECT_EQ(FVec(kt["y"]), (std::vector<float>{2, 3, 4, 7, 8, 9}));
+  EXPECT_EQ(FVec(kt["x"]), (std::vector<float>{0, 1, 5, 6}));
+  const auto r = kt.Regroup({"y", "x"});
+  EXPECT_EQ(r.sizes(), (std::vector<std::int64_t>{2, 5}));
+  EXPECT_EQ(FVec(r), (std::vector<float>{2, 3, 4, 0, 1, 7, 8, 9, 5, 6}));
+  EXPECT_EQ(kt.Regroup({}).sizes(), (std::vector<std::int64_t>{2, 0}));
+  EXPECT_THROW(kt["z"], std::out_of_range);
+  EXPECT_THROW(KeyedTensor({"x"}, {4}, values), std::invalid_argument);
+  EXPECT_THROW(KeyedTensor({"x", "y"}, {5}, values), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace tzrec

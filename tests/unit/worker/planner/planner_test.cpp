@@ -1,0 +1,717 @@
+// tzrec::planner: shard math, TorchRec perf/storage formulas, reservation, partitioner, errors,
+// plan JSON and hash. Expected numbers are hand-computed from the TorchRec formulas
+// (shared/reference/torchrec-sharding.md §2.6–2.7), independently of planner.cpp.
+#include "tzrun/worker/planner.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tzrec {
+namespace {
+
+constexpr double kGiBps = 1024.0 * 1024.0 * 1024.0 / 1000.0;
+constexpr double kDdrBw = 51 * kGiBps;
+constexpr double kIntraBw = 600 * kGiBps;
+constexpr double kInterBw = 12.5 * kGiBps;
+
+TableSpec MakeTable(const std::string& name, std::int64_t rows, std::int64_t dim,
+                    std::vector<std::string> features = {}) {
+  TableSpec table;
+  table.name = name;
+  table.num_embeddings = rows;
+  table.embedding_dim = dim;
+  table.feature_names = features.empty() ? std::vector<std::string>{name + "_f"} : features;
+  return table;
+}
+
+Topology Cpu(int world, int local, std::int64_t ddr_cap = Topology::kDefaultDdrCap) {
+  Topology topo;
+  topo.world_size = world;
+  topo.local_world_size = local;
+  topo.device = ComputeDevice::kCpu;
+  topo.ddr_cap = ddr_cap;
+  return topo;
+}
+
+struct ShapeRank {
+  std::int64_t row_offset, col_offset, rows, cols;
+  int rank;
+};
+
+void ExpectShapes(const std::vector<Shard>& shards, const std::vector<ShapeRank>& expected) {
+  ASSERT_EQ(shards.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    SCOPED_TRACE("shard " + std::to_string(i));
+    EXPECT_EQ(shards[i].row_offset, expected[i].row_offset);
+    EXPECT_EQ(shards[i].col_offset, expected[i].col_offset);
+    EXPECT_EQ(shards[i].rows, expected[i].rows);
+    EXPECT_EQ(shards[i].cols, expected[i].cols);
+    EXPECT_EQ(shards[i].rank, expected[i].rank);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Names
+
+TEST(PlannerNames, ShardingTypesRoundTrip) {
+  ASSERT_EQ(AllShardingTypes().size(), 5u);
+  const std::vector<std::string> names = {"data_parallel", "table_wise", "column_wise", "row_wise",
+                                          "table_row_wise"};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(ToString(AllShardingTypes()[i]), names[i]);
+    EXPECT_EQ(ParseShardingType(names[i]), AllShardingTypes()[i]);
+  }
+  try {
+    ParseShardingType("grid_shard");
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("grid_shard"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("table_row_wise"), std::string::npos);
+  }
+}
+
+TEST(PlannerNames, OptimizersAndDevices) {
+  for (auto kind : {EmbeddingOptimizerKind::kSgd, EmbeddingOptimizerKind::kAdagrad,
+                    EmbeddingOptimizerKind::kRowWiseAdagrad, EmbeddingOptimizerKind::kAdam}) {
+    EXPECT_EQ(ParseEmbeddingOptimizerKind(ToString(kind)), kind);
+  }
+  EXPECT_EQ(ToString(EmbeddingOptimizerKind::kRowWiseAdagrad), "rowwise_adagrad");
+  EXPECT_THROW(ParseEmbeddingOptimizerKind("lamb"), std::invalid_argument);
+  EXPECT_EQ(ToString(ComputeDevice::kCpu), "cpu");
+  EXPECT_EQ(ToString(ComputeDevice::kCuda), "cuda");
+}
+
+TEST(PlannerNames, FormatBytes) {
+  EXPECT_EQ(FormatBytes(512), "512 B");
+  EXPECT_EQ(FormatBytes(3 * 1024), "3.0 KiB");
+  EXPECT_EQ(FormatBytes(static_cast<std::int64_t>(5.2 * (1LL << 30))), "5.2 GiB");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Topology
+
+class EnvGuard {
+ public:
+  explicit EnvGuard(std::vector<std::string> names) : names_(std::move(names)) {
+    for (const auto& name : names_) {
+      const char* value = std::getenv(name.c_str());
+      saved_.push_back(value ? std::optional<std::string>(value) : std::nullopt);
+    }
+  }
+  ~EnvGuard() {
+    for (std::size_t i = 0; i < names_.size(); ++i) {
+      if (saved_[i]) {
+        setenv(names_[i].c_str(), saved_[i]->c_str(), 1);
+      } else {
+        unsetenv(names_[i].c_str());
+      }
+    }
+  }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<std::optional<std::string>> saved_;
+};
+
+TEST(PlannerTopology, ValidateRejectsBadShapes) {
+  EXPECT_NO_THROW(Cpu(4, 2).Validate());
+  EXPECT_THROW(Cpu(3, 2).Validate(), std::invalid_argument);
+  EXPECT_THROW(Cpu(0, 1).Validate(), std::invalid_argument);
+  EXPECT_THROW(Cpu(2, 0).Validate(), std::invalid_argument);
+  Topology topo = Cpu(2, 2);
+  topo.storage_reserve_percent = 1.0;
+  EXPECT_THROW(topo.Validate(), std::invalid_argument);
+  topo = Cpu(2, 2);
+  topo.intra_host_bw = 0;
+  EXPECT_THROW(topo.Validate(), std::invalid_argument);
+  topo = Cpu(2, 2);
+  topo.device = ComputeDevice::kCuda;
+  topo.hbm_cap = 0;
+  EXPECT_THROW(topo.Validate(), std::invalid_argument);
+  EXPECT_EQ(Cpu(8, 4).num_hosts(), 2);
+}
+
+TEST(PlannerTopology, FromEnvironmentReadsBandwidthsAndRam) {
+  EnvGuard guard({"INTRA_NODE_BANDWIDTH", "CROSS_NODE_BANDWIDTH", "STORAGE_RESERVE_PERCENT"});
+  unsetenv("INTRA_NODE_BANDWIDTH");
+  unsetenv("CROSS_NODE_BANDWIDTH");
+  unsetenv("STORAGE_RESERVE_PERCENT");
+  const Topology plain = Topology::FromEnvironment(4, 2, ComputeDevice::kCpu, 123);
+  EXPECT_EQ(plain.hbm_cap, 0);  // CPU ignores the HBM cap
+  EXPECT_DOUBLE_EQ(plain.intra_host_bw, Topology::kDefaultIntraHostBw);
+  EXPECT_DOUBLE_EQ(plain.storage_reserve_percent, 0.15);
+  const std::int64_t ram =
+      static_cast<std::int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+  EXPECT_EQ(plain.ddr_cap, ram / 2);
+
+  setenv("INTRA_NODE_BANDWIDTH", "32212254.72", 1);  // 30 GiB/s
+  setenv("CROSS_NODE_BANDWIDTH", "3221225.472", 1);
+  setenv("STORAGE_RESERVE_PERCENT", "0.3", 1);
+  const Topology cuda = Topology::FromEnvironment(8, 8, ComputeDevice::kCuda, 80LL << 30);
+  EXPECT_EQ(cuda.hbm_cap, 80LL << 30);
+  EXPECT_DOUBLE_EQ(cuda.intra_host_bw, 32212254.72);
+  EXPECT_DOUBLE_EQ(cuda.inter_host_bw, 3221225.472);
+  EXPECT_DOUBLE_EQ(cuda.storage_reserve_percent, 0.3);
+
+  setenv("CROSS_NODE_BANDWIDTH", "fast", 1);
+  try {
+    Topology::FromEnvironment(8, 8, ComputeDevice::kCuda, 80LL << 30);
+    FAIL() << "expected invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("CROSS_NODE_BANDWIDTH"), std::string::npos);
+  }
+  setenv("CROSS_NODE_BANDWIDTH", "3221225.472", 1);
+  EXPECT_THROW(Topology::FromEnvironment(3, 2, ComputeDevice::kCpu, 0), std::invalid_argument);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shard math
+
+TEST(PlannerShards, ColumnWiseBlock) {
+  EXPECT_EQ(ColumnWiseBlock(MakeTable("t", 10, 16)), 16);    // below MIN_CW_DIM: whole D
+  EXPECT_EQ(ColumnWiseBlock(MakeTable("t", 10, 128)), 128);  // no divisor in [128, 128)
+  EXPECT_EQ(ColumnWiseBlock(MakeTable("t", 10, 256)), 128);
+  EXPECT_EQ(ColumnWiseBlock(MakeTable("t", 10, 384)), 128);
+  EXPECT_EQ(ColumnWiseBlock(MakeTable("t", 10, 264)), 132);  // smallest divisor >= 128, %4 == 0
+  EXPECT_EQ(ColumnWiseBlock(MakeTable("t", 10, 260)), 260);  // 130 is not a multiple of 4
+  EXPECT_EQ(ColumnWiseBlock(MakeTable("t", 10, 200)), 200);
+  TableSpec small = MakeTable("t", 10, 16);
+  small.constraints.min_partition = 8;
+  EXPECT_EQ(ColumnWiseBlock(small), 8);
+  TableSpec wide = MakeTable("t", 10, 512);
+  wide.constraints.min_partition = 64;
+  EXPECT_EQ(ColumnWiseBlock(wide), 64);
+  wide.constraints.min_partition = 6;  // 6 is no multiple of 4; 8 is the first
+  EXPECT_EQ(ColumnWiseBlock(wide), 8);
+}
+
+TEST(PlannerShards, DataParallelIsAFullCopyPerRank) {
+  const auto shards =
+      CalculateShards(MakeTable("t", 10, 16), ShardingType::kDataParallel, Cpu(3, 3), {});
+  ExpectShapes(shards, {{0, 0, 10, 16, 0}, {0, 0, 10, 16, 1}, {0, 0, 10, 16, 2}});
+}
+
+TEST(PlannerShards, TableWiseOneShardOnGivenRank) {
+  ExpectShapes(CalculateShards(MakeTable("t", 10, 16), ShardingType::kTableWise, Cpu(4, 2), {2}),
+               {{0, 0, 10, 16, 2}});
+  EXPECT_THROW(CalculateShards(MakeTable("t", 10, 16), ShardingType::kTableWise, Cpu(4, 2), {}),
+               std::invalid_argument);
+  EXPECT_THROW(CalculateShards(MakeTable("t", 10, 16), ShardingType::kTableWise, Cpu(4, 2), {4}),
+               std::invalid_argument);
+}
+
+TEST(PlannerShards, ColumnWiseBlocksOnePerRank) {
+  ExpectShapes(
+      CalculateShards(MakeTable("t", 7, 384), ShardingType::kColumnWise, Cpu(4, 2), {3, 1, 3}),
+      {{0, 0, 7, 128, 3}, {0, 128, 7, 128, 1}, {0, 256, 7, 128, 3}});
+  ExpectShapes(CalculateShards(MakeTable("t", 7, 16), ShardingType::kColumnWise, Cpu(4, 2), {1}),
+               {{0, 0, 7, 16, 1}});
+  EXPECT_THROW(
+      CalculateShards(MakeTable("t", 7, 384), ShardingType::kColumnWise, Cpu(4, 2), {0, 1}),
+      std::invalid_argument);
+}
+
+TEST(PlannerShards, RowWiseUneven) {
+  ExpectShapes(CalculateShards(MakeTable("t", 10, 8), ShardingType::kRowWise, Cpu(4, 4), {}),
+               {{0, 0, 3, 8, 0}, {3, 0, 3, 8, 1}, {6, 0, 3, 8, 2}, {9, 0, 1, 8, 3}});
+  ExpectShapes(CalculateShards(MakeTable("t", 2, 8), ShardingType::kRowWise, Cpu(3, 3), {}),
+               {{0, 0, 1, 8, 0}, {1, 0, 1, 8, 1}, {2, 0, 0, 8, 2}});
+  ExpectShapes(CalculateShards(MakeTable("t", 12, 8), ShardingType::kRowWise, Cpu(4, 2), {}),
+               {{0, 0, 3, 8, 0}, {3, 0, 3, 8, 1}, {6, 0, 3, 8, 2}, {9, 0, 3, 8, 3}});
+}
+
+TEST(PlannerShards, TableRowWiseOverOneHost) {
+  ExpectShapes(
+      CalculateShards(MakeTable("t", 10, 8), ShardingType::kTableRowWise, Cpu(4, 2), {}, 1),
+      {{0, 0, 5, 8, 2}, {5, 0, 5, 8, 3}});
+  ExpectShapes(CalculateShards(MakeTable("t", 5, 8), ShardingType::kTableRowWise, Cpu(8, 4), {}, 0),
+               {{0, 0, 2, 8, 0}, {2, 0, 2, 8, 1}, {4, 0, 1, 8, 2}, {5, 0, 0, 8, 3}});
+  EXPECT_THROW(
+      CalculateShards(MakeTable("t", 10, 8), ShardingType::kTableRowWise, Cpu(4, 2), {}, 2),
+      std::invalid_argument);
+}
+
+TEST(PlannerShards, WorldOfOneDegenerates) {
+  for (ShardingType type : AllShardingTypes()) {
+    SCOPED_TRACE(std::string(ToString(type)));
+    const auto shards = CalculateShards(MakeTable("t", 10, 16), type, Cpu(1, 1), {0});
+    ExpectShapes(shards, {{0, 0, 10, 16, 0}});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Estimates: table 100 x 16 fp32, one feature, pooling 1, per-rank batch 512 (I = O = 512).
+
+double TwPerf(int world, int local, double dim) {
+  const double a2a = world <= local ? kIntraBw : kInterBw;
+  const double in = std::ceil(512.0 * world * 8), look = 512.0 * world * std::max(dim, 32.0) * 4;
+  const double out = 512.0 * world * dim * 4;
+  const double pen = dim >= 128 ? 1.0 : dim >= 64 ? 1.15 : 1.75;
+  const double fwd = (in + look + out) * pen / kDdrBw;
+  return 3 * fwd + 2 * out / a2a;
+}
+
+TEST(PlannerEstimates, PerfMatchesTorchRecFormulas) {
+  const TableSpec table = MakeTable("t", 100, 16);
+  const PlannerOptions options;  // batch 512, rowwise_adagrad
+  // Literal values computed with the TorchRec formulas in Python (W=2, L=2 and W=4, L=2).
+  struct Case {
+    int world, local;
+    ShardingType type;
+    double expected;
+  } cases[] = {
+      {2, 2, ShardingType::kTableWise, 0.01983792174096201},
+      {2, 2, ShardingType::kColumnWise, 0.01983792174096201},
+      {2, 2, ShardingType::kRowWise, 0.008751364315257353},
+      {2, 2, ShardingType::kTableRowWise, 0.008751364315257353},
+      {2, 2, ShardingType::kDataParallel, 0.010022930070465686},
+      {4, 2, ShardingType::kTableWise, 0.058800192440257346},
+      {4, 2, ShardingType::kRowWise, 0.0346075319776348},
+      {4, 2, ShardingType::kTableRowWise, 0.0272683536305147},
+      {4, 2, ShardingType::kDataParallel, 0.010142139360016468},
+      {8, 2, ShardingType::kDataParallel, 0.010499767228668811},  // all-reduce doubled (W > 2L)
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(ToString(c.type)) + " W=" + std::to_string(c.world));
+    const auto shards = EstimateShards(table, c.type, Cpu(c.world, c.local), options);
+    for (const Shard& shard : shards) EXPECT_NEAR(shard.perf_ms, c.expected, 1e-12);
+  }
+  // Block penalties: D 64 → 1.15, D 128 → 1.
+  EXPECT_NEAR(
+      EstimateShards(MakeTable("t", 100, 64), ShardingType::kTableWise, Cpu(1, 1), options)[0]
+          .perf_ms,
+      0.01718034931257659, 1e-12);
+  EXPECT_NEAR(
+      EstimateShards(MakeTable("t", 100, 128), ShardingType::kTableWise, Cpu(1, 1), options)[0]
+          .perf_ms,
+      0.029760622510723037, 1e-12);
+  // Column-wise shards use their own width: D 256 → two blocks of 128.
+  const auto cw =
+      EstimateShards(MakeTable("t", 100, 256), ShardingType::kColumnWise, Cpu(4, 2), options);
+  ASSERT_EQ(cw.size(), 2u);
+  EXPECT_NEAR(cw[0].perf_ms, TwPerf(4, 2, 128), 1e-12);
+  EXPECT_NEAR(cw[1].perf_ms, TwPerf(4, 2, 128), 1e-12);
+}
+
+TEST(PlannerEstimates, PoolingFactorsAndBatchScaleInputs) {
+  TableSpec table = MakeTable("t", 100, 16, {"a", "b"});
+  table.constraints.pooling_factors = {2.0, 0.5};
+  PlannerOptions options;
+  options.batch_size = 64;
+  // I = (2 + 0.5)·64 = 160, O = 2·64 = 128; world 1 table-wise on DDR.
+  const double in = std::ceil(160.0 * 8), look = 160.0 * 32 * 4, out = 128.0 * 16 * 4;
+  const double fwd = (in + look + out) * 1.75 / kDdrBw;
+  const auto shard = EstimateShards(table, ShardingType::kTableWise, Cpu(1, 1), options)[0];
+  EXPECT_NEAR(shard.perf_ms, 3 * fwd + 2 * out / kIntraBw, 1e-12);
+  // Storage: 6400 tensor + 400 row-wise state + 1280 ids + 8192 outputs.
+  EXPECT_EQ(shard.ddr_bytes, 6400 + 400 + 1280 + 8192);
+}
+
+TEST(PlannerEstimates, StorageMatchesTorchRecFormulas) {
+  const TableSpec table = MakeTable("t", 100, 16);
+  PlannerOptions options;  // rowwise_adagrad: optimizer state = tensor / D
+  const Topology topo = Cpu(4, 2);
+  // table_wise: 6400 + 400 + ids 512·4·8 + outputs 512·4·16·4.
+  auto tw = EstimateShards(table, ShardingType::kTableWise, topo, options, {3});
+  ASSERT_EQ(tw.size(), 1u);
+  EXPECT_EQ(tw[0].rank, 3);
+  EXPECT_EQ(tw[0].ddr_bytes, 154256);
+  EXPECT_EQ(tw[0].hbm_bytes, 0);
+  EXPECT_EQ(EstimateShards(table, ShardingType::kColumnWise, topo, options)[0].ddr_bytes, 154256);
+  // row_wise: 25 rows → 1600 + 100 + ids (512/4)·4·8 + 131072.
+  for (const Shard& s : EstimateShards(table, ShardingType::kRowWise, topo, options)) {
+    EXPECT_EQ(s.ddr_bytes, 136868);
+  }
+  // table_row_wise: 50 rows → 3200 + 200 + ids (512/2)·4·8 + 131072.
+  for (const Shard& s : EstimateShards(table, ShardingType::kTableRowWise, topo, options)) {
+    EXPECT_EQ(s.ddr_bytes, 142664);
+  }
+  // data_parallel: a full copy per rank + ids 512·8 + outputs 512·16·4.
+  const auto dp = EstimateShards(table, ShardingType::kDataParallel, topo, options);
+  ASSERT_EQ(dp.size(), 4u);
+  for (const Shard& s : dp) EXPECT_EQ(s.ddr_bytes, 43664);
+  // Optimizer multipliers: SGD 0, Adagrad 1, Adam 2.
+  options.optimizer = EmbeddingOptimizerKind::kSgd;
+  EXPECT_EQ(EstimateShards(table, ShardingType::kTableWise, topo, options)[0].ddr_bytes, 153856);
+  options.optimizer = EmbeddingOptimizerKind::kAdagrad;
+  EXPECT_EQ(EstimateShards(table, ShardingType::kTableWise, topo, options)[0].ddr_bytes, 160256);
+  options.optimizer = EmbeddingOptimizerKind::kAdam;
+  EXPECT_EQ(EstimateShards(table, ShardingType::kTableWise, topo, options)[0].ddr_bytes, 166656);
+  // An empty row-wise shard stores nothing (2 rows over 3 ranks → 1, 1, 0).
+  const auto uneven =
+      EstimateShards(MakeTable("u", 2, 16), ShardingType::kRowWise, Cpu(3, 3), options);
+  ASSERT_EQ(uneven.size(), 3u);
+  EXPECT_GT(uneven[0].ddr_bytes, 0);
+  EXPECT_EQ(uneven[2].ddr_bytes, 0);
+}
+
+TEST(PlannerEstimates, CudaUsesHbm) {
+  Topology topo = Cpu(2, 2);
+  topo.device = ComputeDevice::kCuda;
+  topo.hbm_cap = 80LL << 30;
+  const TableSpec table = MakeTable("t", 100, 16);
+  const auto shard =
+      EstimateShards(table, ShardingType::kTableWise, topo, PlannerOptions{}, {0})[0];
+  EXPECT_EQ(shard.ddr_bytes, 0);
+  EXPECT_EQ(shard.hbm_bytes, 6400 + 400 + 8192 + 65536);
+  const double hbm_bw = 897 * kGiBps;
+  const double in = 8192, look = 512.0 * 2 * 32 * 4, out = 512.0 * 2 * 16 * 4;
+  EXPECT_NEAR(shard.perf_ms, 3 * (in + look + out) * 1.75 / hbm_bw + 2 * out / kIntraBw, 1e-12);
+}
+
+TEST(PlannerEstimates, Reservation) {
+  std::vector<TableSpec> tables = {MakeTable("a", 100, 16, {"a1", "a2"}), MakeTable("b", 10, 8)};
+  tables[0].constraints.pooling_factors = {3.0, 1.5};
+  PlannerOptions options;
+  options.batch_size = 100;
+  options.dense_parameter_bytes = 1000;
+  // ids = (3 + 1.5 + 1)·100 = 550 → KJT ⌈550·8⌉·20 = 88000; dense 6·1000.
+  const StorageCapacity cpu = ReservedCapacity(Cpu(2, 2, 1 << 20), tables, options);
+  EXPECT_EQ(cpu.hbm, 0);
+  EXPECT_EQ(cpu.ddr, (1 << 20) - 88000 - 6000);  // the percentage does not touch DDR
+  Topology cuda = Cpu(2, 2, 1 << 20);
+  cuda.device = ComputeDevice::kCuda;
+  cuda.hbm_cap = 10'000'000;
+  const StorageCapacity gpu = ReservedCapacity(cuda, tables, options);
+  EXPECT_EQ(gpu.hbm, 8'500'000 - 88000 - 6000);
+  EXPECT_EQ(gpu.ddr, 1 << 20);
+  try {
+    ReservedCapacity(Cpu(2, 2, 50000), tables, options);
+    FAIL() << "expected PlannerError";
+  } catch (const PlannerError& e) {
+    EXPECT_EQ(e.kind(), PlannerError::Kind::kInsufficientStorage);
+    EXPECT_EQ(e.missing_bytes(), 88000 + 6000 - 50000);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Planning
+
+std::map<int, std::int64_t> StoragePerRank(const ShardingPlan& plan) {
+  std::map<int, std::int64_t> used;
+  for (const auto& t : plan.tables) {
+    for (const auto& s : t.shards) used[s.rank] += s.ddr_bytes + s.hbm_bytes;
+  }
+  return used;
+}
+
+TEST(PlannerPlan, SingleAllowedTypeIsUsed) {
+  for (ShardingType type : AllShardingTypes()) {
+    SCOPED_TRACE(std::string(ToString(type)));
+    TableSpec table = MakeTable("t", 1000, 256);
+    table.constraints.sharding_types = {type};
+    const ShardingPlan plan = Plan(Cpu(4, 2), {table}, PlannerOptions{});
+    ASSERT_EQ(plan.tables.size(), 1u);
+    const ParameterSharding& sharding = plan.Get("t");
+    EXPECT_EQ(sharding.sharding_type, type);
+    EXPECT_EQ(sharding.compute_kernel, type == ShardingType::kDataParallel ? "dense" : "fused");
+    std::int64_t rows_cols = 0;
+    for (const Shard& s : sharding.shards) rows_cols += s.rows * s.cols;
+    const std::int64_t copies = type == ShardingType::kDataParallel ? 4 : 1;
+    EXPECT_EQ(rows_cols, 1000 * 256 * copies);
+    switch (type) {
+      case ShardingType::kDataParallel:
+      case ShardingType::kRowWise:
+        EXPECT_EQ(sharding.ranks, (std::vector<int>{0, 1, 2, 3}));
+        break;
+      case ShardingType::kTableWise:
+        EXPECT_EQ(sharding.ranks.size(), 1u);
+        break;
+      case ShardingType::kColumnWise:
+        ASSERT_EQ(sharding.shards.size(), 2u);
+        EXPECT_EQ(sharding.ranks.size(), 2u);
+        EXPECT_NE(sharding.shards[0].rank, sharding.shards[1].rank);  // least-loaded rank
+        break;
+      case ShardingType::kTableRowWise:
+        ASSERT_EQ(sharding.ranks.size(), 2u);
+        EXPECT_EQ(sharding.ranks[1], sharding.ranks[0] + 1);
+        EXPECT_EQ(sharding.ranks[0] % 2, 0);
+        break;
+    }
+  }
+}
+
+TEST(PlannerPlan, WorldOfOneAcceptsEveryType) {
+  for (ShardingType type : AllShardingTypes()) {
+    TableSpec table = MakeTable("t", 50, 16);
+    table.constraints.sharding_types = {type};
+    const ShardingPlan plan = Plan(Cpu(1, 1), {table}, PlannerOptions{});
+    ASSERT_EQ(plan.tables[0].shards.size(), 1u);
+    EXPECT_EQ(plan.tables[0].shards[0].rank, 0);
+    EXPECT_EQ(plan.tables[0].shards[0].rows, 50);
+    EXPECT_EQ(plan.tables[0].sharding_type, type);
+  }
+}
+
+TEST(PlannerPlan, TooBigForOneRankIsSplit) {
+  // 1,000,000 x 512 fp32 with SGD = 1.9 GiB; each rank has 1 GiB.
+  TableSpec big = MakeTable("big", 1'000'000, 512);
+  PlannerOptions options;
+  options.optimizer = EmbeddingOptimizerKind::kSgd;
+  const Topology topo = Cpu(4, 4, 1LL << 30);
+  const ShardingPlan plan = Plan(topo, {big, MakeTable("small", 100, 16)}, options);
+  const ParameterSharding& sharding = plan.Get("big");
+  EXPECT_TRUE(sharding.sharding_type == ShardingType::kRowWise ||
+              sharding.sharding_type == ShardingType::kColumnWise ||
+              sharding.sharding_type == ShardingType::kTableRowWise)
+      << ToString(sharding.sharding_type);
+  EXPECT_GE(sharding.shards.size(), 4u);
+  const StorageCapacity free = ReservedCapacity(topo, {big, MakeTable("small", 100, 16)}, options);
+  for (const auto& [rank, used] : StoragePerRank(plan)) {
+    EXPECT_LE(used, free.ddr) << "rank " << rank;
+  }
+}
+
+TEST(PlannerPlan, ShardEstimatesMatchEstimateShards) {
+  const TableSpec table = MakeTable("t", 1000, 32);
+  TableSpec rw = table;
+  rw.constraints.sharding_types = {ShardingType::kRowWise};
+  const ShardingPlan plan = Plan(Cpu(2, 2), {rw}, PlannerOptions{});
+  const auto expected = EstimateShards(table, ShardingType::kRowWise, Cpu(2, 2), PlannerOptions{});
+  ASSERT_EQ(plan.tables[0].shards.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_DOUBLE_EQ(plan.tables[0].shards[i].perf_ms, expected[i].perf_ms);
+    EXPECT_EQ(plan.tables[0].shards[i].ddr_bytes, expected[i].ddr_bytes);
+  }
+}
+
+TEST(PlannerPlan, PicksLowestRatedFeasibleOption) {
+  // One table on 2 ranks of one host: the rating is the max per-rank perf; row_wise splits the
+  // work, so its per-rank perf 0.00875 beats table_wise 0.0198 and data_parallel 0.0100.
+  const ShardingPlan plan = Plan(Cpu(2, 2), {MakeTable("t", 100, 16)}, PlannerOptions{});
+  const ParameterSharding& sharding = plan.Get("t");
+  // row_wise and table_row_wise tie on one host; the first in proposal order (greedy: lowest
+  // total perf, then type order) is kept.
+  EXPECT_EQ(sharding.sharding_type, ShardingType::kRowWise);
+}
+
+TEST(PlannerPlan, SpreadsTableWiseTablesOverRanks) {
+  std::vector<TableSpec> tables;
+  for (int i = 0; i < 4; ++i) {
+    tables.push_back(MakeTable("t" + std::to_string(i), 1000 + i, 64));
+    tables.back().constraints.sharding_types = {ShardingType::kTableWise};
+  }
+  const ShardingPlan plan = Plan(Cpu(4, 4), tables, PlannerOptions{});
+  std::set<int> ranks;
+  for (const auto& t : plan.tables) ranks.insert(t.shards[0].rank);
+  EXPECT_EQ(ranks.size(), 4u);
+}
+
+TEST(PlannerPlan, DeterministicForManyTables) {
+  // 9 tables → more than the exhaustive limit: greedy + uniform + min-storage proposals.
+  std::vector<TableSpec> tables;
+  for (int i = 0; i < 9; ++i) {
+    tables.push_back(
+        MakeTable("cat_" + std::to_string(i), 1000 * (i + 1) * (i + 1), 16 << (i % 4)));
+  }
+  tables[3].constraints.pooling_factors = {4.0};
+  const Topology topo = Cpu(4, 2, 256LL << 20);
+  const ShardingPlan first = Plan(topo, tables, PlannerOptions{});
+  const ShardingPlan second = Plan(topo, tables, PlannerOptions{});
+  EXPECT_EQ(first.ToJson(), second.ToJson());
+  EXPECT_EQ(first.Hash(), second.Hash());
+  ASSERT_EQ(first.tables.size(), 9u);
+  for (std::size_t i = 0; i < tables.size(); ++i) EXPECT_EQ(first.tables[i].table, tables[i].name);
+  const StorageCapacity free = ReservedCapacity(topo, tables, PlannerOptions{});
+  for (const auto& [rank, used] : StoragePerRank(first)) EXPECT_LE(used, free.ddr);
+}
+
+TEST(PlannerPlan, ImpossibleTableNamesItAndMissingBytes) {
+  // World 1, 1 MiB per rank. 'huge' 100000 x 16: every type is one full shard of
+  // 6,400,000 + 400,000 (row-wise state) + 4096 ids + 32768 outputs = 6,836,864 bytes.
+  // Free: 1 MiB − KJT ⌈(512 + 512)·8⌉·20 = 1,048,576 − 163,840 = 884,736.
+  const std::vector<TableSpec> tables = {MakeTable("small", 10, 16), MakeTable("huge", 100000, 16)};
+  try {
+    Plan(Cpu(1, 1, 1 << 20), tables, PlannerOptions{});
+    FAIL() << "expected PlannerError";
+  } catch (const PlannerError& e) {
+    EXPECT_EQ(e.kind(), PlannerError::Kind::kInsufficientStorage);
+    EXPECT_EQ(e.table(), "huge");
+    EXPECT_EQ(e.missing_bytes(), 6'836'864 - 884'736);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("'huge' (100000 x 16, fp32)"), std::string::npos) << what;
+    EXPECT_NE(what.find("6.5 MiB"), std::string::npos) << what;    // needed
+    EXPECT_NE(what.find("864.0 KiB"), std::string::npos) << what;  // free
+    EXPECT_NE(what.find("add ranks"), std::string::npos) << what;
+  }
+}
+
+TEST(PlannerPlan, StrictConstraintsNamesAllowedTypes) {
+  TableSpec big = MakeTable("big", 1'000'000, 512);
+  big.constraints.sharding_types = {ShardingType::kTableWise, ShardingType::kDataParallel};
+  PlannerOptions options;
+  options.optimizer = EmbeddingOptimizerKind::kSgd;
+  try {
+    Plan(Cpu(4, 4, 1LL << 30), {big}, options);
+    FAIL() << "expected PlannerError";
+  } catch (const PlannerError& e) {
+    EXPECT_EQ(e.kind(), PlannerError::Kind::kStrictConstraints);
+    EXPECT_EQ(e.table(), "big");
+    EXPECT_GT(e.missing_bytes(), 0);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("allows only table_wise, data_parallel"), std::string::npos) << what;
+    EXPECT_NE(what.find("allow column_wise, row_wise, table_row_wise"), std::string::npos) << what;
+  }
+}
+
+TEST(PlannerPlan, TablesThatFitAloneButNotTogether) {
+  // Each 8000 x 128 SGD table is 4,096,000 bytes + IO; two ranks with 5 MiB: one table fits (even
+  // whole), three do not in any split.
+  std::vector<TableSpec> tables = {MakeTable("a", 8000, 128), MakeTable("b", 8000, 128),
+                                   MakeTable("c", 8000, 128)};
+  PlannerOptions options;
+  options.optimizer = EmbeddingOptimizerKind::kSgd;
+  options.batch_size = 8;
+  try {
+    Plan(Cpu(2, 2, 5LL << 20), tables, options);
+    FAIL() << "expected PlannerError";
+  } catch (const PlannerError& e) {
+    EXPECT_EQ(e.kind(), PlannerError::Kind::kInsufficientStorage);
+    EXPECT_FALSE(e.table().empty());
+    EXPECT_GT(e.missing_bytes(), 0);
+    EXPECT_NE(std::string(e.what()).find("in all"), std::string::npos) << e.what();
+  }
+  // Two of them fit.
+  tables.pop_back();
+  EXPECT_NO_THROW(Plan(Cpu(2, 2, 5LL << 20), tables, options));
+}
+
+TEST(PlannerPlan, RejectsBadSpecs) {
+  const Topology topo = Cpu(2, 2);
+  const PlannerOptions options;
+  EXPECT_THROW(Plan(topo, {MakeTable("a", 10, 4), MakeTable("a", 20, 4)}, options),
+               std::invalid_argument);
+  EXPECT_THROW(Plan(topo, {MakeTable("a", 0, 4)}, options), std::invalid_argument);
+  EXPECT_THROW(Plan(topo, {MakeTable("a", 10, -1)}, options), std::invalid_argument);
+  TableSpec no_features = MakeTable("a", 10, 4);
+  no_features.feature_names.clear();
+  EXPECT_THROW(Plan(topo, {no_features}, options), std::invalid_argument);
+  TableSpec bad_pooling = MakeTable("a", 10, 4, {"x", "y"});
+  bad_pooling.constraints.pooling_factors = {1.0};
+  EXPECT_THROW(Plan(topo, {bad_pooling}, options), std::invalid_argument);
+  TableSpec bad_partition = MakeTable("a", 10, 4);
+  bad_partition.constraints.min_partition = 0;
+  EXPECT_THROW(Plan(topo, {bad_partition}, options), std::invalid_argument);
+  TableSpec bad_type = MakeTable("a", 10, 4);
+  bad_type.constraints.sharding_types = {static_cast<ShardingType>(42)};
+  EXPECT_THROW(Plan(topo, {bad_type}, options), std::invalid_argument);
+  PlannerOptions zero_batch;
+  zero_batch.batch_size = 0;
+  EXPECT_THROW(Plan(topo, {MakeTable("a", 10, 4)}, zero_batch), std::invalid_argument);
+  EXPECT_THROW(Plan(Cpu(3, 2), {MakeTable("a", 10, 4)}, options), std::invalid_argument);
+  const ShardingPlan empty = Plan(topo, {}, options);
+  EXPECT_TRUE(empty.tables.empty());
+  EXPECT_EQ(empty.world_size, 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plan JSON, hash, table
+
+ShardingPlan TinyRowWisePlan() {
+  ShardingPlan plan;
+  plan.world_size = 2;
+  plan.local_world_size = 2;
+  ParameterSharding sharding;
+  sharding.table = "t";
+  sharding.sharding_type = ShardingType::kRowWise;
+  sharding.ranks = {0, 1};
+  Shard a;
+  a.rows = 5;
+  a.cols = 16;
+  a.rank = 0;
+  a.perf_ms = 0.25;
+  a.ddr_bytes = 1000;
+  Shard b = a;
+  b.row_offset = 5;
+  b.rank = 1;
+  sharding.shards = {a, b};
+  plan.tables.push_back(sharding);
+  return plan;
+}
+
+TEST(PlannerJson, HashIsFnv1aOfPlacement) {
+  const ShardingPlan plan = TinyRowWisePlan();
+  // FNV-1a 64 of {"world_size":2,"local_world_size":2,"tables":{"t":{"sharding_type":"row_wise",
+  // "compute_kernel":"fused","ranks":[0,1],"shards":[{"offsets":[0,0],"sizes":[5,16],"rank":0},
+  // {"offsets":[5,0],"sizes":[5,16],"rank":1}]}}} computed in Python.
+  EXPECT_EQ(plan.Hash(), "94fbf416aff2bb7b");
+  ShardingPlan estimates_changed = plan;
+  estimates_changed.tables[0].shards[0].perf_ms = 9;
+  estimates_changed.tables[0].shards[1].ddr_bytes = 1;
+  EXPECT_EQ(estimates_changed.Hash(), plan.Hash());
+  ShardingPlan moved = plan;
+  moved.tables[0].shards[1].rank = 0;
+  EXPECT_NE(moved.Hash(), plan.Hash());
+}
+
+TEST(PlannerJson, RoundTrip) {
+  std::vector<TableSpec> tables = {MakeTable("user_id", 1000, 16), MakeTable("item", 300, 256),
+                                   MakeTable("cate", 7, 8)};
+  tables[1].constraints.sharding_types = {ShardingType::kColumnWise};
+  tables[2].constraints.sharding_types = {ShardingType::kTableRowWise};
+  const ShardingPlan plan = Plan(Cpu(4, 2), tables, PlannerOptions{});
+  const std::string json = plan.ToJson();
+  const ShardingPlan back = ShardingPlan::FromJson(json);
+  EXPECT_EQ(back.ToJson(), json);
+  EXPECT_EQ(back.Hash(), plan.Hash());
+  EXPECT_EQ(back.ToJson(-1), plan.ToJson(-1));
+  ASSERT_EQ(back.tables.size(), 3u);
+  EXPECT_EQ(back.tables[0].table, "user_id");  // table order kept
+  EXPECT_EQ(back.tables[2].table, "cate");
+  EXPECT_EQ(back.Get("item").sharding_type, ShardingType::kColumnWise);
+  ASSERT_EQ(back.Get("item").shards.size(), 2u);
+  EXPECT_EQ(back.Get("item").shards[1].col_offset, 128);
+  EXPECT_DOUBLE_EQ(back.Get("item").shards[1].perf_ms, plan.Get("item").shards[1].perf_ms);
+  EXPECT_THROW(back.Get("nope"), std::out_of_range);
+}
+
+TEST(PlannerJson, FromJsonNamesBadField) {
+  auto expect_bad = [](const std::string& json, const std::string& field) {
+    try {
+      ShardingPlan::FromJson(json);
+      FAIL() << "expected invalid_argument for " << json;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
+  };
+  expect_bad("{", "parse");
+  expect_bad(R"({"local_world_size":1,"tables":{}})", "world_size");
+  const std::string head = R"({"world_size":2,"local_world_size":2,"tables":{"t":)";
+  expect_bad(
+      head + R"({"sharding_type":"grid","compute_kernel":"fused","ranks":[0],"shards":[]}}})",
+      "tables.t.sharding_type");
+  expect_bad(head + R"({"sharding_type":"table_wise","compute_kernel":"fused","ranks":[0],)"
+                    R"("shards":[{"offsets":[0,0],"sizes":[5],"rank":0}]}}})",
+             "tables.t.shards[0].sizes");
+  expect_bad(head + R"({"sharding_type":"table_wise","compute_kernel":"fused","ranks":[0],)"
+                    R"("shards":[{"offsets":[0,0],"sizes":[5,4],"rank":7}]}}})",
+             "tables.t.shards[0].rank");
+}
+
+TEST(PlannerJson, ToTableListsShardsAndTotals) {
+  const std::string table = TinyRowWisePlan().ToTable();
+  EXPECT_NE(table.find("table"), std::string::npos);
+  EXPECT_NE(table.find("row_wise"), std::string::npos);
+  EXPECT_NE(table.find("5x16@0 5x16@1"), std::string::npos) << table;
+  EXPECT_NE(table.find("0.5000"), std::string::npos) << table;  // table perf = 2 × 0.25
+  EXPECT_NE(table.find("1000 B"), std::string::npos) << table;  // rank 0 ddr total
+  EXPECT_NE(table.find("per-rank totals"), std::string::npos) << table;
+  // Columns aligned: "type" starts at the same offset in the header and in the row.
+  const auto header_end = table.find('\n');
+  const std::string header = table.substr(0, header_end);
+  const std::string row =
+      table.substr(header_end + 1, table.find('\n', header_end + 1) - header_end - 1);
+  EXPECT_EQ(header.find("type"), row.find("row_wise"));
+  EXPECT_EQ(header.find("shards"), row.find("5x16@0"));
+}
+
+}  // namespace
+}  // namespace tzrec
