@@ -29,11 +29,13 @@ if ((WANT_TORCH)); then
     echo "setup: creating virtualenv $VENV"
     "$PY" -m venv "$VENV"
   fi
-  have="$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null || true)"
-  if [[ "$have" != "$TORCH_VERSION"* ]]; then
-    echo "setup: installing torch==$TORCH_VERSION into $VENV (several GB the first time)"
+  # pyarrow: tzrec::input builds against the Arrow/Parquet C++ libraries in its wheel (CXX11 ABI).
+  PYARROW_VERSION="26.0.1"
+  have="$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("torch"), m.version("pyarrow"))' 2>/dev/null || true)"
+  if [[ "$have" != "$TORCH_VERSION"*" $PYARROW_VERSION" ]]; then
+    echo "setup: installing torch==$TORCH_VERSION, pyarrow==$PYARROW_VERSION into $VENV (several GB the first time)"
     "$VENV/bin/python" -m pip install -q --upgrade pip
-    "$VENV/bin/python" -m pip install -q "torch==$TORCH_VERSION" numpy pytest
+    "$VENV/bin/python" -m pip install -q "torch==$TORCH_VERSION" "pyarrow==$PYARROW_VERSION" numpy pytest
   fi
 fi
 echo "setup: ok"

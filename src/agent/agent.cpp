@@ -453,7 +453,12 @@ int Agent::run_job() {
     auto argv0 = build_worker_argv(cfg_, 0, base_env_);
     if (!cfg_.no_python && classify_entrypoint(cfg_) == EntrypointKind::kDirect) {
       const auto& s = cfg_.training_script;
-      program_ = s.find('/') != std::string::npos ? s : "./" + s;
+      if (s.find('/') != std::string::npos) {
+        program_ = s;
+      } else {
+        struct stat st {};
+        program_ = ::stat(s.c_str(), &st) == 0 ? "./" + s : resolve_program(s, base_env_);
+      }
     } else {
       program_ = resolve_program(argv0.front(), base_env_);
     }

@@ -178,10 +178,28 @@ std::string substitute_local_rank(std::string_view arg, int local_rank) {
   return out;
 }
 
+namespace {
+// An executable regular file named `name` on $PATH, or "" (for bare names like `tzrec_train`).
+std::string find_on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  for (const auto& dir : split(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin", ':')) {
+    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (is_regular_file(candidate) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+}  // namespace
+
 EntrypointKind classify_entrypoint(const LaunchConfig& cfg) {
   if (cfg.no_python) return EntrypointKind::kDirect;
   if (cfg.module) return EntrypointKind::kPython;
-  const std::string& script = cfg.training_script;
+  std::string script = cfg.training_script;
+  // A bare program name that is not a file here but an executable on PATH (`tzrun ... tzrec_train`):
+  // classify that file. torchrun would run `python tzrec_train` and fail; a native binary is run
+  // directly, a Python script on PATH still goes through Python.
+  if (script.find('/') == std::string::npos && !ends_with(script, ".py") && !is_regular_file(script)) {
+    if (std::string found = find_on_path(script); !found.empty()) script = found;
+  }
   if (ends_with(script, ".py") || !is_regular_file(script) || ::access(script.c_str(), X_OK) != 0) {
     return EntrypointKind::kPython;
   }

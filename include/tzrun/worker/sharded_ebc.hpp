@@ -76,7 +76,13 @@ class ShardedEmbeddingBagCollection {
   // the fused optimizer (a collective: every rank must run backward).
   KeyedTensor Compute(const std::shared_ptr<Dist>& dist);
   KeyedTensor Forward(const KeyedJaggedTensor& features) { return Compute(InputDist(features)); }
+  // Waits for the input dist of a batch that will not be computed (a batch fetched ahead of the
+  // last step), so no collective is left in flight.
+  void Drain(const std::shared_ptr<Dist>& dist);
 
+  // Loss scale of a GradScaler (FP16): the backward divides incoming gradients by it before the
+  // fused update, so embedding rows see unscaled gradients. 1 by default.
+  void set_gradient_scale(double scale);
   const std::vector<EmbeddingBagConfig>& tables() const;
   const ShardingPlan& plan() const;
   // The shards this rank holds: table name, shard placement, weight [rows, cols] (a view that can be

@@ -1,29 +1,51 @@
 // tzrec_train — the libtorch training worker that tzrun supervises.
 //
-//   tzrec_train plan --tables TABLES.json [--world-size N ...]   print and write a ShardingPlan
+//   tzrun --nproc-per-node=N tzrec_train --pipeline_config_path CONFIG [--train_input_path ...]
+//         [--eval_input_path ...] [--model_dir DIR] [--continue_train] [--edit_config_json JSON]
+//                                          train and evaluate (TorchEasyRec's tzrec.train_eval)
+//   tzrec_train train_eval ...             the same, named
+//   tzrec_train plan --tables TABLES.json  print and write a ShardingPlan without training
+//   tzrec_train export --model_dir DIR --export_dir OUT     single-process model from a checkpoint
+//   tzrec_train predict --export_dir OUT --input_path FILE  score a file with an export
+//   tzrec_train config-reference           the pipeline config keys as markdown
 //   tzrec_train --version
-// Exit codes: 0 success; 2 bad input (message names it and the fix); 3 no feasible plan.
+// Exit codes: 0 success; 2 bad input (the message names it and the fix); 3 no feasible plan;
+// 4 a collective or checkpoint failure.
+#include <malloc.h>
+
 #include <cstring>
 #include <iostream>
 #include <string>
 
 #include "tzrun/worker/plan_command.hpp"
+#ifdef TZREC_WITH_TRAIN
+#include "tzrun/worker/config.hpp"
+#include "tzrun/worker/train.hpp"
+#endif
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: tzrec_train <command> [options]\n"
+    "usage: tzrec_train [train_eval] --pipeline_config_path CONFIG [options]\n"
+    "       tzrec_train <command> [options]\n"
     "\n"
     "commands:\n"
-    "  plan      plan how embedding tables are sharded over the ranks (TorchRec planner);\n"
-    "            prints the plan as a table and writes it as JSON with --output\n"
-    "            (tzrec_train plan --help for its options)\n"
+    "  train_eval        train and evaluate (the default when the first argument is an option);\n"
+    "                    run under tzrun: tzrun --nproc-per-node=N tzrec_train --pipeline_config_path ...\n"
+    "  plan              plan how embedding tables are sharded over the ranks (TorchRec planner)\n"
+    "  export            write a single-process model from a checkpoint of any world size\n"
+    "  predict           score an input file with an exported model\n"
+    "  config-reference  print every pipeline config key (markdown)\n"
     "\n"
-    "  --version print the version\n";
+    "  <command> --help  options of a command;  --version  the version\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A training step allocates many large temporaries; glibc would mmap/munmap each one and the
+  // page faults cost more than the lookups (3x on the embedding benchmark). Keep them in the heap.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;
@@ -33,9 +55,17 @@ int main(int argc, char** argv) {
     std::cout << "tzrec_train " << TZRUN_VERSION << '\n';
     return 0;
   }
-  if (command == "plan") {
-    return tzrec::RunPlanCommand(argc - 1, argv + 1);
+  if (command == "plan") return tzrec::RunPlanCommand(argc - 1, argv + 1);
+#ifdef TZREC_WITH_TRAIN
+  if (command == "train_eval" || command == "train") return tzrec::RunTrainEval(argc - 1, argv + 1);
+  if (command.rfind("--", 0) == 0) return tzrec::RunTrainEval(argc, argv);
+  if (command == "export") return tzrec::RunExport(argc - 1, argv + 1);
+  if (command == "predict") return tzrec::RunPredict(argc - 1, argv + 1);
+  if (command == "config-reference") {
+    std::cout << tzrec::ConfigReferenceMarkdown();
+    return 0;
   }
+#endif
   std::cerr << "tzrec_train: unknown command '" << command << "'; run 'tzrec_train --help' for the commands\n";
   return 2;
 }

@@ -3,6 +3,7 @@
 #include "tzrun/worker/embedding.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
@@ -202,6 +203,84 @@ EmbeddingOptimizerState::EmbeddingOptimizerState(const EmbeddingOptimizerConfig&
   }
 }
 
+namespace {
+
+// The fused optimizers' per-row update on CPU float32 (one implementation for Apply and
+// ApplyPooled, so sharded and unsharded tables round identically). `g` is the row's summed
+// gradient (cols floats; weight decay is added here).
+class RowUpdater {
+ public:
+  RowUpdater(const EmbeddingOptimizerConfig& config, std::int64_t step, at::Tensor& weight, at::Tensor& m1,
+             at::Tensor& m2)
+      : kind_(config.kind),
+        cols_(weight.size(1)),
+        w_(weight.data_ptr<float>()),
+        m1_(m1.defined() ? m1.data_ptr<float>() : nullptr),
+        m2_(m2.defined() ? m2.data_ptr<float>() : nullptr),
+        blocks_(config.kind == EmbeddingOptimizerKind::kRowWiseAdagrad && m1.defined() && m1.dim() == 2 ? m1.size(1)
+                                                                                                         : 1),
+        lr_(static_cast<float>(config.lr)),
+        eps_(static_cast<float>(config.eps)),
+        wd_(static_cast<float>(config.weight_decay)),
+        b1_(static_cast<float>(config.beta1)),
+        b2_(static_cast<float>(config.beta2)),
+        c1_(static_cast<float>(1.0 - std::pow(config.beta1, static_cast<double>(step)))),
+        c2_(static_cast<float>(1.0 - std::pow(config.beta2, static_cast<double>(step)))) {}
+
+  void operator()(std::int64_t row, float* g) const {
+    float* w = w_ + row * cols_;
+    if (wd_ != 0.0F) {
+      for (std::int64_t c = 0; c < cols_; ++c) g[c] += wd_ * w[c];
+    }
+    switch (kind_) {
+      case EmbeddingOptimizerKind::kSgd:
+        for (std::int64_t c = 0; c < cols_; ++c) w[c] -= lr_ * g[c];
+        break;
+      case EmbeddingOptimizerKind::kAdagrad: {
+        float* s = m1_ + row * cols_;
+        for (std::int64_t c = 0; c < cols_; ++c) {
+          s[c] += g[c] * g[c];
+          w[c] -= lr_ * g[c] / (std::sqrt(s[c]) + eps_);
+        }
+        break;
+      }
+      case EmbeddingOptimizerKind::kRowWiseAdagrad: {
+        const std::int64_t width = cols_ / blocks_;
+        for (std::int64_t k = 0; k < blocks_; ++k) {
+          float sq = 0.0F;
+          for (std::int64_t c = k * width; c < (k + 1) * width; ++c) sq += g[c] * g[c];
+          float& s = m1_[row * blocks_ + k];
+          s += sq / static_cast<float>(width);
+          const float denom = std::sqrt(s) + eps_;
+          for (std::int64_t c = k * width; c < (k + 1) * width; ++c) w[c] -= lr_ * g[c] / denom;
+        }
+        break;
+      }
+      case EmbeddingOptimizerKind::kAdam: {
+        float* m = m1_ + row * cols_;
+        float* v = m2_ + row * cols_;
+        for (std::int64_t c = 0; c < cols_; ++c) {
+          m[c] = b1_ * m[c] + (1.0F - b1_) * g[c];
+          v[c] = b2_ * v[c] + (1.0F - b2_) * g[c] * g[c];
+          w[c] -= lr_ * (m[c] / c1_) / (std::sqrt(v[c] / c2_) + eps_);
+        }
+        break;
+      }
+    }
+  }
+
+ private:
+  EmbeddingOptimizerKind kind_;
+  std::int64_t cols_;
+  float* w_;
+  float* m1_;
+  float* m2_;
+  std::int64_t blocks_;
+  float lr_, eps_, wd_, b1_, b2_, c1_, c2_;
+};
+
+}  // namespace
+
 void EmbeddingOptimizerState::Apply(at::Tensor& weight, const at::Tensor& rows,
                                     const at::Tensor& grads) {
   at::NoGradGuard no_grad;
@@ -232,6 +311,18 @@ void EmbeddingOptimizerState::Apply(at::Tensor& weight, const at::Tensor& rows,
     throw std::out_of_range("EmbeddingOptimizerState::Apply: row id " +
                             std::to_string(lo < 0 ? lo : hi) + " is outside the shard's rows [0, " +
                             std::to_string(rows_) + ")");
+  }
+  if (weight.device().is_cpu() && weight.scalar_type() == at::kFloat && weight.is_contiguous()) {
+    // The same per-row kernel as ApplyPooled, so both round identically.
+    const RowUpdater update(config_, step_, weight, momentum1_, momentum2_);
+    at::Tensor g = grads.to(at::kCPU, at::kFloat).contiguous().clone();
+    const at::Tensor r = idx.contiguous();
+    const auto* rp = r.data_ptr<std::int64_t>();
+    float* gp = g.data_ptr<float>();
+    at::parallel_for(0, u, 64, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) update(rp[i], gp + i * cols_);
+    });
+    return;
   }
   const auto lr = config_.lr;
   const auto eps = config_.eps;
@@ -388,6 +479,90 @@ at::Tensor PooledSumBackward(const at::Tensor& grad_out, const at::Tensor& offse
     rows = rows * per_sample_weights.to(device, grad_out.scalar_type()).unsqueeze(1);
   }
   return rows;
+}
+
+}  // namespace tzrec
+
+
+namespace tzrec {
+
+void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight, const std::vector<PooledGrad>& parts) {
+  at::NoGradGuard no_grad;
+  bool fast = weight.device().is_cpu() && weight.scalar_type() == at::kFloat && weight.is_contiguous() &&
+              weight.dim() == 2 && weight.size(0) == rows_ && weight.size(1) == cols_;
+  for (const auto& p : parts) {
+    fast = fast && p.grad_out.scalar_type() == at::kFloat && (!p.weights.defined() || p.weights.scalar_type() == at::kFloat);
+  }
+  if (!fast) {
+    std::vector<at::Tensor> ids;
+    std::vector<at::Tensor> grads;
+    for (const auto& p : parts) {
+      if (p.ids.numel() == 0) continue;
+      ids.push_back(p.ids);
+      grads.push_back(PooledSumBackward(p.grad_out.contiguous(), p.offsets, p.ids.numel(), p.weights));
+    }
+    if (ids.empty()) {
+      Apply(weight, at::empty({0}, at::TensorOptions().dtype(at::kLong).device(weight.device())),
+            at::empty({0, cols_}, at::TensorOptions().dtype(at::kFloat).device(weight.device())));
+      return;
+    }
+    auto [rows, g] = AggregateRowGradients(at::cat(ids), at::cat(grads));
+    Apply(weight, rows, g);
+    return;
+  }
+  ++step_;
+  // Occurrences: (row, sequence number) sorted, so each row's gradient sums in occurrence order.
+  struct Occ {
+    std::int64_t row;
+    const float* grad;  // the bag's grad_out row
+    float scale;
+  };
+  std::vector<at::Tensor> keep;  // contiguous CPU copies alive during the update
+  std::vector<Occ> occ;
+  for (const auto& p : parts) {
+    const std::int64_t n = p.ids.numel();
+    if (n == 0) continue;
+    const at::Tensor ids = keep.emplace_back(p.ids.to(at::kCPU, at::kLong).contiguous());
+    const at::Tensor offs = keep.emplace_back(p.offsets.to(at::kCPU, at::kLong).contiguous());
+    const at::Tensor g = keep.emplace_back(p.grad_out.contiguous());
+    const at::Tensor w = p.weights.defined() ? keep.emplace_back(p.weights.contiguous()) : at::Tensor();
+    const auto* ip = ids.data_ptr<std::int64_t>();
+    const auto* op = offs.data_ptr<std::int64_t>();
+    const auto* gp = g.data_ptr<float>();
+    const float* wp = w.defined() ? w.data_ptr<float>() : nullptr;
+    const std::int64_t bags = offs.numel() - 1;
+    for (std::int64_t b = 0; b < bags; ++b) {
+      for (std::int64_t i = op[b]; i < op[b + 1]; ++i) {
+        if (ip[i] < 0 || ip[i] >= rows_) {
+          throw std::out_of_range("EmbeddingOptimizerState::ApplyPooled: row id " + std::to_string(ip[i]) +
+                                  " is outside the shard's rows [0, " + std::to_string(rows_) + ")");
+        }
+        occ.push_back(Occ{ip[i], gp + b * cols_, wp != nullptr ? wp[i] : 1.0F});
+      }
+    }
+  }
+  if (occ.empty() || cols_ == 0) return;
+  std::stable_sort(occ.begin(), occ.end(), [](const Occ& a, const Occ& b) { return a.row < b.row; });
+  std::vector<std::int64_t> starts;
+  for (std::size_t i = 0; i < occ.size(); ++i) {
+    if (i == 0 || occ[i].row != occ[i - 1].row) starts.push_back(static_cast<std::int64_t>(i));
+  }
+  starts.push_back(static_cast<std::int64_t>(occ.size()));
+  const auto unique = static_cast<std::int64_t>(starts.size()) - 1;
+  const RowUpdater UpdateRow(config_, step_, weight, momentum1_, momentum2_);
+  const std::int64_t cols = cols_;
+  at::parallel_for(0, unique, 64, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<float> g(static_cast<std::size_t>(cols));
+    for (std::int64_t u = begin; u < end; ++u) {
+      const std::int64_t row = occ[static_cast<std::size_t>(starts[static_cast<std::size_t>(u)])].row;
+      std::fill(g.begin(), g.end(), 0.0F);
+      for (std::int64_t k = starts[static_cast<std::size_t>(u)]; k < starts[static_cast<std::size_t>(u) + 1]; ++k) {
+        const Occ& o = occ[static_cast<std::size_t>(k)];
+        for (std::int64_t c = 0; c < cols; ++c) g[static_cast<std::size_t>(c)] += o.grad[c] * o.scale;
+      }
+      UpdateRow(row, g.data());
+    }
+  });
 }
 
 }  // namespace tzrec

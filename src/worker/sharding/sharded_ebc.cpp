@@ -116,6 +116,7 @@ struct ShardedEmbeddingBagCollection::Impl {
   std::vector<int> dp_features;  // feature indices of DP tables
 
   at::Tensor dummy;  // requires grad: hooks the backward into autograd
+  double gradient_scale = 1.0;  // GradScaler loss scale
 
   void Build();
   void Backward(StepState& st, const at::Tensor& grad_out);
@@ -500,7 +501,7 @@ void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tens
   const std::int64_t global_batch = dist.global_batch;
   const auto fdev = at::TensorOptions().dtype(at::kFloat).device(device);
   // TorchRec's gradient division: every rank's loss is a mean over its own batch.
-  const at::Tensor grad = grad_in.defined() ? (grad_in / static_cast<double>(world)).contiguous()
+  const at::Tensor grad = grad_in.defined() ? (grad_in / (static_cast<double>(world) * gradient_scale)).contiguous()
                                             : at::zeros({batch, total_dim}, fdev);
   const auto& my_routes = routes[static_cast<std::size_t>(rank)];
 
@@ -526,9 +527,9 @@ void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tens
     rs_grad = comm->AllGatherV(grad.index_select(1, rs_colmap).contiguous(), dist.batch_per_rank);
   }
 
-  // Per local unit: row gradients of every route.
-  std::vector<std::vector<at::Tensor>> unit_ids(local_units.size());
-  std::vector<std::vector<at::Tensor>> unit_grads(local_units.size());
+  // Per local unit: the pooled gradients of every route, then the fused backward + update. Every
+  // shard counts a step each backward, rows or not (Adam's step counter, as FBGEMM).
+  std::vector<std::vector<EmbeddingOptimizerState::PooledGrad>> unit_parts(local_units.size());
   std::int64_t a2a_col = 0;
   std::int64_t rs_col = 0;
   for (std::size_t ro = 0; ro < my_routes.size(); ++ro) {
@@ -541,23 +542,12 @@ void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tens
       g = rs_grad.narrow(1, rs_col, u.shard.cols);
       rs_col += u.shard.cols;
     }
-    const at::Tensor& ids = st.route_ids[ro];
-    if (ids.numel() == 0) continue;
-    unit_ids[static_cast<std::size_t>(u.local)].push_back(ids);
-    unit_grads[static_cast<std::size_t>(u.local)].push_back(
-        PooledSumBackward(g.contiguous(), st.route_offsets[ro], ids.numel(), st.route_weights[ro]));
+    if (st.route_ids[ro].numel() == 0) continue;
+    unit_parts[static_cast<std::size_t>(u.local)].push_back(
+        {st.route_ids[ro], st.route_offsets[ro], g.contiguous(), st.route_weights[ro]});
   }
-  // Apply runs for every shard every step, rows or not: Adam's step counter advances per backward
-  // (FBGEMM), so a shard that saw no ids stays in step with the unsharded table.
   for (std::size_t li = 0; li < local_units.size(); ++li) {
-    if (unit_ids[li].empty()) {
-      const std::int64_t cols = local_weights[li].size(1);
-      at::Tensor no_rows = at::empty({0}, I64(device));
-      local_states[li]->Apply(local_weights[li], no_rows, at::empty({0, cols}, fdev));
-      continue;
-    }
-    auto [rows, grads] = AggregateRowGradients(at::cat(unit_ids[li]), at::cat(unit_grads[li]));
-    local_states[li]->Apply(local_weights[li], rows, grads);
+    local_states[li]->ApplyPooled(local_weights[li], unit_parts[li]);
   }
 
   // Data-parallel tables: all-reduce [rows, D+1] (gradient sums | occurrence counts).
@@ -680,6 +670,15 @@ std::shared_ptr<ShardedEmbeddingBagCollection::Dist> ShardedEmbeddingBagCollecti
 KeyedTensor ShardedEmbeddingBagCollection::Compute(const std::shared_ptr<Dist>& dist) {
   return impl_->Compute(dist);
 }
+
+void ShardedEmbeddingBagCollection::Drain(const std::shared_ptr<Dist>& dist) {
+  if (!dist) return;
+  if (dist->lengths.valid()) dist->lengths.Wait();
+  if (dist->values.valid()) dist->values.Wait();
+  if (dist->weights.valid()) dist->weights.Wait();
+}
+
+void ShardedEmbeddingBagCollection::set_gradient_scale(double scale) { impl_->gradient_scale = scale; }
 
 const std::vector<EmbeddingBagConfig>& ShardedEmbeddingBagCollection::tables() const { return impl_->tables; }
 const ShardingPlan& ShardedEmbeddingBagCollection::plan() const { return impl_->plan; }

@@ -276,3 +276,20 @@ TEST(ResolveProgram, SearchesPathAndReportsNotFoundAndNotExecutable) {
     EXPECT_EQ(e.exit_code(), ExitCode::kNotExecutable);
   }
 }
+
+TEST(WorkerArgv, BareProgramNameOnPathIsClassifiedByItsContent) {
+  TempDir dir;
+  dir.write("tzrec_like_tool", "#!/bin/sh\necho hi\n", true);
+  dir.write("py_tool", "#!/usr/bin/env python3\nprint(1)\n", true);
+  const char* old = std::getenv("PATH");
+  const std::string saved = old != nullptr ? old : "";
+  ::setenv("PATH", (dir.path().string() + ":" + saved).c_str(), 1);
+  LaunchConfig cfg;
+  cfg.training_script = "tzrec_like_tool";  // not a file in the cwd: found on PATH, not Python
+  EXPECT_EQ(classify_entrypoint(cfg), EntrypointKind::kDirect);
+  cfg.training_script = "py_tool";  // a Python script on PATH still runs through Python
+  EXPECT_EQ(classify_entrypoint(cfg), EntrypointKind::kPython);
+  cfg.training_script = "surely_not_on_path_xyz";
+  EXPECT_EQ(classify_entrypoint(cfg), EntrypointKind::kPython);
+  ::setenv("PATH", saved.c_str(), 1);
+}

@@ -12,6 +12,8 @@
 // torchrec_ebc.py.
 #include <ATen/ATen.h>
 
+#include <malloc.h>
+
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -24,6 +26,9 @@
 #include "tzrun/worker/sharded_ebc.hpp"
 
 int main(int argc, char** argv) {
+  // Large step temporaries stay in the heap instead of mmap/munmap + page faults per step.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   std::string tables_path;
   std::int64_t batch = 4096;
   int iters = 20;

@@ -1,0 +1,144 @@
+// tzrun/worker/input.hpp — tzrec_train's input pipeline: Parquet (ParquetDataset) and delimited
+// text (CsvDataset) files → feature transforms → batches of a KeyedJaggedTensor (sparse ids), a
+// dense float matrix and labels; rank split of the global rows and a world-size independent data
+// cursor for resuming (TorchEasyRec data_config / feature_configs semantics; notes
+// ../shared/reference/torchrec-sharding.md §1.7).
+//
+// Rows. The files matching input_path (comma-separated globs, all matches sorted by name, each file
+// once) are concatenated; their rows are numbered 0..total-1 in that order ("global rows").
+// Parquet: the row counts come from the file metadata, and only the row groups holding a rank's
+// rows and only the needed columns are read. Text: one quote-aware record count per file; empty
+// lines are not rows; with_header: the first record names the columns, else
+// data_config.input_fields does.
+//
+// Feature transforms (FeatureConfig; the input column is FeatureConfig::input_column()):
+//   id_feature  hash_bucket_size n: FNV-1a 64 of the value's text mod n. Integers are hashed via
+//                 their decimal text ("12", "-3"), integral floats likewise ("3.0" in Parquet →
+//                 "3"), other floats via their shortest round-trip text, so CSV and Parquet agree
+//                 for ints.
+//               num_buckets n: the integer value; a value outside [0, n) or not an integer is an
+//                 error naming the feature, the value, num_buckets, the file and the row.
+//               vocab_list: index in the list + 2; a value not in the list → 1; an empty token
+//                 inside a multi-valued cell (e.g. "a||b") → 0.
+//               separator (non-empty): the cell is split on it and every non-empty token mapped
+//                 (hash / num_buckets) — so one sample may have several ids.
+//               A missing value (Parquet null, empty text field) → no ids for that sample.
+//   raw_feature the value (value_dim numbers; value_dim > 1 splits the cell on the feature's
+//                 separator, "," when empty) or default_value when missing, then the normalizer:
+//                 "" → x; "method=log1p" → log(1+x); "method=expression,expr=log(x+C)" → log(x+C)
+//                 (also "expr=x"); "method=minmax,min=a,max=b" → (x-a)/(b-a);
+//                 "method=zscore,mean=a,std=b" → (x-a)/b. With boundaries the normalised value
+//                 is bucketised: id = number of boundaries <= x (std::upper_bound), a sparse
+//                 feature with a table of len(boundaries)+1 rows; otherwise it is a dense column.
+//   labels      float of data_config.label_fields[0] (ints, floats, bools or numeric text);
+//               a missing label is an error.
+//   group_ids   model_config.grouped_auc_key names an input column (or a feature, whose input
+//               column is used): FNV-1a 64 of its text, masked to a non-negative int64.
+//
+// Errors (std::runtime_error, std::invalid_argument for DataCursor): say what failed, with which
+// value (file, row, column, feature) and what to do. Errors found while prefetching are rethrown
+// by the Next() that would have returned the batch.
+//
+// Thread-safety: a Dataset is used by one thread (Next/StartNextEpoch/Cursor); it owns one
+// background reader thread while num_workers >= 1 (num_workers == 0: batches are built inside
+// Next()). DataCursor and RowRange are plain values.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tzrun/worker/config.hpp"
+#include "tzrun/worker/kjt.hpp"
+
+namespace tzrec {
+
+// One batch on the CPU.
+struct Batch {
+  KeyedJaggedTensor sparse;  // keys = sparse features (FeatureConfig::is_sparse) in feature_configs
+                             // order; ids already mapped into [0, num_embeddings); lengths int64
+                             // [F*B] feature-major; values int64; no weights; stride B
+  at::Tensor dense;          // float [B, D_dense]: dense raw features in config order, value_dim
+                             // each (D_dense may be 0)
+  at::Tensor labels;         // float [B] (first label field); undefined when label_fields is empty
+  at::Tensor group_ids;      // int64 [B]: hash of the grouped_auc key column, or undefined
+  std::int64_t size = 0;     // B (the last batch may be smaller unless drop_remainder)
+};
+
+// Global rows [begin, end).
+struct RowRange {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+  std::int64_t size() const { return end - begin; }
+  bool operator==(const RowRange&) const = default;
+};
+
+// World-size independent position: the global rows consumed so far + completed epochs.
+struct DataCursor {
+  std::int64_t total_rows = 0;
+  std::int64_t epochs_completed = 0;
+  std::vector<RowRange> consumed;  // sorted, merged (no two ranges touch or overlap)
+
+  // {"total_rows": N, "epochs_completed": E, "consumed": [[begin, end], ...]}
+  std::string ToJson() const;
+  // Throws std::invalid_argument naming the bad field/value (not JSON, missing key, a range outside
+  // [0, total_rows) or with begin > end). Ranges are sorted and merged.
+  static DataCursor FromJson(const std::string& json);
+  // Union of the ranks' consumed rows. Throws std::invalid_argument when `per_rank` is empty or the
+  // ranks disagree on total_rows or epochs_completed.
+  static DataCursor Merge(const std::vector<DataCursor>& per_rank);
+  // This rank's rows: the rows not consumed, split in order into `world` contiguous-by-count parts
+  // (remainder to the first ranks); no overlap, no loss. Throws std::invalid_argument for
+  // world < 1 or rank outside [0, world).
+  std::vector<RowRange> Assign(int rank, int world) const;
+  // Rows in `consumed`.
+  std::int64_t consumed_rows() const;
+};
+
+// Sorts and merges ranges (drops empty ones).
+std::vector<RowRange> NormalizeRanges(std::vector<RowRange> ranges);
+
+class Dataset {
+ public:
+  // Opens and counts the files (Parquet: metadata row counts; text: one fast line count per file),
+  // validates that every column the features/labels need exists (error naming the column, the file
+  // and the available columns). `resume` (optional) restricts this rank to the unconsumed rows; its
+  // total_rows must equal the files' row count (else std::invalid_argument: the data changed).
+  // dataset_type: "ParquetDataset" | "CsvDataset" (else std::runtime_error). batch_size >= 1.
+  Dataset(const PipelineConfig& config, const std::string& input_path, int rank, int world,
+          std::int64_t batch_size, const std::optional<DataCursor>& resume = std::nullopt);
+  ~Dataset();
+  Dataset(const Dataset&) = delete;
+  Dataset& operator=(const Dataset&) = delete;
+
+  // The next batch of this rank's rows (global order within its ranges); nullopt when this rank's
+  // rows of the epoch are done. Rethrows a reader/transform error.
+  std::optional<Batch> Next();
+  // All rows again (epochs_completed + 1, nothing consumed), split as in the constructor. Any
+  // prefetched batches of the current epoch are dropped.
+  void StartNextEpoch();
+  // This rank's consumed rows (the resume cursor's rows + the rows of the batches Next() returned
+  // in this epoch) and total/epochs. DataCursor::Merge of all ranks' cursors is the global
+  // position.
+  DataCursor Cursor() const;
+  // Rows this rank reads in the current epoch.
+  std::int64_t rows_assigned() const;
+  // Total rows of all files.
+  std::int64_t total_rows() const;
+  // Files read, sorted.
+  const std::vector<std::string>& files() const;
+  const std::vector<std::string>& sparse_feature_names() const;
+  // Table rows of each sparse feature, in sparse_feature_names() order.
+  const std::vector<std::int64_t>& sparse_num_embeddings() const;
+  std::int64_t dense_dim() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tzrec

@@ -1,0 +1,53 @@
+// tzrun/worker/train.hpp — tzrec_train's commands: train_eval (TorchEasyRec tzrec.train_eval),
+// export and predict; plus the pieces they share (dense optimizers, AUC metrics).
+//
+// train_eval follows tzrec/main.py `_train_and_evaluate` and TorchRec's TrainPipelineSparseDist
+// (notes ../shared/reference/torchrec-sharding.md §1.3–1.6): the next batch's input dist is issued
+// before the current batch's compute; a has-batch all-reduce (SUM, compared with the world size)
+// ends an epoch on every rank as soon as one rank runs out (the remainder is dropped everywhere, as
+// tzrec does); eval runs until every rank is out, ranks without data feeding empty batches.
+// Exit codes of the commands: 0 success; 2 bad input (config, flags, data: the message names it);
+// 3 no feasible sharding plan; 4 a collective or checkpoint failure.
+#pragma once
+
+#include <ATen/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tzrun/worker/config.hpp"
+#include "tzrun/worker/model.hpp"
+
+namespace tzrec {
+
+int RunTrainEval(int argc, char** argv);  // argv[0] is the command name
+int RunExport(int argc, char** argv);
+int RunPredict(int argc, char** argv);
+
+// torch.optim semantics (Adam without AMSGrad; Adagrad with initial_accumulator_value; SGD plain),
+// over the parameters' .grad(); state tensors are exposed for checkpoints.
+class DenseOptimizer {
+ public:
+  DenseOptimizer(const OptimizerConfig& config, std::vector<Parameter> parameters);
+  void Step();
+  void ZeroGrad();
+  // "<param>/exp_avg", "<param>/exp_avg_sq", "<param>/sum", and "step" (int64 scalar).
+  std::vector<std::pair<std::string, at::Tensor>> StateTensors();
+  const std::vector<Parameter>& parameters() const { return parameters_; }
+
+ private:
+  OptimizerConfig config_;
+  std::vector<Parameter> parameters_;
+  std::vector<at::Tensor> m1_;
+  std::vector<at::Tensor> m2_;
+  at::Tensor step_;  // int64 scalar
+};
+
+// ROC AUC of scores vs 0/1 labels (ties get half credit, as sklearn); NaN-free: 0.5 when one class
+// is absent.
+double Auc(const at::Tensor& scores, const at::Tensor& labels);
+// Grouped AUC: the sample-count-weighted mean of per-group AUCs over groups holding both classes.
+double GroupedAuc(const at::Tensor& scores, const at::Tensor& labels, const at::Tensor& groups);
+
+}  // namespace tzrec

@@ -1,0 +1,94 @@
+// Cell text, hashing and number parsing (see cell.hpp).
+#include "cell.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <system_error>
+
+namespace tzrec::input {
+
+std::uint64_t Fnv1a64(std::string_view text) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+namespace {
+
+constexpr double kTwoPow63 = 9223372036854775808.0;
+
+bool IsIntegral(double x) {
+  return std::isfinite(x) && std::trunc(x) == x && std::fabs(x) < kTwoPow63;
+}
+
+}  // namespace
+
+std::string_view CellText(const Cell& cell, std::string* buffer) {
+  char tmp[64];
+  std::to_chars_result res{};
+  switch (cell.kind) {
+    case Cell::Kind::kNull:
+      return {};
+    case Cell::Kind::kString:
+      return cell.s;
+    case Cell::Kind::kInt:
+      res = std::to_chars(tmp, tmp + sizeof(tmp), cell.i);
+      break;
+    case Cell::Kind::kFloat:
+      if (IsIntegral(cell.d)) {
+        res = std::to_chars(tmp, tmp + sizeof(tmp), static_cast<std::int64_t>(cell.d));
+      } else {
+        res = std::to_chars(tmp, tmp + sizeof(tmp), cell.d);
+      }
+      break;
+  }
+  buffer->assign(tmp, res.ptr);
+  return *buffer;
+}
+
+std::string Describe(const Cell& cell) {
+  std::string buffer;
+  switch (cell.kind) {
+    case Cell::Kind::kNull:
+      return "null";
+    case Cell::Kind::kString:
+      return "'" + std::string(cell.s) + "'";
+    default:
+      return std::string(CellText(cell, &buffer));
+  }
+}
+
+std::string_view Trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+std::optional<double> ParseDouble(std::string_view text) {
+  text = Trim(text);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  if (text.empty()) return std::nullopt;
+  double value = 0.0;
+  const auto res = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (res.ec != std::errc() || res.ptr != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<std::int64_t> ParseInteger(std::string_view text) {
+  text = Trim(text);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  if (text.empty()) return std::nullopt;
+  std::int64_t value = 0;
+  const auto res = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (res.ec == std::errc() && res.ptr == text.data() + text.size()) return value;
+  const auto d = ParseDouble(text);
+  if (d && IsIntegral(*d)) return static_cast<std::int64_t>(*d);
+  return std::nullopt;
+}
+
+}  // namespace tzrec::input

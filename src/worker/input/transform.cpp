@@ -1,0 +1,330 @@
+// Feature transforms (see transform.hpp and tzrun/worker/input.hpp).
+#include "transform.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string_view>
+
+namespace tzrec::input {
+namespace {
+
+std::string Num(double v) {
+  std::string buffer;
+  return std::string(CellText(Cell::Float(v), &buffer));
+}
+
+// Calls fn(token) for each token of `text` split on `sep` (the whole text when sep is empty).
+template <typename Fn>
+void ForEachToken(std::string_view text, std::string_view sep, Fn&& fn) {
+  if (sep.empty()) {
+    fn(text);
+    return;
+  }
+  std::size_t start = 0;
+  while (true) {
+    const auto pos = text.find(sep, start);
+    if (pos == std::string_view::npos) {
+      fn(text.substr(start));
+      return;
+    }
+    fn(text.substr(start, pos - start));
+    start = pos + sep.size();
+  }
+}
+
+const char* kNormalizerForms =
+    "accepted: \"\", \"method=log1p\", \"method=expression,expr=log(x+<number>)\", "
+    "\"method=expression,expr=x\", \"method=minmax,min=<a>,max=<b>\", "
+    "\"method=zscore,mean=<a>,std=<b>\"";
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Normalizer
+
+Normalizer Normalizer::Parse(const std::string& spec, const std::string& feature) {
+  Normalizer n;
+  if (Trim(spec).empty()) return n;
+  auto fail = [&](const std::string& why) -> std::runtime_error {
+    return std::runtime_error("feature '" + feature + "': normalizer \"" + spec + "\": " + why +
+                              "; " + kNormalizerForms);
+  };
+  std::string method;
+  std::unordered_map<std::string, std::string> kv;
+  ForEachToken(spec, ",", [&](std::string_view part) {
+    part = Trim(part);
+    if (part.empty()) return;
+    const auto eq = part.find('=');
+    if (eq == std::string_view::npos) throw fail("'" + std::string(part) + "' is not key=value");
+    kv[std::string(Trim(part.substr(0, eq)))] = std::string(Trim(part.substr(eq + 1)));
+  });
+  auto it = kv.find("method");
+  if (it == kv.end()) throw fail("no method=");
+  method = it->second;
+  auto number = [&](const std::string& key) {
+    auto f = kv.find(key);
+    if (f == kv.end()) throw fail("method=" + method + " needs " + key + "=<number>");
+    const auto v = ParseDouble(f->second);
+    if (!v) throw fail(key + "='" + f->second + "' is not a number");
+    return *v;
+  };
+  if (method == "log1p") {
+    n.method_ = Method::kLog1p;
+  } else if (method == "expression") {
+    auto e = kv.find("expr");
+    if (e == kv.end()) throw fail("method=expression needs expr=");
+    std::string expr;
+    for (char c : e->second) {
+      if (c != ' ') expr += c;
+    }
+    if (expr == "x") {
+      n.method_ = Method::kIdentity;
+    } else if (expr.starts_with("log(x+") && expr.ends_with(")")) {
+      const auto c = ParseDouble(std::string_view(expr).substr(6, expr.size() - 7));
+      if (!c) throw fail("expr '" + e->second + "': the constant is not a number");
+      n.method_ = Method::kLogPlus;
+      n.a_ = *c;
+    } else {
+      throw fail("expr '" + e->second + "' is not supported (only log(x+<number>) and x)");
+    }
+  } else if (method == "minmax") {
+    n.method_ = Method::kMinMax;
+    n.a_ = number("min");
+    const double max = number("max");
+    if (!(max > n.a_)) throw fail("max must be greater than min");
+    n.b_ = max - n.a_;
+  } else if (method == "zscore") {
+    n.method_ = Method::kZScore;
+    n.a_ = number("mean");
+    n.b_ = number("std");
+    if (!(n.b_ > 0)) throw fail("std must be > 0");
+  } else {
+    throw fail("unknown method '" + method + "'");
+  }
+  return n;
+}
+
+double Normalizer::Apply(double x) const {
+  switch (method_) {
+    case Method::kIdentity:
+      return x;
+    case Method::kLog1p:
+      return std::log1p(x);
+    case Method::kLogPlus:
+      return std::log(x + a_);
+    case Method::kMinMax:
+    case Method::kZScore:
+      return (x - a_) / b_;
+  }
+  return x;
+}
+
+// ---------------------------------------------------------------------------------------------
+// FeatureTransform
+
+FeatureTransform::FeatureTransform(const FeatureConfig& config)
+    : name_(config.feature_name),
+      separator_(config.separator),
+      value_dim_(config.value_dim),
+      default_value_(config.default_value) {
+  auto fail = [&](const std::string& why) {
+    return std::runtime_error("feature '" + name_ + "': " + why);
+  };
+  if (config.kind == FeatureKind::kId) {
+    const int set =
+        (config.hash_bucket_size > 0) + (config.num_buckets > 0) + (!config.vocab_list.empty());
+    if (set != 1) {
+      throw fail(
+          "an id_feature needs exactly one of hash_bucket_size > 0, num_buckets > 0 or a "
+          "non-empty vocab_list (got hash_bucket_size=" +
+          std::to_string(config.hash_bucket_size) +
+          ", num_buckets=" + std::to_string(config.num_buckets) + ", vocab_list of " +
+          std::to_string(config.vocab_list.size()) + ")");
+    }
+    if (config.hash_bucket_size > 0) {
+      kind_ = IdKind::kHash;
+      table_size_ = config.hash_bucket_size;
+    } else if (config.num_buckets > 0) {
+      kind_ = IdKind::kNumBuckets;
+      table_size_ = config.num_buckets;
+    } else {
+      kind_ = IdKind::kVocab;
+      for (std::size_t i = 0; i < config.vocab_list.size(); ++i) {
+        if (!vocab_.emplace(config.vocab_list[i], static_cast<std::int64_t>(i) + 2).second) {
+          throw fail("vocab_list holds '" + config.vocab_list[i] + "' twice; remove the duplicate");
+        }
+      }
+      table_size_ = static_cast<std::int64_t>(config.vocab_list.size()) + 2;
+    }
+    return;
+  }
+  // raw_feature
+  if (value_dim_ < 1) throw fail("value_dim must be >= 1, got " + std::to_string(value_dim_));
+  normalizer_ = Normalizer::Parse(config.normalizer, name_);
+  if (separator_.empty()) separator_ = ",";
+  if (!config.boundaries.empty()) {
+    boundaries_ = config.boundaries;
+    for (std::size_t i = 1; i < boundaries_.size(); ++i) {
+      if (!(boundaries_[i - 1] < boundaries_[i])) {
+        throw fail("boundaries must be strictly increasing, but boundaries[" +
+                   std::to_string(i - 1) + "]=" + Num(boundaries_[i - 1]) + " >= boundaries[" +
+                   std::to_string(i) + "]=" + Num(boundaries_[i]));
+      }
+    }
+    kind_ = IdKind::kBoundaries;
+    table_size_ = static_cast<std::int64_t>(boundaries_.size()) + 1;
+  } else {
+    kind_ = IdKind::kDense;
+  }
+}
+
+std::int64_t FeatureTransform::Bucketize(double x) const {
+  return std::upper_bound(boundaries_.begin(), boundaries_.end(), x) - boundaries_.begin();
+}
+
+std::int64_t FeatureTransform::MapToken(std::string_view token, const Cell* numeric) const {
+  switch (kind_) {
+    case IdKind::kHash: {
+      std::string buffer;
+      const auto text = numeric ? CellText(*numeric, &buffer) : token;
+      return static_cast<std::int64_t>(Fnv1a64(text) % static_cast<std::uint64_t>(table_size_));
+    }
+    case IdKind::kNumBuckets: {
+      std::optional<std::int64_t> id;
+      std::string shown;
+      if (numeric && numeric->kind == Cell::Kind::kInt) {
+        id = numeric->i;
+      } else if (numeric) {
+        std::string buffer;
+        id = ParseInteger(CellText(*numeric, &buffer));
+        shown = Describe(*numeric);
+      } else {
+        id = ParseInteger(token);
+        shown = "'" + std::string(token) + "'";
+      }
+      if (!id) {
+        throw std::runtime_error(
+            "feature '" + name_ + "': value " + shown + " is not an integer id (num_buckets=" +
+            std::to_string(table_size_) + "); use hash_bucket_size for non-integer values");
+      }
+      if (*id < 0 || *id >= table_size_) {
+        throw std::runtime_error("feature '" + name_ + "': id " + std::to_string(*id) +
+                                 " is outside [0, num_buckets=" + std::to_string(table_size_) +
+                                 "); raise num_buckets or use hash_bucket_size");
+      }
+      return *id;
+    }
+    case IdKind::kVocab: {
+      std::string buffer;
+      const auto text = numeric ? CellText(*numeric, &buffer) : token;
+      if (text.empty()) return 0;
+      auto it = vocab_.find(std::string(text));
+      return it == vocab_.end() ? 1 : it->second;
+    }
+    default:
+      break;
+  }
+  return 0;
+}
+
+void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* out) const {
+  if (cell.is_null()) {
+    if (kind_ != IdKind::kBoundaries) return;
+  }
+  if (kind_ == IdKind::kBoundaries) {
+    double values[64];
+    std::vector<double> big;
+    double* v = values;
+    if (value_dim_ > 64) {
+      big.resize(static_cast<std::size_t>(value_dim_));
+      v = big.data();
+    }
+    RawValues(cell, v);
+    for (std::int64_t k = 0; k < value_dim_; ++k)
+      out->push_back(Bucketize(normalizer_.Apply(v[k])));
+    return;
+  }
+  if (kind_ == IdKind::kDense) {
+    throw std::logic_error("feature '" + name_ + "' is dense; AppendIds called");
+  }
+  if (cell.kind != Cell::Kind::kString) {
+    out->push_back(MapToken({}, &cell));
+    return;
+  }
+  if (separator_.empty()) {
+    out->push_back(MapToken(cell.s, nullptr));
+    return;
+  }
+  ForEachToken(cell.s, separator_, [&](std::string_view token) {
+    if (token.empty()) {
+      if (kind_ == IdKind::kVocab) out->push_back(0);
+      return;
+    }
+    out->push_back(MapToken(token, nullptr));
+  });
+}
+
+void FeatureTransform::RawValues(const Cell& cell, double* out) const {
+  auto bad = [&](const std::string& value) {
+    return std::runtime_error("feature '" + name_ + "': raw value " + value +
+                              " is not a number; fix the data or make it an id_feature");
+  };
+  switch (cell.kind) {
+    case Cell::Kind::kNull:
+      std::fill(out, out + value_dim_, default_value_);
+      return;
+    case Cell::Kind::kInt:
+    case Cell::Kind::kFloat:
+      if (value_dim_ != 1) {
+        throw std::runtime_error(
+            "feature '" + name_ + "': value_dim=" + std::to_string(value_dim_) +
+            " but the column holds one number " + Describe(cell) +
+            " per row; store the values as text joined by '" + separator_ + "'");
+      }
+      out[0] = cell.kind == Cell::Kind::kInt ? static_cast<double>(cell.i) : cell.d;
+      return;
+    case Cell::Kind::kString:
+      break;
+  }
+  if (value_dim_ == 1) {
+    const auto v = ParseDouble(cell.s);
+    if (!v) throw bad(Describe(cell));
+    out[0] = *v;
+    return;
+  }
+  std::int64_t n = 0;
+  ForEachToken(cell.s, separator_, [&](std::string_view token) {
+    if (n < value_dim_) {
+      const auto t = Trim(token);
+      if (t.empty()) {
+        out[n] = default_value_;
+      } else {
+        const auto v = ParseDouble(t);
+        if (!v) throw bad("'" + std::string(token) + "' (in " + Describe(cell) + ")");
+        out[n] = *v;
+      }
+    }
+    ++n;
+  });
+  if (n != value_dim_) {
+    throw std::runtime_error("feature '" + name_ + "': value " + Describe(cell) + " holds " +
+                             std::to_string(n) + " values separated by '" + separator_ +
+                             "' but value_dim=" + std::to_string(value_dim_));
+  }
+}
+
+void FeatureTransform::WriteDense(const Cell& cell, float* out) const {
+  double values[64];
+  std::vector<double> big;
+  double* v = values;
+  if (value_dim_ > 64) {
+    big.resize(static_cast<std::size_t>(value_dim_));
+    v = big.data();
+  }
+  RawValues(cell, v);
+  for (std::int64_t k = 0; k < value_dim_; ++k)
+    out[k] = static_cast<float>(normalizer_.Apply(v[k]));
+}
+
+}  // namespace tzrec::input

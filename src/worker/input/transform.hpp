@@ -1,0 +1,72 @@
+// Internal to tzrec::input: per-feature value → id / dense transforms (semantics in
+// tzrun/worker/input.hpp). Construction validates the FeatureConfig; the Append* methods throw
+// std::runtime_error naming the feature and the value (the caller adds file and row).
+// Thread-safety: immutable after construction; const methods may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "cell.hpp"
+#include "tzrun/worker/config.hpp"
+
+namespace tzrec::input {
+
+// A raw feature's normalizer: "", "method=log1p", "method=expression,expr=log(x+C)" | "expr=x",
+// "method=minmax,min=a,max=b", "method=zscore,mean=a,std=b".
+class Normalizer {
+ public:
+  enum class Method { kIdentity, kLog1p, kLogPlus, kMinMax, kZScore };
+  Normalizer() = default;
+  // Throws std::runtime_error naming `feature` and the spec, listing the accepted forms.
+  static Normalizer Parse(const std::string& spec, const std::string& feature);
+  double Apply(double x) const;
+  Method method() const { return method_; }
+
+ private:
+  Method method_ = Method::kIdentity;
+  double a_ = 0.0;  // log: C; minmax: min; zscore: mean
+  double b_ = 1.0;  // minmax: max - min; zscore: std
+};
+
+class FeatureTransform {
+ public:
+  enum class IdKind { kHash, kNumBuckets, kVocab, kBoundaries, kDense };
+
+  // Validates: exactly one of hash_bucket_size / num_buckets / vocab_list for an id feature,
+  // boundaries sorted, value_dim >= 1, the normalizer. Throws std::runtime_error.
+  explicit FeatureTransform(const FeatureConfig& config);
+
+  const std::string& name() const { return name_; }
+  bool sparse() const { return kind_ != IdKind::kDense; }
+  IdKind kind() const { return kind_; }
+  // Table rows for sparse features (ids are in [0, table_size())); 0 for dense.
+  std::int64_t table_size() const { return table_size_; }
+  // Floats per sample for dense features (value_dim); 0 for sparse.
+  std::int64_t dense_dim() const { return sparse() ? 0 : value_dim_; }
+
+  // Appends the ids of one sample's cell to `out` (none for a missing value).
+  void AppendIds(const Cell& cell, std::vector<std::int64_t>* out) const;
+  // Writes value_dim normalised floats of one sample's cell to out[0..value_dim).
+  void WriteDense(const Cell& cell, float* out) const;
+
+ private:
+  std::int64_t MapToken(std::string_view token, const Cell* numeric) const;
+  std::int64_t Bucketize(double x) const;
+  // value_dim numbers (raw features): default_value when missing.
+  void RawValues(const Cell& cell, double* out) const;
+
+  std::string name_;
+  IdKind kind_ = IdKind::kDense;
+  std::int64_t table_size_ = 0;
+  std::string separator_;  // id: multi-value separator; raw: value_dim separator
+  std::unordered_map<std::string, std::int64_t> vocab_;
+  std::vector<double> boundaries_;
+  Normalizer normalizer_;
+  std::int64_t value_dim_ = 1;
+  double default_value_ = 0.0;
+};
+
+}  // namespace tzrec::input

@@ -1,0 +1,349 @@
+// DLRM, DeepFM and MultiTower dense parts (see include/tzrun/worker/model.hpp).
+#include "tzrun/worker/model.hpp"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <map>
+#include <utility>
+
+namespace tzrec {
+namespace {
+
+constexpr const char* kWideSuffix = "__wide";
+
+// Where each feature's values come from.
+struct Layout {
+  std::map<std::string, std::int64_t> dense_offset;  // raw dense feature → first column in Batch.dense
+  std::map<std::string, std::int64_t> dense_width;
+  std::map<std::string, std::int64_t> sparse_dim;  // sparse feature → embedding dim
+};
+
+Layout MakeLayout(const PipelineConfig& config) {
+  Layout l;
+  std::int64_t col = 0;
+  for (const auto& f : config.feature_configs) {
+    if (f.is_sparse()) {
+      l.sparse_dim[f.feature_name] = f.embedding_dim;
+    } else {
+      l.dense_offset[f.feature_name] = col;
+      l.dense_width[f.feature_name] = f.value_dim;
+      col += f.value_dim;
+    }
+  }
+  return l;
+}
+
+const FeatureGroupConfig& Group(const PipelineConfig& config, const std::string& name) {
+  for (const auto& g : config.model_config.feature_groups) {
+    if (g.group_name == name) return g;
+  }
+  throw ConfigError("model_config: feature group '" + name + "' is not defined; add it to model_config.feature_groups");
+}
+
+class Builder {
+ public:
+  Builder(std::vector<Parameter>* params, std::uint64_t seed, at::Device device)
+      : params_(params), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)), device_(device) {}
+
+  // torch.nn.Linear default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
+  std::pair<at::Tensor, at::Tensor> Linear(const std::string& name, std::int64_t in, std::int64_t out) {
+    const double bound = in > 0 ? 1.0 / std::sqrt(static_cast<double>(in)) : 0.0;
+    at::Tensor w = ((at::rand({out, in}, gen_) * 2 - 1) * bound).to(device_).set_requires_grad(true);
+    at::Tensor b = ((at::rand({out}, gen_) * 2 - 1) * bound).to(device_).set_requires_grad(true);
+    params_->push_back({name + ".weight", w});
+    params_->push_back({name + ".bias", b});
+    return {w, b};
+  }
+
+ private:
+  std::vector<Parameter>* params_;
+  at::Generator gen_;
+  at::Device device_;
+};
+
+class Mlp {
+ public:
+  Mlp() = default;
+  Mlp(Builder& b, const std::string& name, std::int64_t in, const MlpConfig& cfg) {
+    for (std::size_t i = 0; i < cfg.hidden_units.size(); ++i) {
+      layers_.push_back(b.Linear(name + "." + std::to_string(i), in, cfg.hidden_units[i]));
+      in = cfg.hidden_units[i];
+    }
+    out_dim_ = in;
+  }
+  at::Tensor Forward(at::Tensor x) const {
+    for (const auto& [w, b] : layers_) x = at::relu(at::linear(x, w, b));
+    return x;
+  }
+  std::int64_t out_dim() const { return out_dim_; }
+
+ private:
+  std::vector<std::pair<at::Tensor, at::Tensor>> layers_;
+  std::int64_t out_dim_ = 0;
+};
+
+// Concatenates a group's features: pooled embeddings and dense columns.
+class GroupInput {
+ public:
+  GroupInput() = default;
+  GroupInput(const PipelineConfig& config, const Layout& layout, const std::string& group) {
+    for (const auto& f : Group(config, group).feature_names) {
+      if (layout.sparse_dim.count(f) != 0U) {
+        parts_.push_back({f, -1, layout.sparse_dim.at(f)});
+      } else if (layout.dense_offset.count(f) != 0U) {
+        parts_.push_back({f, layout.dense_offset.at(f), layout.dense_width.at(f)});
+      } else {
+        throw ConfigError("feature group '" + group + "' names feature '" + f + "' which is not in feature_configs");
+      }
+      dim_ += parts_.back().width;
+    }
+  }
+  at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) const {
+    std::vector<at::Tensor> xs;
+    for (const auto& p : parts_) xs.push_back(p.offset < 0 ? sparse[p.name] : dense.narrow(1, p.offset, p.width));
+    return at::cat(xs, 1);
+  }
+  std::vector<std::string> sparse_names() const {
+    std::vector<std::string> out;
+    for (const auto& p : parts_) {
+      if (p.offset < 0) out.push_back(p.name);
+    }
+    return out;
+  }
+  std::int64_t dim() const { return dim_; }
+
+ private:
+  struct Part {
+    std::string name;
+    std::int64_t offset;  // -1: sparse
+    std::int64_t width;
+  };
+  std::vector<Part> parts_;
+  std::int64_t dim_ = 0;
+};
+
+class Dlrm final : public DenseModel {
+ public:
+  Dlrm(const PipelineConfig& config, std::uint64_t seed, const at::Device& device) {
+    const Layout layout = MakeLayout(config);
+    const auto& mc = config.model_config;
+    Builder b(&parameters_, seed, device);
+    dense_ = GroupInput(config, layout, "dense");
+    sparse_ = GroupInput(config, layout, "sparse");
+    sparse_names_ = sparse_.sparse_names();
+    if (sparse_names_.empty()) throw ConfigError("dlrm: group 'sparse' has no sparse (id) features");
+    const std::int64_t d = layout.sparse_dim.at(sparse_names_.front());
+    dense_mlp_ = Mlp(b, "dense_mlp", dense_.dim(), mc.dense_mlp);
+    if (dense_mlp_.out_dim() != d) {
+      throw ConfigError("dlrm: dense_mlp's last hidden unit is " + std::to_string(dense_mlp_.out_dim()) +
+                        " but the sparse embedding dim is " + std::to_string(d) + "; make them equal");
+    }
+    const auto n = static_cast<std::int64_t>(sparse_names_.size()) + 1;
+    std::int64_t in = d + n * (n - 1) / 2;
+    if (mc.arch_with_sparse) in += d * (n - 1);
+    with_sparse_ = mc.arch_with_sparse;
+    final_ = Mlp(b, "final_mlp", in, mc.final_mlp);
+    out_ = b.Linear("output", final_.out_dim(), 1);
+    const auto idx = at::triu_indices(n, n, 1);
+    tri_i_ = idx[0].to(device);
+    tri_j_ = idx[1].to(device);
+  }
+  at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
+    const at::Tensor x = dense_mlp_.Forward(dense_.Forward(sparse, dense));  // [B, d]
+    std::vector<at::Tensor> vs{x};
+    for (const auto& f : sparse_names_) vs.push_back(sparse[f]);
+    const at::Tensor stacked = at::stack(vs, 1);  // [B, n, d]
+    const at::Tensor dots = at::bmm(stacked, stacked.transpose(1, 2));  // [B, n, n]
+    const at::Tensor inter = dots.index({at::indexing::Slice(), tri_i_, tri_j_});  // [B, n(n-1)/2]
+    std::vector<at::Tensor> parts{x, inter};
+    if (with_sparse_) parts.push_back(at::cat(std::vector<at::Tensor>(vs.begin() + 1, vs.end()), 1));
+    const at::Tensor h = final_.Forward(at::cat(parts, 1));
+    return at::linear(h, out_.first, out_.second).view({-1});
+  }
+
+ private:
+  GroupInput dense_;
+  GroupInput sparse_;
+  std::vector<std::string> sparse_names_;
+  Mlp dense_mlp_;
+  Mlp final_;
+  std::pair<at::Tensor, at::Tensor> out_;
+  bool with_sparse_ = true;
+  at::Tensor tri_i_;
+  at::Tensor tri_j_;
+};
+
+class DeepFm final : public DenseModel {
+ public:
+  DeepFm(const PipelineConfig& config, std::uint64_t seed, const at::Device& device) {
+    const Layout layout = MakeLayout(config);
+    const auto& mc = config.model_config;
+    Builder b(&parameters_, seed, device);
+    for (const auto& g : mc.feature_groups) {
+      if (g.group_type == "WIDE") {
+        for (const auto& f : g.feature_names) {
+          if (layout.sparse_dim.count(f) == 0U) {
+            throw ConfigError("deep_fm: wide group '" + g.group_name + "' feature '" + f + "' must be an id feature");
+          }
+          wide_names_.push_back(f + kWideSuffix);
+        }
+      }
+    }
+    deep_ = GroupInput(config, layout, "deep");
+    fm_names_ = deep_.sparse_names();
+    std::int64_t fm_dim = 0;
+    for (const auto& f : fm_names_) {
+      const std::int64_t d = layout.sparse_dim.at(f);
+      if (fm_dim != 0 && d != fm_dim) {
+        throw ConfigError("deep_fm: the FM part needs equal embedding dims in group 'deep'; feature '" + f +
+                          "' has " + std::to_string(d) + ", others " + std::to_string(fm_dim));
+      }
+      fm_dim = d;
+    }
+    fm_dim_ = fm_dim;
+    deep_mlp_ = Mlp(b, "deep_mlp", deep_.dim(), mc.deep_mlp);
+    final_ = Mlp(b, "final_mlp", deep_mlp_.out_dim() + fm_dim_, mc.final_mlp);
+    out_ = b.Linear("output", final_.out_dim(), 1);
+  }
+  at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
+    const at::Tensor deep = deep_mlp_.Forward(deep_.Forward(sparse, dense));
+    std::vector<at::Tensor> parts{deep};
+    if (fm_dim_ > 0) {
+      std::vector<at::Tensor> es;
+      for (const auto& f : fm_names_) es.push_back(sparse[f]);
+      const at::Tensor e = at::stack(es, 1);  // [B, F, d]
+      const at::Tensor sum = e.sum(1);
+      parts.push_back(0.5 * (sum * sum - (e * e).sum(1)));
+    }
+    at::Tensor logit = at::linear(final_.Forward(at::cat(parts, 1)), out_.first, out_.second).view({-1});
+    if (!wide_names_.empty()) {
+      std::vector<at::Tensor> ws;
+      for (const auto& f : wide_names_) ws.push_back(sparse[f]);
+      logit = logit + at::cat(ws, 1).sum(1);
+    }
+    return logit;
+  }
+
+ private:
+  GroupInput deep_;
+  std::vector<std::string> fm_names_;
+  std::vector<std::string> wide_names_;
+  std::int64_t fm_dim_ = 0;
+  Mlp deep_mlp_;
+  Mlp final_;
+  std::pair<at::Tensor, at::Tensor> out_;
+};
+
+class MultiTower final : public DenseModel {
+ public:
+  MultiTower(const PipelineConfig& config, std::uint64_t seed, const at::Device& device) {
+    const Layout layout = MakeLayout(config);
+    const auto& mc = config.model_config;
+    if (mc.towers.empty()) throw ConfigError("multi_tower: towers is empty; add at least one tower");
+    Builder b(&parameters_, seed, device);
+    std::int64_t in = 0;
+    for (std::size_t i = 0; i < mc.towers.size(); ++i) {
+      inputs_.emplace_back(config, layout, mc.towers[i].input);
+      towers_.emplace_back(b, "towers." + mc.towers[i].input, inputs_.back().dim(), mc.towers[i].mlp);
+      in += towers_.back().out_dim();
+    }
+    final_ = Mlp(b, "final_mlp", in, mc.final_mlp);
+    out_ = b.Linear("output", final_.out_dim(), 1);
+  }
+  at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
+    std::vector<at::Tensor> outs;
+    for (std::size_t i = 0; i < towers_.size(); ++i) outs.push_back(towers_[i].Forward(inputs_[i].Forward(sparse, dense)));
+    return at::linear(final_.Forward(at::cat(outs, 1)), out_.first, out_.second).view({-1});
+  }
+
+ private:
+  std::vector<GroupInput> inputs_;
+  std::vector<Mlp> towers_;
+  Mlp final_;
+  std::pair<at::Tensor, at::Tensor> out_;
+};
+
+}  // namespace
+
+std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
+  std::vector<EmbeddingBagConfig> tables;
+  std::map<std::string, std::size_t> index;
+  auto add = [&](const std::string& table, const std::string& feature, std::int64_t rows, std::int64_t dim,
+                 PoolingType pooling) {
+    auto it = index.find(table);
+    if (it == index.end()) {
+      index[table] = tables.size();
+      tables.push_back(EmbeddingBagConfig{table, rows, dim, {feature}, pooling});
+      return;
+    }
+    EmbeddingBagConfig& t = tables[it->second];
+    if (t.embedding_dim != dim || t.num_embeddings != rows) {
+      throw ConfigError("feature '" + feature + "' shares table '" + table + "' (" + std::to_string(t.num_embeddings) +
+                        " x " + std::to_string(t.embedding_dim) + ") but asks for " + std::to_string(rows) + " x " +
+                        std::to_string(dim) + "; give shared features the same size and embedding_dim");
+    }
+    t.feature_names.push_back(feature);
+  };
+  for (const auto& f : config.feature_configs) {
+    if (!f.is_sparse()) continue;
+    add(f.table_name(), f.feature_name, f.num_embeddings(), f.embedding_dim,
+        f.pooling == "mean" ? PoolingType::kMean : PoolingType::kSum);
+  }
+  if (config.model_config.model_type == "deep_fm") {
+    for (const auto& g : config.model_config.feature_groups) {
+      if (g.group_type != "WIDE") continue;
+      for (const auto& name : g.feature_names) {
+        const FeatureConfig& f = config.Feature(name);
+        add(f.table_name() + kWideSuffix, name + kWideSuffix, f.num_embeddings(),
+            config.model_config.wide_embedding_dim, PoolingType::kSum);
+      }
+    }
+  }
+  return tables;
+}
+
+KeyedJaggedTensor AddDerivedFeatures(const PipelineConfig& config, const KeyedJaggedTensor& sparse) {
+  if (config.model_config.model_type != "deep_fm") return sparse;
+  std::vector<std::string> keys;
+  std::vector<JaggedTensor> jts;
+  for (const auto& g : config.model_config.feature_groups) {
+    if (g.group_type != "WIDE") continue;
+    for (const auto& name : g.feature_names) {
+      keys.push_back(name + kWideSuffix);
+      jts.push_back(sparse[name]);
+    }
+  }
+  if (keys.empty()) return sparse;
+  return KeyedJaggedTensor::Concat({sparse, KeyedJaggedTensor::FromJaggedTensors(keys, jts)});
+}
+
+ParameterConstraints TableConstraints(const PipelineConfig& config, const std::string& table) {
+  ParameterConstraints c;
+  for (const auto& f : config.feature_configs) {
+    if (f.is_sparse() && (f.table_name() == table || f.table_name() + kWideSuffix == table) &&
+        !f.sharding_types.empty()) {
+      c.sharding_types = f.sharding_types;
+    }
+  }
+  if (c.sharding_types.empty()) c.sharding_types = config.train_config.global_sharding_types;
+  return c;
+}
+
+std::unique_ptr<DenseModel> DenseModel::Create(const PipelineConfig& config, std::uint64_t seed,
+                                               const at::Device& device) {
+  const std::string& type = config.model_config.model_type;
+  if (type == "dlrm") return std::make_unique<Dlrm>(config, seed, device);
+  if (type == "deep_fm") return std::make_unique<DeepFm>(config, seed, device);
+  if (type == "multi_tower") return std::make_unique<MultiTower>(config, seed, device);
+  throw ConfigError("model_config: unknown model '" + type + "'; use dlrm, deep_fm or multi_tower");
+}
+
+std::int64_t DenseModel::num_parameters() const {
+  std::int64_t n = 0;
+  for (const auto& p : parameters_) n += p.tensor.numel();
+  return n;
+}
+
+}  // namespace tzrec

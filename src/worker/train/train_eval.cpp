@@ -1,0 +1,538 @@
+// tzrec_train train_eval: the training job (include/tzrun/worker/train.hpp).
+#include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
+#include <c10/core/GradMode.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "tzrun/worker/checkpoint.hpp"
+#include "tzrun/worker/comm.hpp"
+#include "tzrun/worker/config.hpp"
+#include "tzrun/worker/input.hpp"
+#include "tzrun/worker/model.hpp"
+#include "tzrun/worker/planner.hpp"
+#include "tzrun/worker/sharded_ebc.hpp"
+#include "tzrun/worker/train.hpp"
+#include "train_common.hpp"
+
+namespace tzrec {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Flags {
+  std::string pipeline_config_path;
+  std::string train_input_path;
+  std::string eval_input_path;
+  std::string model_dir;
+  std::string edit_config_json;
+  bool continue_train = false;
+  bool ignore_restore_optimizer = false;
+};
+
+// A batch with the cursor of its rank right after it was read.
+struct Fetched {
+  Batch batch;
+  std::string cursor_json;
+  std::shared_ptr<ShardedEmbeddingBagCollection::Dist> dist;
+};
+
+std::string Hms(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "--:--:--";
+  const auto s = static_cast<std::int64_t>(seconds);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%02lld:%02lld:%02lld", static_cast<long long>(s / 3600),
+                static_cast<long long>((s / 60) % 60), static_cast<long long>(s % 60));
+  return buf;
+}
+
+class Trainer {
+ public:
+  Trainer(PipelineConfig config, Flags flags) : config_(std::move(config)), flags_(std::move(flags)) {}
+
+  int Run() {
+    comm_ = Comm::Init(DistEnv::FromEnvironment());
+    rank_ = comm_->rank();
+    world_ = comm_->world_size();
+    device_ = comm_->device();
+    const auto& tc = config_.train_config;
+    accumulation_ = std::max<std::int64_t>(1, tc.gradient_accumulation_steps);
+
+    CheckpointManager ckpt(config_.model_dir, tc.keep_checkpoint_max, comm_);
+    std::optional<std::string> restore_dir = ckpt.Latest();
+    if (restore_dir && !flags_.continue_train) {
+      throw ConfigError("model_dir '" + config_.model_dir + "' already holds checkpoint " + *restore_dir +
+                        ": pass --continue_train to resume from it, or use an empty --model_dir");
+    }
+    if (!flags_.continue_train) restore_dir.reset();
+
+    // Sharding plan, embedding tables, dense model.
+    tables_ = EmbeddingTables(config_);
+    std::vector<TableSpec> specs;
+    for (const auto& t : tables_) specs.push_back(ToTableSpec(t, TableConstraints(config_, t.name)));
+    Topology topo = Topology::FromEnvironment(world_, comm_->local_world_size(),
+                                              device_.is_cuda() ? ComputeDevice::kCuda : ComputeDevice::kCpu,
+                                              DeviceMemoryBytes(device_));
+    PlannerOptions popts;
+    popts.batch_size = config_.data_config.batch_size;
+    popts.optimizer = ParseEmbeddingOptimizerKind(tc.sparse_optimizer.type);
+    ebc_opt_ = ToEmbeddingOptimizer(tc.sparse_optimizer);
+    dense_ = DenseModel::Create(config_, tc.seed, device_);
+    popts.dense_parameter_bytes = dense_->num_parameters() * 4;
+    plan_ = CollectivePlan(*comm_, topo, specs, popts);
+    ebc_ = std::make_unique<ShardedEmbeddingBagCollection>(tables_, plan_, ebc_opt_, tc.seed, comm_);
+    std::vector<at::Tensor> dense_params;
+    for (const auto& p : dense_->parameters()) dense_params.push_back(p.tensor);
+    sync_ = std::make_unique<DenseSync>(comm_, dense_params);
+    sync_->BroadcastParameters(0);
+    optimizer_ = std::make_unique<DenseOptimizer>(tc.dense_optimizer, dense_->parameters());
+    if (tc.grad_scaler) scale_ = tc.grad_scaler->init_scale;
+    if (rank_ == 0) {
+      std::cout << "tzrec_train: world " << world_ << ", backend " << comm_->backend_name() << ", device "
+                << device_ << ", " << tables_.size() << " embedding table(s), " << dense_->num_parameters()
+                << " dense parameters, plan " << plan_.Hash() << "\n"
+                << plan_.ToTable() << std::flush;
+    }
+
+    std::optional<DataCursor> resume;
+    if (restore_dir) resume = Restore(ckpt, *restore_dir);
+    comm_->Barrier();
+    if (rank_ == 0) WriteEffectiveConfig();
+
+    Train(ckpt, resume);
+    return 0;
+  }
+
+ private:
+  static std::int64_t DeviceMemoryBytes(const at::Device& device) {
+    return device.is_cuda() ? (80LL << 30) : 0;  // planner HBM cap per GPU (H100/H200 class)
+  }
+
+  static EmbeddingOptimizerConfig ToEmbeddingOptimizer(const OptimizerConfig& o) {
+    EmbeddingOptimizerConfig e;
+    e.kind = ParseEmbeddingOptimizerKind(o.type);
+    e.lr = o.lr;
+    e.eps = o.eps;
+    e.beta1 = o.beta1;
+    e.beta2 = o.beta2;
+    e.weight_decay = o.weight_decay;
+    e.initial_accumulator_value = o.initial_accumulator_value;
+    return e;
+  }
+
+  TrainState CurrentState(std::int64_t step, const std::string& cursor_json) {
+    TrainState st = ModelState(*ebc_, tables_, *dense_);
+    st.step = step;
+    st.plan_json = plan_.ToJson();
+    for (auto& [name, tensor] : optimizer_->StateTensors()) st.dense_optimizer.push_back({name, tensor});
+    st.data_cursor_json = cursor_json;
+    nlohmann::json extra = {{"grad_scale", scale_}, {"growth_tracker", growth_tracker_}, {"epoch", epoch_}};
+    st.extra_json = extra.dump();
+    return st;
+  }
+
+  DataCursor Restore(CheckpointManager& ckpt, const std::string& dir) {
+    TrainState target = CurrentState(0, "{}");
+    RestoreInfo info;
+    {
+      c10::NoGradGuard no_grad;
+      info = ckpt.Restore(dir, target);
+    }
+    if (!flags_.ignore_restore_optimizer) LoadShardOptimizerStates(*ebc_, target);
+    for (const auto& nt : target.dense_optimizer) {
+      if (nt.name == "step") {
+        for (auto& [name, tensor] : optimizer_->StateTensors()) {
+          if (name == "step") tensor.copy_(nt.tensor);
+        }
+      }
+    }
+    global_step_ = info.step;
+    const auto extra = nlohmann::json::parse(info.extra_json.empty() ? "{}" : info.extra_json);
+    scale_ = extra.value("grad_scale", scale_);
+    growth_tracker_ = extra.value("growth_tracker", std::int64_t{0});
+    epoch_ = extra.value("epoch", std::int64_t{0});
+    std::vector<DataCursor> cursors;
+    for (const auto& c : info.data_cursors_json) cursors.push_back(DataCursor::FromJson(c));
+    DataCursor merged = DataCursor::Merge(cursors);
+    if (rank_ == 0) {
+      std::cout << "tzrec_train: restored " << dir << " (step " << info.step << ", saved by " << info.saved_world_size
+                << " rank(s)); " << merged.total_rows << " rows, epoch " << merged.epochs_completed << ", "
+                << RowsIn(merged.consumed) << " consumed" << std::endl;
+    }
+    return merged;
+  }
+
+  static std::int64_t RowsIn(const std::vector<RowRange>& rs) {
+    std::int64_t n = 0;
+    for (const auto& r : rs) n += r.end - r.begin;
+    return n;
+  }
+
+  void WriteEffectiveConfig() {
+    fs::create_directories(config_.model_dir);
+    std::ofstream(fs::path(config_.model_dir) / "pipeline.config") << ToJson(config_) << '\n';
+    std::ofstream(fs::path(config_.model_dir) / "version") << "tzrec_train " << TZRUN_VERSION << '\n';
+  }
+
+  // Reads the next batch of this rank and agrees with the others whether everyone has one.
+  std::optional<Fetched> Fetch(Dataset& ds, bool train) {
+    std::optional<Batch> b = ds.Next();
+    at::Tensor flag = at::full({1}, b ? 1.0F : 0.0F, at::TensorOptions().device(device_));
+    comm_->AllReduceSum(flag);  // SUM then compare (Gloo's AVG is unreliable, pytorch #162338)
+    const auto ranks_with_data = static_cast<int>(std::lround(flag.item<float>()));
+    if (train ? ranks_with_data < world_ : ranks_with_data == 0) return std::nullopt;
+    Fetched f;
+    f.batch = b ? std::move(*b) : EmptyBatch(ds);
+    f.cursor_json = ds.Cursor().ToJson();
+    f.dist = ebc_->InputDist(AddDerivedFeatures(config_, f.batch.sparse.To(device_)));
+    return f;
+  }
+
+  Batch EmptyBatch(const Dataset& ds) const {
+    Batch b;
+    const auto& keys = ds.sparse_feature_names();
+    b.sparse = KeyedJaggedTensor(keys, at::zeros({0}, at::kLong), at::zeros({0}, at::kLong), std::nullopt, 0);
+    b.dense = at::zeros({0, ds.dense_dim()});
+    b.labels = at::zeros({0});
+    if (!config_.model_config.grouped_auc_key.empty()) b.group_ids = at::zeros({0}, at::kLong);
+    return b;
+  }
+
+  at::Tensor Logits(const Fetched& f) {
+    const KeyedTensor kt = ebc_->Compute(f.dist);
+    const at::Tensor dense = f.batch.dense.to(device_);
+    const std::string& mp = config_.train_config.mixed_precision;
+    if (mp.empty()) return dense_->Forward(kt, dense);
+    AutocastScope scope(device_, mp == "BF16" ? at::kBFloat16 : at::kHalf);
+    return dense_->Forward(kt, dense).to(at::kFloat);
+  }
+
+  void Train(CheckpointManager& ckpt, const std::optional<DataCursor>& resume) {
+    const auto& tc = config_.train_config;
+    const std::int64_t batch = config_.data_config.batch_size;
+    Dataset ds(config_, config_.train_input_path, rank_, world_, batch, resume);
+    const std::int64_t epochs = tc.num_steps > 0 ? 0 : std::max<std::int64_t>(1, tc.num_epochs);
+    const std::int64_t steps_per_epoch = (ds.rows_assigned() + batch - 1) / batch;
+    const std::int64_t total_steps =
+        tc.num_steps > 0 ? tc.num_steps : global_step_ + steps_per_epoch + (epochs - epoch_ - 1) * steps_per_epoch;
+    double loss_sum = 0;
+    std::int64_t loss_count = 0;
+    std::int64_t samples = 0;
+    double last_loss = NAN;
+    auto window_start = std::chrono::steady_clock::now();
+    const auto train_start = window_start;
+    std::int64_t window_samples = 0;
+    std::string last_cursor = ds.Cursor().ToJson();
+    std::int64_t micro = 0;
+
+    auto done = [&]() { return tc.num_steps > 0 && global_step_ >= tc.num_steps; };
+    while (!done() && (tc.num_steps > 0 || epoch_ < epochs)) {
+      std::optional<Fetched> cur = Fetch(ds, true);
+      if (!cur) {  // epoch over (or the data is exhausted for num_steps)
+        ++epoch_;
+        if (tc.num_steps == 0 && epoch_ >= epochs) break;
+        ds.StartNextEpoch();
+        continue;
+      }
+      while (cur && !done()) {
+        std::optional<Fetched> next = Fetch(ds, true);  // input dist of batch k+1 overlaps batch k
+        at::Tensor logits = Logits(*cur);
+        at::Tensor loss = at::binary_cross_entropy_with_logits(logits, cur->batch.labels.to(device_));
+        last_loss = loss.item<double>();
+        at::Tensor scaled = loss / static_cast<double>(accumulation_);
+        if (scale_ > 0) {
+          ebc_->set_gradient_scale(scale_);
+          scaled = scaled * scale_;
+        }
+        scaled.backward();
+        if (++micro % accumulation_ == 0) DenseStep();
+        ++global_step_;
+        samples += cur->batch.size;
+        window_samples += cur->batch.size;
+        loss_sum += last_loss;
+        ++loss_count;
+        last_cursor = cur->cursor_json;
+        if (tc.log_step_count_steps > 0 && global_step_ % tc.log_step_count_steps == 0) {
+          const auto now = std::chrono::steady_clock::now();
+          const double secs = std::chrono::duration<double>(now - window_start).count();
+          const double rate = static_cast<double>(window_samples) * world_ / std::max(secs, 1e-9);
+          const double per_step = secs / static_cast<double>(tc.log_step_count_steps);
+          if (rank_ == 0) {
+            std::cout << "step " << global_step_ << "/" << total_steps << "  loss " << std::fixed
+                      << std::setprecision(5) << loss_sum / static_cast<double>(loss_count) << "  samples/s "
+                      << std::setprecision(1) << rate << "  eta "
+                      << Hms(per_step * static_cast<double>(total_steps - global_step_)) << std::defaultfloat
+                      << std::endl;
+          }
+          window_start = now;
+          window_samples = 0;
+          train_loss_ = loss_sum / static_cast<double>(loss_count);
+          loss_sum = 0;
+          loss_count = 0;
+        }
+        if (tc.save_checkpoints_steps > 0 && global_step_ % tc.save_checkpoints_steps == 0) {
+          SaveAndEval(ckpt, last_cursor, samples, train_start, last_loss, loss_sum, loss_count);
+        }
+        cur = std::move(next);
+      }
+      if (cur) ebc_->Drain(cur->dist);  // a batch fetched ahead of the last step: finish its input dist
+      if (done()) break;
+    }
+    if (micro % accumulation_ != 0) DenseStep();
+    if (loss_count > 0) train_loss_ = loss_sum / static_cast<double>(loss_count);
+    if (std::isnan(train_loss_)) train_loss_ = last_loss;
+    SaveAndEval(ckpt, last_cursor, samples, train_start, last_loss, loss_sum, loss_count, /*final=*/true);
+  }
+
+  void DenseStep() {
+    sync_->AllReduceGradients();
+    const auto& tc = config_.train_config;
+    bool finite = true;
+    if (scale_ > 0) {  // GradScaler: unscale, skip the step on inf/nan (identical on every rank)
+      c10::NoGradGuard no_grad;
+      at::Tensor bad = at::zeros({}, at::TensorOptions().device(device_));
+      for (const auto& p : dense_->parameters()) {
+        if (!p.tensor.grad().defined()) continue;
+        p.tensor.mutable_grad().div_(scale_);
+        bad = bad + (~at::isfinite(p.tensor.grad())).sum();
+      }
+      finite = bad.item<double>() == 0;
+      const auto& gs = *tc.grad_scaler;
+      if (!finite) {
+        scale_ *= gs.backoff_factor;
+        growth_tracker_ = 0;
+      } else if (++growth_tracker_ >= gs.growth_interval) {
+        scale_ *= gs.growth_factor;
+        growth_tracker_ = 0;
+      }
+    }
+    if (finite) {
+      ClipGradients();
+      optimizer_->Step();
+    }
+    optimizer_->ZeroGrad();
+  }
+
+  void ClipGradients() {
+    const auto& gc = config_.train_config.grad_clipping;
+    if (gc.clipping_type == "none") return;
+    c10::NoGradGuard no_grad;
+    if (gc.clipping_type == "value") {
+      for (const auto& p : dense_->parameters()) {
+        if (p.tensor.grad().defined()) p.tensor.mutable_grad().clamp_(-gc.max_gradient, gc.max_gradient);
+      }
+      return;
+    }
+    // Norm over every dense gradient. They are already averaged over ranks (identical everywhere),
+    // so the local norm is the global norm; enable_global_grad_clip needs no extra collective here.
+    double total = 0;
+    const bool inf_norm = std::isinf(gc.norm_type);
+    for (const auto& p : dense_->parameters()) {
+      if (!p.tensor.grad().defined()) continue;
+      const at::Tensor g = p.tensor.grad().to(at::kDouble);
+      if (inf_norm) {
+        total = std::max(total, g.abs().max().item<double>());
+      } else {
+        total += g.abs().pow(gc.norm_type).sum().item<double>();
+      }
+    }
+    if (!inf_norm) total = std::pow(total, 1.0 / gc.norm_type);
+    const double coef = gc.max_gradient / (total + 1e-6);
+    if (coef < 1.0) {
+      for (const auto& p : dense_->parameters()) {
+        if (p.tensor.grad().defined()) p.tensor.mutable_grad().mul_(coef);
+      }
+    }
+  }
+
+  void SaveAndEval(CheckpointManager& ckpt, const std::string& cursor, std::int64_t samples,
+                   std::chrono::steady_clock::time_point start, double last_loss, double loss_sum,
+                   std::int64_t loss_count, bool final = false) {
+    (void)last_loss;
+    (void)loss_sum;
+    (void)loss_count;
+    if (final && saved_step_ == global_step_) {
+      // the last step was just saved
+    } else {
+      const std::string dir = ckpt.Save(CurrentState(global_step_, cursor));
+      saved_step_ = global_step_;
+      if (rank_ == 0) std::cout << "tzrec_train: saved " << dir << std::endl;
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    samples_per_sec_ = static_cast<double>(samples) * world_ / std::max(secs, 1e-9);
+    if (!config_.eval_input_path.empty()) Evaluate();
+    if (rank_ == 0) WriteMetrics();
+  }
+
+  void Evaluate() {
+    c10::NoGradGuard no_grad;
+    const std::int64_t batch = config_.data_config.eval_batch_size > 0 ? config_.data_config.eval_batch_size
+                                                                        : config_.data_config.batch_size;
+    Dataset ds(config_, config_.eval_input_path, rank_, world_, batch);
+    std::vector<at::Tensor> scores;
+    std::vector<at::Tensor> labels;
+    std::vector<at::Tensor> groups;
+    std::int64_t steps = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    while (config_.eval_config.num_steps <= 0 || steps < config_.eval_config.num_steps) {
+      std::optional<Fetched> f = Fetch(ds, false);
+      if (!f) break;
+      scores.push_back(at::sigmoid(Logits(*f)).to(at::kCPU));
+      labels.push_back(f->batch.labels.to(at::kCPU));
+      if (f->batch.group_ids.defined()) groups.push_back(f->batch.group_ids.to(at::kCPU));
+      ++steps;
+    }
+    const at::Tensor s = scores.empty() ? at::zeros({0}) : at::cat(scores);
+    const at::Tensor l = labels.empty() ? at::zeros({0}) : at::cat(labels);
+    const at::Tensor all_s = GatherV(s.to(at::kFloat));
+    const at::Tensor all_l = GatherV(l.to(at::kFloat));
+    eval_auc_ = Auc(all_s, all_l);
+    const double loss = all_s.numel() == 0 ? NAN
+                                           : at::binary_cross_entropy(all_s.clamp(1e-7, 1 - 1e-7), all_l).item<double>();
+    eval_loss_ = loss;
+    eval_samples_ = all_s.numel();
+    if (!config_.model_config.grouped_auc_key.empty()) {
+      const at::Tensor g = groups.empty() ? at::zeros({0}, at::kLong) : at::cat(groups);
+      eval_gauc_ = GroupedAuc(all_s, all_l, GatherV(g.to(at::kLong)));
+    }
+    if (rank_ == 0) {
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::cout << "eval step " << global_step_ << "  auc " << std::fixed << std::setprecision(5) << eval_auc_;
+      if (!std::isnan(eval_gauc_)) std::cout << "  grouped_auc " << eval_gauc_;
+      std::cout << "  loss " << eval_loss_ << "  samples " << eval_samples_ << "  (" << std::setprecision(2) << secs
+                << " s)" << std::defaultfloat << std::endl;
+    }
+  }
+
+  // Gathers every rank's 1-D tensor on every rank (rank order).
+  at::Tensor GatherV(const at::Tensor& local) {
+    at::Tensor n = at::full({1}, local.numel(), at::TensorOptions().dtype(at::kLong).device(device_));
+    const at::Tensor counts = comm_->AllGather(n).to(at::kCPU);
+    std::vector<std::int64_t> splits(static_cast<std::size_t>(world_));
+    for (int r = 0; r < world_; ++r) splits[static_cast<std::size_t>(r)] = counts[r].item<std::int64_t>();
+    return comm_->AllGatherV(local.to(device_), splits).to(at::kCPU);
+  }
+
+  void WriteMetrics() {
+    nlohmann::json m = {{"global_step", global_step_},
+                        {"world_size", world_},
+                        {"train_loss", std::isnan(train_loss_) ? nlohmann::json() : nlohmann::json(train_loss_)},
+                        {"samples_per_sec", samples_per_sec_}};
+    if (!config_.eval_input_path.empty()) {
+      m["eval_auc"] = eval_auc_;
+      m["eval_loss"] = std::isnan(eval_loss_) ? nlohmann::json() : nlohmann::json(eval_loss_);
+      m["eval_samples"] = eval_samples_;
+      if (!std::isnan(eval_gauc_)) m["eval_grouped_auc"] = eval_gauc_;
+    }
+    const fs::path path = fs::path(config_.model_dir) / "metrics.json";
+    const fs::path tmp = fs::path(config_.model_dir) / ".metrics.json.tmp";
+    std::ofstream(tmp) << m.dump(2) << '\n';
+    fs::rename(tmp, path);
+    // One line per evaluation, like TorchEasyRec's train_eval_result_v2.txt.
+    std::ofstream(fs::path(config_.model_dir) / "train_eval_result.txt", std::ios::app) << m.dump() << '\n';
+  }
+
+  PipelineConfig config_;
+  Flags flags_;
+  std::shared_ptr<Comm> comm_;
+  int rank_ = 0;
+  int world_ = 1;
+  at::Device device_{at::kCPU};
+  std::vector<EmbeddingBagConfig> tables_;
+  ShardingPlan plan_;
+  EmbeddingOptimizerConfig ebc_opt_;
+  std::unique_ptr<ShardedEmbeddingBagCollection> ebc_;
+  std::unique_ptr<DenseModel> dense_;
+  std::unique_ptr<DenseSync> sync_;
+  std::unique_ptr<DenseOptimizer> optimizer_;
+  std::int64_t accumulation_ = 1;
+  std::int64_t global_step_ = 0;
+  std::int64_t saved_step_ = -1;
+  std::int64_t epoch_ = 0;
+  double scale_ = 0;  // GradScaler loss scale; 0: no scaler
+  std::int64_t growth_tracker_ = 0;
+  double train_loss_ = NAN;
+  double samples_per_sec_ = 0;
+  double eval_auc_ = NAN;
+  double eval_gauc_ = NAN;
+  double eval_loss_ = NAN;
+  std::int64_t eval_samples_ = 0;
+};
+
+}  // namespace
+
+TrainState ModelState(ShardedEmbeddingBagCollection& ebc, const std::vector<EmbeddingBagConfig>& tables,
+                      const DenseModel& dense) {
+  TrainState st;
+  for (auto& s : ebc.LocalShards()) {
+    ShardState ss;
+    ss.table = s.table;
+    for (const auto& t : tables) {
+      if (t.name == s.table) {
+        ss.table_rows = t.num_embeddings;
+        ss.table_cols = t.embedding_dim;
+      }
+    }
+    ss.shard = s.shard;
+    ss.weight = s.weight;
+    for (auto& [name, tensor] : s.state->StateTensors()) ss.optimizer.push_back({name, tensor});
+    st.shards.push_back(std::move(ss));
+  }
+  for (const auto& p : dense.parameters()) st.dense.push_back({p.name, p.tensor});
+  return st;
+}
+
+void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainState& state) {
+  auto shards = ebc.LocalShards();
+  for (std::size_t i = 0; i < shards.size() && i < state.shards.size(); ++i) {
+    std::vector<std::pair<std::string, at::Tensor>> states;
+    for (const auto& nt : state.shards[i].optimizer) states.emplace_back(nt.name, nt.tensor);
+    shards[i].state->LoadStateTensors(states);
+  }
+}
+
+int RunTrainEval(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{"tzrec_train train_eval: train and evaluate a model (TorchEasyRec tzrec.train_eval)",
+               "tzrec_train"};
+  app.add_option("--pipeline_config_path,--pipeline-config-path", flags.pipeline_config_path,
+                 "pipeline config (JSON)")
+      ->required();
+  app.add_option("--train_input_path,--train-input-path", flags.train_input_path, "overrides the config's");
+  app.add_option("--eval_input_path,--eval-input-path", flags.eval_input_path, "overrides the config's");
+  app.add_option("--model_dir,--model-dir", flags.model_dir, "overrides the config's");
+  app.add_option("--edit_config_json,--edit-config-json", flags.edit_config_json,
+                 "JSON object of dotted-path overrides, e.g. '{\"train_config.num_steps\": 100}'");
+  app.add_flag("--continue_train,--continue-train", flags.continue_train,
+               "resume from the newest checkpoint in model_dir");
+  app.add_flag("--ignore_restore_optimizer,--ignore-restore-optimizer", flags.ignore_restore_optimizer,
+               "restore weights but not optimizer state");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return RunGuarded("train_eval", [&]() {
+    PipelineConfig config = LoadPipelineConfig(flags.pipeline_config_path, flags.edit_config_json);
+    if (!flags.train_input_path.empty()) config.train_input_path = flags.train_input_path;
+    if (!flags.eval_input_path.empty()) config.eval_input_path = flags.eval_input_path;
+    if (!flags.model_dir.empty()) config.model_dir = flags.model_dir;
+    if (config.train_input_path.empty()) {
+      throw ConfigError("no train input: set train_input_path in the config or pass --train_input_path");
+    }
+    if (config.model_dir.empty()) throw ConfigError("no model_dir: set it in the config or pass --model_dir");
+    return Trainer(std::move(config), flags).Run();
+  });
+}
+
+}  // namespace tzrec
