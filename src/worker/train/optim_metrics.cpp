@@ -77,7 +77,7 @@ double Auc(const at::Tensor& scores_in, const at::Tensor& labels_in) {
   const at::Tensor scores = scores_in.detach().to(at::kCPU, at::kDouble).contiguous();
   const at::Tensor labels = labels_in.detach().to(at::kCPU, at::kDouble).contiguous();
   const std::int64_t n = scores.numel();
-  const auto order = std::get<1>(scores.sort(/*stable=*/true, 0, /*descending=*/false));
+  const auto order = std::get<1>(scores.sort(/*stable=*/std::optional<bool>(true), 0, /*descending=*/false));
   const auto* s = scores.data_ptr<double>();
   const auto* y = labels.data_ptr<double>();
   const auto* o = order.data_ptr<std::int64_t>();
@@ -104,7 +104,7 @@ double Auc(const at::Tensor& scores_in, const at::Tensor& labels_in) {
 
 double GroupedAuc(const at::Tensor& scores, const at::Tensor& labels, const at::Tensor& groups) {
   const at::Tensor g = groups.detach().to(at::kCPU, at::kLong).contiguous();
-  const auto order = std::get<1>(g.sort(/*stable=*/true));
+  const auto order = std::get<1>(g.sort(/*stable=*/std::optional<bool>(true), 0, /*descending=*/false));
   const at::Tensor gs = g.index_select(0, order);
   const at::Tensor ss = scores.detach().to(at::kCPU).index_select(0, order);
   const at::Tensor ls = labels.detach().to(at::kCPU).index_select(0, order);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ATen/autocast_mode.h>
+#include <c10/util/Exception.h>
 
 #include <exception>
 #include <functional>
@@ -42,6 +43,10 @@ inline int RunGuarded(const char* command, const std::function<int()>& body) {
   } catch (const std::out_of_range& e) {
     std::cerr << who << ": " << e.what() << std::endl;
     return 2;
+  } catch (const c10::Error& e) {
+    // A libtorch error: its message without the C++ backtrace.
+    std::cerr << who << ": internal error in libtorch: " << e.what_without_backtrace() << std::endl;
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << who << ": " << e.what() << std::endl;
     return 1;
