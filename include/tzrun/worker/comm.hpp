@@ -98,6 +98,9 @@ class Comm {
   int local_world_size() const;
   at::Device device() const;         // cpu, or cuda:LOCAL_RANK under NCCL
   std::string backend_name() const;  // "gloo", "nccl", "none" (world 1)
+  // CUDA compute capability major of device() (0 on CPU). TorchEasyRec puts a barrier at the start
+  // of every step below 7 (Pascal) to avoid an NCCL deadlock of the next-batch all-to-all.
+  int cuda_compute_capability_major() const;
 
   void AllReduceSum(at::Tensor& tensor);         // in place
   void AllReduceMax(at::Tensor& tensor);         // in place

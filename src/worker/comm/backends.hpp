@@ -25,6 +25,9 @@ bool NcclCompiled();
 // Number of CUDA devices visible to this process (0 without the NCCL path or without a GPU).
 int CudaDeviceCount();
 
+// Compute capability major of cuda:`device_index` (0 without the NCCL path or on error).
+int CudaComputeCapabilityMajor(int device_index);
+
 // Makes cuda:`device_index` the calling thread's current device (no-op without the NCCL path).
 void SetCudaDevice(int device_index);
 

@@ -383,6 +383,11 @@ int Comm::local_world_size() const {
 at::Device Comm::device() const {
   return impl_->device;
 }
+int Comm::cuda_compute_capability_major() const {
+  const at::Device d = device();
+  return d.is_cuda() ? comm_detail::CudaComputeCapabilityMajor(d.index() < 0 ? 0 : d.index()) : 0;
+}
+
 std::string Comm::backend_name() const {
   return impl_->backend_name;
 }

@@ -1,6 +1,7 @@
 // nccl_backend.cpp — the one translation unit that includes ProcessGroupNCCL.hpp; compiled only
 // when TorchGloo.cmake found the CUDA toolkit's nccl.h (tzrun::torch_nccl). Without it,
 // no_nccl_backend.cpp provides the same functions.
+#include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAFunctions.h>
 
 #include <stdexcept>
@@ -20,6 +21,14 @@ int CudaDeviceCount() {
     return static_cast<int>(c10::cuda::device_count());
   } catch (const std::exception&) {
     return 0;  // no driver: behave as "no GPU"
+  }
+}
+
+int CudaComputeCapabilityMajor(int device_index) {
+  try {
+    return at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(device_index))->major;
+  } catch (const std::exception&) {
+    return 0;
   }
 }
 

@@ -14,6 +14,10 @@ int CudaDeviceCount() {
   return 0;
 }
 
+int CudaComputeCapabilityMajor(int /*device_index*/) {
+  return 0;
+}
+
 void SetCudaDevice(int /*device_index*/) {}
 
 c10::intrusive_ptr<c10d::Backend> MakeNcclBackend(const c10::intrusive_ptr<c10d::Store>& /*store*/,

@@ -144,10 +144,10 @@ int RunPredict(int argc, char** argv) {
                                                            : config.data_config.batch_size;
     }
     c10::NoGradGuard no_grad;
-    Dataset ds(config, input_path, 0, 1, batch_size);
+    Dataset ds = GuardInput([&] { return Dataset(config, input_path, 0, 1, batch_size); });
     std::vector<at::Tensor> scores;
     std::vector<at::Tensor> labels;
-    while (auto b = ds.Next()) {
+    while (auto b = GuardInput([&] { return ds.Next(); })) {
       const KeyedTensor kt = model.ebc->Forward(AddDerivedFeatures(config, b->sparse));
       scores.push_back(at::sigmoid(model.dense->Forward(kt, b->dense)));
       labels.push_back(b->labels);

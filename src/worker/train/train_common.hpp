@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <stdexcept>
 #include <string>
 
 #include "tzrun/worker/checkpoint.hpp"
@@ -17,6 +18,26 @@
 #include "tzrun/worker/sharded_ebc.hpp"
 
 namespace tzrec {
+
+// Bad input data (a missing input file, a value a feature cannot take): exit code 2, like a bad
+// config. GuardInput turns the input library's std::runtime_error into it.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Runs f (a Dataset constructor or Dataset::Next) and rethrows its std::runtime_error as
+// InputError.
+template <typename F>
+auto GuardInput(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw InputError(e.what());
+  }
+}
 
 // Runs a command body and maps our exception types to exit codes with a one-line message:
 // 2 bad input (config, flags, data), 3 no feasible sharding plan, 4 collective/checkpoint failure.
@@ -34,6 +55,9 @@ inline int RunGuarded(const char* command, const std::function<int()>& body) {
   } catch (const CheckpointError& e) {
     std::cerr << who << ": checkpoint: " << e.what() << std::endl;
     return 4;
+  } catch (const InputError& e) {
+    std::cerr << who << ": " << e.what() << std::endl;
+    return 2;
   } catch (const ConfigError& e) {
     std::cerr << who << ": config: " << e.what() << std::endl;
     return 2;

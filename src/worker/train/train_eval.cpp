@@ -67,6 +67,8 @@ class Trainer {
     device_ = comm_->device();
     const auto& tc = config_.train_config;
     accumulation_ = std::max<std::int64_t>(1, tc.gradient_accumulation_steps);
+    const int cc = comm_->cuda_compute_capability_major();
+    step_barrier_ = device_.is_cuda() && cc > 0 && cc < 7;
 
     CheckpointManager ckpt(config_.model_dir, tc.keep_checkpoint_max, comm_);
     std::optional<std::string> restore_dir = ckpt.Latest();
@@ -157,6 +159,7 @@ class Trainer {
       }
     }
     global_step_ = info.step;
+    saved_step_ = info.step;  // a resumed run with nothing left to train evaluates, never re-saves
     const auto extra = nlohmann::json::parse(info.extra_json.empty() ? "{}" : info.extra_json);
     scale_ = extra.value("grad_scale", scale_);
     growth_tracker_ = extra.value("growth_tracker", std::int64_t{0});
@@ -186,7 +189,7 @@ class Trainer {
 
   // Reads the next batch of this rank and agrees with the others whether everyone has one.
   std::optional<Fetched> Fetch(Dataset& ds, bool train) {
-    std::optional<Batch> b = ds.Next();
+    std::optional<Batch> b = GuardInput([&] { return ds.Next(); });
     at::Tensor flag = at::full({1}, b ? 1.0F : 0.0F, at::TensorOptions().device(device_));
     comm_->AllReduceSum(flag);  // SUM then compare (Gloo's AVG is unreliable, pytorch #162338)
     const auto ranks_with_data = static_cast<int>(std::lround(flag.item<float>()));
@@ -220,7 +223,8 @@ class Trainer {
   void Train(CheckpointManager& ckpt, const std::optional<DataCursor>& resume) {
     const auto& tc = config_.train_config;
     const std::int64_t batch = config_.data_config.batch_size;
-    Dataset ds(config_, config_.train_input_path, rank_, world_, batch, resume);
+    Dataset ds = GuardInput(
+        [&] { return Dataset(config_, config_.train_input_path, rank_, world_, batch, resume); });
     const std::int64_t epochs = tc.num_steps > 0 ? 0 : std::max<std::int64_t>(1, tc.num_epochs);
     const std::int64_t steps_per_epoch = (ds.rows_assigned() + batch - 1) / batch;
     const std::int64_t total_steps =
@@ -245,6 +249,7 @@ class Trainer {
         continue;
       }
       while (cur && !done()) {
+        if (step_barrier_) comm_->Barrier();  // CC < 7.0: TorchEasyRec's NCCL deadlock workaround
         std::optional<Fetched> next = Fetch(ds, true);  // input dist of batch k+1 overlaps batch k
         at::Tensor logits = Logits(*cur);
         at::Tensor loss = at::binary_cross_entropy_with_logits(logits, cur->batch.labels.to(device_));
@@ -378,7 +383,8 @@ class Trainer {
     c10::NoGradGuard no_grad;
     const std::int64_t batch = config_.data_config.eval_batch_size > 0 ? config_.data_config.eval_batch_size
                                                                         : config_.data_config.batch_size;
-    Dataset ds(config_, config_.eval_input_path, rank_, world_, batch);
+    Dataset ds =
+        GuardInput([&] { return Dataset(config_, config_.eval_input_path, rank_, world_, batch); });
     std::vector<at::Tensor> scores;
     std::vector<at::Tensor> labels;
     std::vector<at::Tensor> groups;
@@ -456,6 +462,7 @@ class Trainer {
   std::unique_ptr<DenseSync> sync_;
   std::unique_ptr<DenseOptimizer> optimizer_;
   std::int64_t accumulation_ = 1;
+  bool step_barrier_ = false;
   std::int64_t global_step_ = 0;
   std::int64_t saved_step_ = -1;
   std::int64_t epoch_ = 0;

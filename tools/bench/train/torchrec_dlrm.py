@@ -243,6 +243,10 @@ def main() -> int:
                                    sharders=sharders)
     if args.show_plan and rank == 0:
         print(plan, file=sys.stderr)
+        state = dmp.fused_optimizer.state_dict()["state"]
+        for name in list(state)[:2]:  # EXACT_ADAGRAD: a [rows, dim] accumulator per table
+            print(name, {k: tuple(getattr(getattr(v, "local_tensor", lambda: v)(), "shape", ()))
+                         for k, v in state[name].items()}, file=sys.stderr)
 
     dname, dbody = cfg["dense_optimizer"]
     dlr = float(dbody.get("lr", 0.001))
