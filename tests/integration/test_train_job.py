@@ -351,6 +351,22 @@ def test_exact_continuation_same_world_size(tmp_path, criteo, small_dlrm):
     assert rows_in(cs) == 2 * n * BATCH * 2, cs
 
 
+def test_exact_continuation_across_epochs(tmp_path, criteo, small_dlrm):
+    # num_epochs 2 straight == num_epochs 1, then --continue_train with num_epochs 2 (the finished
+    # run's checkpoint sits at the epoch end: the resumed run must start epoch 2, not stop).
+    straight, resumed = tmp_path / "straight", tmp_path / "resumed"
+    epochs = {"train_config.num_epochs": 2}
+    small_job(small_dlrm, criteo, straight, 2, epochs)
+    small_job(small_dlrm, criteo, resumed, 2, {})
+    assert list(checkpoints(resumed)) == [63]
+    small_job(small_dlrm, criteo, resumed, 2, epochs, continue_train=True)
+    ms, mr = metrics(straight), metrics(resumed)
+    assert ms["global_step"] == mr["global_step"] == 126, (ms, mr)
+    compare_checkpoints(checkpoints(straight)[126], checkpoints(resumed)[126])
+    assert mr["train_loss"] == pytest.approx(ms["train_loss"], abs=1e-6), (ms, mr)
+    assert mr["eval_auc"] == pytest.approx(ms["eval_auc"], abs=1e-6), (ms, mr)
+
+
 @pytest.mark.parametrize("w1,w2", [(1, 2), (2, 3), (3, 1)])
 def test_resume_at_another_world_size(tmp_path, criteo, small_dlrm, w1, w2):
     n = 20  # 2n steps of 64 rows on 3 ranks stay inside the 8000-row epoch
@@ -388,16 +404,20 @@ def test_resume_at_another_world_size(tmp_path, criteo, small_dlrm, w1, w2):
     final = row_set(consumed_ranges(meta2))
     assert final == before.union(*added) and len(final) == n * BATCH * (w1 + w2)
 
-    # Against a straight 2n-step run at w2. Phase 1 saw n*64*w1 rows instead of n*64*w2, in another
-    # order, so the models are not equal; what resuming must not do is lose what phase 1 learnt
-    # (weights or optimizer state reset -> AUC near the untrained ~0.5-0.6) or train on repeated
-    # rows. Measured spread between the two on this split is < 0.01 AUC at every pair; 0.03 leaves
-    # room for the batch-count difference (w1=1 vs w2=3 is half the rows) without hiding a reset,
-    # and the resumed model must also improve on (or match) its phase-1 self.
+    # Against a straight 2n-step run at w2 (criterion: |AUC difference| <= 0.03). Phase 1 saw
+    # n*64*w1 rows instead of n*64*w2, in another order, so the two models are not equal and a
+    # loss-curve match would be arbitrary. What resuming must not do is lose what phase 1 learnt or
+    # train on repeated rows; the exact eval after resharding (above) already pins the weights.
+    # Measured (deterministic, seeded): phase 1 0.681-0.684; resumed vs straight 0.7154/0.7191
+    # (1->2), 0.7246/0.7249 (2->3), 0.7118/0.7098 (3->1): spread <= 0.004, so 0.03 is far from
+    # flaky, while restarting from scratch at the resume point would fall back to ~0.68. The
+    # resumed model must also have kept learning past its phase-1 self (+0.03..0.04 measured).
     small_job(small_dlrm, criteo, straight, w2, steps_edit(2 * n, log_every=10))
     ms = metrics(straight)
+    print(f"w{w1}->w{w2}: phase 1 auc {phase1['eval_auc']:.4f}, resumed {m['eval_auc']:.4f}, "
+          f"straight {ms['eval_auc']:.4f}")
     assert abs(m["eval_auc"] - ms["eval_auc"]) <= 0.03, (m, ms)
-    assert m["eval_auc"] >= phase1["eval_auc"] - 0.01, (phase1, m)
+    assert m["eval_auc"] > phase1["eval_auc"] + 0.01, (phase1, m)  # it kept learning (+0.03..0.04)
 
 
 def test_checkpoint_layout_and_keep_max(tmp_path, criteo, small_dlrm):
@@ -452,7 +472,6 @@ def test_kill_9_leaves_only_complete_checkpoints(tmp_path, criteo):
     edit = steps_edit(60, save_every=2, log_every=10, **{"train_config.keep_checkpoint_max": 3})
     seed = int(os.environ.get("TZRUN_TEST_SEED", time.time_ns() % 100000))
     rng = random.Random(seed)
-    prune_victims = {}
     for attempt in range(4):
         delay = rng.uniform(1.0, 3.5)
         p = subprocess.Popen(train_cmd(cfg, md, 2, criteo / "train.txt", criteo / "eval.txt", edit,
@@ -473,13 +492,9 @@ def test_kill_9_leaves_only_complete_checkpoints(tmp_path, criteo):
         print(f"TZRUN_TEST_SEED={seed} attempt {attempt}: killed after {delay:.2f} s, checkpoints "
               f"{list(cks)}, incomplete {bad}")
         complete = sorted(set(cks) - set(bad))
-        # An incomplete directory that loads as valid would be fatal; none may be newer than the
-        # newest complete one (what --continue_train picks). Older ones are keep_checkpoint_max
-        # victims whose removal (remove_all in place, not rename-then-remove) the kill interrupted.
-        for step, problem in bad.items():
-            assert complete and step < complete[-1], \
-                f"TZRUN_TEST_SEED={seed}: model.ckpt-{step} is incomplete and newest: {problem}"
-            prune_victims[step] = problem
+        # No model.ckpt-STEP may be incomplete: saves and keep_checkpoint_max pruning both go
+        # through a temporary name (rename is atomic), so a kill leaves only .tmp directories.
+        assert not bad, f"TZRUN_TEST_SEED={seed}: incomplete checkpoint directories {bad}"
     cks = checkpoints(md)
     complete = sorted(set(cks) - set(incomplete_checkpoints(md)))
     assert complete, f"no checkpoint survived 4 kills (TZRUN_TEST_SEED={seed}); the kills came too early"
@@ -490,11 +505,6 @@ def test_kill_9_leaves_only_complete_checkpoints(tmp_path, criteo):
     assert metrics(md)["global_step"] == latest + 4
     assert not list(md.glob(".model.ckpt-*.tmp")), "the next save removes leftover .tmp directories"
     assert not incomplete_checkpoints(md), "pruning after the resumed saves removes the partial ones"
-    if prune_victims:
-        # Reported to the checkpoint owner: pruning should rename model.ckpt-STEP to a temporary
-        # name before remove_all, so a kill never leaves a half-removed model.ckpt-STEP behind.
-        pytest.xfail(f"TZRUN_TEST_SEED={seed}: kill -9 during keep_checkpoint_max pruning left "
-                     f"half-removed checkpoint directories {prune_victims}")
 
 
 # --------------------------------------------------------------------------------------------

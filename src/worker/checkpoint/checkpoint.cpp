@@ -615,7 +615,12 @@ std::string CheckpointManager::Save(const TrainState& local) {
       std::int64_t excess = static_cast<std::int64_t>(existing.size()) - keep_max_;
       for (std::size_t i = 0; excess > 0 && i < existing.size(); ++i) {
         if (existing[i].first == local.step) continue;  // never the one just written
-        fs::remove_all(existing[i].second, ec);
+        // Rename first (atomic), then delete: a kill mid-removal leaves only a temporary
+        // directory, which Latest() ignores and the next Save removes.
+        const fs::path doomed = existing[i].second.parent_path() /
+                                ("." + existing[i].second.filename().string() + ".tmp");
+        fs::rename(existing[i].second, doomed, ec);
+        fs::remove_all(ec ? existing[i].second : doomed, ec);
         if (ec)
           Warn("keep_checkpoint_max: cannot remove '" + existing[i].second.string() +
                "': " + ec.message());

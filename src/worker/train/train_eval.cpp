@@ -167,6 +167,10 @@ class Trainer {
     std::vector<DataCursor> cursors;
     for (const auto& c : info.data_cursors_json) cursors.push_back(DataCursor::FromJson(c));
     DataCursor merged = DataCursor::Merge(cursors);
+    // The epoch in progress is the cursor's: a checkpoint written after the last epoch ended
+    // records epoch = epochs_completed + 1 in extra, which would skip an epoch when the resumed run
+    // is given more num_epochs.
+    epoch_ = merged.epochs_completed;
     if (rank_ == 0) {
       std::cout << "tzrec_train: restored " << dir << " (step " << info.step << ", saved by " << info.saved_world_size
                 << " rank(s)); " << merged.total_rows << " rows, epoch " << merged.epochs_completed << ", "
