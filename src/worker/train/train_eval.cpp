@@ -230,9 +230,16 @@ class Trainer {
     Dataset ds = GuardInput(
         [&] { return Dataset(config_, config_.train_input_path, rank_, world_, batch, resume); });
     const std::int64_t epochs = tc.num_steps > 0 ? 0 : std::max<std::int64_t>(1, tc.num_epochs);
-    const std::int64_t steps_per_epoch = (ds.rows_assigned() + batch - 1) / batch;
-    const std::int64_t total_steps =
-        tc.num_steps > 0 ? tc.num_steps : global_step_ + steps_per_epoch + (epochs - epoch_ - 1) * steps_per_epoch;
+    // Steps still to run: this epoch's remaining rows (a resumed rank may hold fewer), then full
+    // epochs; recomputed when an epoch starts.
+    const std::int64_t full_epoch_steps = (ds.total_rows() / world_ + batch - 1) / batch;
+    std::int64_t total_steps = 0;
+    auto plan_total = [&]() {
+      total_steps = tc.num_steps > 0 ? tc.num_steps
+                                     : global_step_ + (ds.rows_assigned() + batch - 1) / batch +
+                                           std::max<std::int64_t>(0, epochs - epoch_ - 1) * full_epoch_steps;
+    };
+    plan_total();
     double loss_sum = 0;
     std::int64_t loss_count = 0;
     std::int64_t samples = 0;
@@ -250,6 +257,7 @@ class Trainer {
         ++epoch_;
         if (tc.num_steps == 0 && epoch_ >= epochs) break;
         ds.StartNextEpoch();
+        plan_total();
         continue;
       }
       while (cur && !done()) {
