@@ -135,6 +135,7 @@ class Dlrm final : public DenseModel {
     sparse_names_ = sparse_.sparse_names();
     if (sparse_names_.empty()) throw ConfigError("dlrm: group 'sparse' has no sparse (id) features");
     const std::int64_t d = layout.sparse_dim.at(sparse_names_.front());
+    dim_ = d;
     dense_mlp_ = Mlp(b, "dense_mlp", dense_.dim(), mc.dense_mlp);
     if (dense_mlp_.out_dim() != d) {
       throw ConfigError("dlrm: dense_mlp's last hidden unit is " + std::to_string(dense_mlp_.out_dim()) +
@@ -152,21 +153,49 @@ class Dlrm final : public DenseModel {
   }
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
     const at::Tensor x = dense_mlp_.Forward(dense_.Forward(sparse, dense));  // [B, d]
-    std::vector<at::Tensor> vs{x};
-    for (const auto& f : sparse_names_) vs.push_back(sparse[f]);
-    const at::Tensor stacked = at::stack(vs, 1);  // [B, n, d]
+    const at::Tensor emb = SparseBlock(sparse);  // [B, F, d]
+    const at::Tensor stacked = at::cat({x.unsqueeze(1), emb}, 1);  // [B, n, d]
     const at::Tensor dots = at::bmm(stacked, stacked.transpose(1, 2));  // [B, n, n]
     const at::Tensor inter = dots.index({at::indexing::Slice(), tri_i_, tri_j_});  // [B, n(n-1)/2]
     std::vector<at::Tensor> parts{x, inter};
-    if (with_sparse_) parts.push_back(at::cat(std::vector<at::Tensor>(vs.begin() + 1, vs.end()), 1));
+    if (with_sparse_) parts.push_back(emb.reshape({emb.size(0), -1}));
     const at::Tensor h = final_.Forward(at::cat(parts, 1));
     return at::linear(h, out_.first, out_.second).view({-1});
+  }
+
+  // The sparse features as [B, F, d]: one view of the EBC output when they are adjacent columns in
+  // order (the usual case: features in config order), else a stack of per-feature slices. One view
+  // keeps autograd from materialising a full-width zero gradient per feature.
+  at::Tensor SparseBlock(const KeyedTensor& sparse) {
+    if (block_offset_ == -2) {  // first call: find the layout
+      block_offset_ = -1;
+      const auto& keys = sparse.keys();
+      const auto offsets = sparse.offset_per_key();
+      for (std::size_t k = 0; k + sparse_names_.size() <= keys.size(); ++k) {
+        if (keys[k] != sparse_names_.front()) continue;
+        bool adjacent = true;
+        for (std::size_t i = 0; i < sparse_names_.size(); ++i) {
+          adjacent = adjacent && keys[k + i] == sparse_names_[i] && sparse.length_per_key()[k + i] == dim_;
+        }
+        if (adjacent) block_offset_ = offsets[k];
+        break;
+      }
+    }
+    const auto n = static_cast<std::int64_t>(sparse_names_.size());
+    if (block_offset_ >= 0) {
+      return sparse.values().narrow(1, block_offset_, n * dim_).view({sparse.values().size(0), n, dim_});
+    }
+    std::vector<at::Tensor> vs;
+    for (const auto& f : sparse_names_) vs.push_back(sparse[f]);
+    return at::stack(vs, 1);
   }
 
  private:
   GroupInput dense_;
   GroupInput sparse_;
   std::vector<std::string> sparse_names_;
+  std::int64_t dim_ = 0;
+  std::int64_t block_offset_ = -2;  // -2 unknown, -1 not adjacent, else the first column
   Mlp dense_mlp_;
   Mlp final_;
   std::pair<at::Tensor, at::Tensor> out_;
