@@ -1,6 +1,7 @@
 // The pipeline-config schema: one table per message, one row per key. Defaults here are the
 // effective defaults (the parser fills them before reading values into the structs), and they
 // agree with the member initialisers in include/tzrun/worker/config.hpp (a unit test checks).
+#include "tzrun/worker/edit_distance.hpp"
 #include "schema.hpp"
 
 #include <algorithm>
@@ -418,20 +419,6 @@ std::string TypeName(const FieldSpec& field) {
   return "?";
 }
 
-std::size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 std::string Closest(const std::string& key, const std::vector<std::string>& keys) {
   std::string best;

@@ -3,6 +3,8 @@
 // edit_config_json overrides and ConfigReferenceMarkdown all walk these tables.
 #pragma once
 
+#include "tzrun/worker/edit_distance.hpp"
+
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -61,7 +63,6 @@ const MessageSpec& Root();
 std::vector<const MessageSpec*> AllMessages();
 
 std::string TypeName(const FieldSpec& field);
-std::size_t EditDistance(const std::string& a, const std::string& b);
 // The closest key of `keys` to `key` by Levenshtein distance (ties: the first).
 std::string Closest(const std::string& key, const std::vector<std::string>& keys);
 

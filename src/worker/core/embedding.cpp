@@ -75,20 +75,6 @@ void CheckPerSampleWeights(const at::Tensor& w, std::int64_t num_ids, const char
   }
 }
 
-// Local spelling (planner.cpp's ToString is another library's).
-std::string KindName(EmbeddingOptimizerKind kind) {
-  switch (kind) {
-    case EmbeddingOptimizerKind::kSgd:
-      return "sgd";
-    case EmbeddingOptimizerKind::kAdagrad:
-      return "adagrad";
-    case EmbeddingOptimizerKind::kRowWiseAdagrad:
-      return "rowwise_adagrad";
-    case EmbeddingOptimizerKind::kAdam:
-      return "adam";
-  }
-  return "unknown";
-}
 
 }  // namespace
 
@@ -402,7 +388,7 @@ void EmbeddingOptimizerState::LoadStateTensors(
       throw std::invalid_argument("EmbeddingOptimizerState::LoadStateTensors: state '" + name +
                                   "' does not exist for "
                                   "optimizer '" +
-                                  KindName(config_.kind) +
+                                  std::string(ToString(config_.kind)) +
                                   "'; load a checkpoint written with the same optimizer");
     }
     if (!t.defined() || t.sizes() != dst->sizes()) {

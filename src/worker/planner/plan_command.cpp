@@ -1,5 +1,6 @@
 // `tzrec_train plan`: read table specs from JSON, plan, print the table and hash, optionally write
 // the plan JSON atomically. See include/tzrun/worker/plan_command.hpp for flags and exit codes.
+#include "tzrun/worker/edit_distance.hpp"
 #include "tzrun/worker/plan_command.hpp"
 
 #include <unistd.h>
@@ -38,20 +39,6 @@ class InputError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-std::size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 void CheckKeys(const Json& object, const std::vector<std::string>& valid, const std::string& where,
                const std::string& file) {

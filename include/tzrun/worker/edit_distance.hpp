@@ -1,0 +1,28 @@
+// tzrun/worker/edit_distance.hpp — Levenshtein distance, for "did you mean '<closest key>'?"
+// suggestions in config and plan-file errors. Pure function, header-only.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace tzrec {
+
+// Insertions, deletions and substitutions that turn `a` into `b`. O(|a|·|b|) time, O(|b|) memory.
+inline std::size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace tzrec
