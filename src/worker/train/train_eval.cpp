@@ -446,6 +446,17 @@ class Trainer {
                         {"world_size", world_},
                         {"train_loss", std::isnan(train_loss_) ? nlohmann::json() : nlohmann::json(train_loss_)},
                         {"samples_per_sec", samples_per_sec_}};
+    const fs::path previous = fs::path(config_.model_dir) / "metrics.json";
+    if (std::isnan(train_loss_) && samples_per_sec_ == 0 && fs::exists(previous)) {
+      // A resumed run with nothing left to train: keep the training figures of the run that trained.
+      try {
+        const auto old = nlohmann::json::parse(std::ifstream(previous));
+        if (old.contains("train_loss")) m["train_loss"] = old["train_loss"];
+        if (old.contains("samples_per_sec")) m["samples_per_sec"] = old["samples_per_sec"];
+      } catch (const std::exception&) {
+        // an unreadable old file: write the fresh figures
+      }
+    }
     if (!config_.eval_input_path.empty()) {
       m["eval_auc"] = eval_auc_;
       m["eval_loss"] = std::isnan(eval_loss_) ? nlohmann::json() : nlohmann::json(eval_loss_);
