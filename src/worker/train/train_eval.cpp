@@ -145,6 +145,10 @@ class Trainer {
 
   DataCursor Restore(CheckpointManager& ckpt, const std::string& dir) {
     TrainState target = CurrentState(0, "{}");
+    if (flags_.ignore_restore_optimizer) {  // weights only: the optimizers start fresh
+      for (auto& shard : target.shards) shard.optimizer.clear();
+      target.dense_optimizer.clear();
+    }
     RestoreInfo info;
     {
       c10::NoGradGuard no_grad;
