@@ -92,7 +92,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--ckpt-dir", default="",
                     help="folder for checkpoints and raw writes (default: a temp dir in TMPDIR)")
     ap.add_argument("--tzrun", default=rel("build/bin/tzrun"))
-    ap.add_argument("--train-bin", default=rel("build-t2/bin/tzrec_train"))
+    ap.add_argument("--train-bin", default=rel("build/bin/tzrec_train"))
     ap.add_argument("--ckpt-bin", default=rel("build/bin/tzrec_checkpoint_check"))
     ap.add_argument("--python", default=rel(".venv/bin/python"), help="python with pyarrow")
     ap.add_argument("--torchrec-venv", default=rel(".venv-torchrec"))
@@ -361,7 +361,7 @@ def main() -> int:
     if train and "tzrec" not in a.skip:
         for p in (a.tzrun, a.train_bin):
             if not os.access(p, os.X_OK):
-                sys.exit(f"run.py: {p} is not an executable; build it (cmake --build build-t2 "
+                sys.exit(f"run.py: {p} is not an executable; build it (cmake --build build "
                          "--target tzrun tzrec_train) or pass --tzrun / --train-bin, or --skip tzrec")
         sides.append("tzrec")
     if train and "torchrec" not in a.skip:
