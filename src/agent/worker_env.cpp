@@ -194,10 +194,11 @@ EntrypointKind classify_entrypoint(const LaunchConfig& cfg) {
   if (cfg.no_python) return EntrypointKind::kDirect;
   if (cfg.module) return EntrypointKind::kPython;
   std::string script = cfg.training_script;
-  // A bare program name that is not a file here but an executable on PATH (`tzrun ... tzrec_train`):
-  // classify that file. torchrun would run `python tzrec_train` and fail; a native binary is run
-  // directly, a Python script on PATH still goes through Python.
-  if (script.find('/') == std::string::npos && !ends_with(script, ".py") && !is_regular_file(script)) {
+  // A bare program name that is not a file here but an executable on PATH (`tzrun ...
+  // tzrec_train`): classify that file. torchrun would run `python tzrec_train` and fail; a native
+  // binary is run directly, a Python script on PATH still goes through Python.
+  if (script.find('/') == std::string::npos && !ends_with(script, ".py") &&
+      !is_regular_file(script)) {
     if (std::string found = find_on_path(script); !found.empty()) script = found;
   }
   if (ends_with(script, ".py") || !is_regular_file(script) || ::access(script.c_str(), X_OK) != 0) {

@@ -16,8 +16,8 @@
 //     "global_embedding_constraints": {"sharding_types": ["row_wise"]} },
 //   "eval_config": {"num_steps": 0, "log_step_count_steps": 10},
 //   "data_config": {"batch_size": 1024, "eval_batch_size": 0, "dataset_type": "ParquetDataset",
-//                   "label_fields": ["clk"], "num_workers": 1, "delimiter": ",", "with_header": true,
-//                   "input_fields": [...], "drop_remainder": false},
+//                   "label_fields": ["clk"], "num_workers": 1, "delimiter": ",", "with_header":
+//                   true, "input_fields": [...], "drop_remainder": false},
 //   "feature_configs": [
 //     {"id_feature": {"feature_name": "user_id", "expression": "user:user_id", "num_buckets": 1000,
 //                     "embedding_dim": 16, "embedding_name": "", "pooling": "sum", "separator": "",
@@ -25,11 +25,13 @@
 //     {"raw_feature": {"feature_name": "price", "expression": "item:price", "boundaries": [1, 2],
 //                      "embedding_dim": 16, "normalizer": "method=expression,expr=log(x+3)"}} ],
 //   "model_config": {
-//     "feature_groups": [{"group_name": "dense", "feature_names": ["int_0"], "group_type": "DEEP"}],
-//     "dlrm": {"dense_mlp": {"hidden_units": [64, 16]}, "final": {"hidden_units": [64, 32]},
+//     "feature_groups": [{"group_name": "dense", "feature_names": ["int_0"], "group_type":
+//     "DEEP"}], "dlrm": {"dense_mlp": {"hidden_units": [64, 16]}, "final": {"hidden_units": [64,
+//     32]},
 //              "arch_with_sparse": true},
-//     | "deep_fm": {"deep": {"hidden_units": [...]}, "final": {"hidden_units": [...]}, "wide_embedding_dim": 4}
-//     | "multi_tower": {"towers": [{"input": "user", "mlp": {"hidden_units": [...]}}],
+//     | "deep_fm": {"deep": {"hidden_units": [...]}, "final": {"hidden_units": [...]},
+//     "wide_embedding_dim": 4} | "multi_tower": {"towers": [{"input": "user", "mlp":
+//     {"hidden_units": [...]}}],
 //                       "final": {"hidden_units": [64]}},
 //     "metrics": [{"auc": {}}, {"grouped_auc": {"grouping_key": "user_id"}}],
 //     "losses": [{"binary_cross_entropy": {}}] } }
@@ -57,7 +59,8 @@ class ConfigError : public std::runtime_error {
 // One optimizer (oneof *_optimizer) with a constant learning rate (TorchEasyRec offers schedules;
 // only constant_learning_rate is accepted here, others are rejected with a clear error).
 struct OptimizerConfig {
-  std::string type = "adam";  // "sgd" | "adagrad" | "rowwise_adagrad" | "adam"  (from sgd_optimizer, ...)
+  std::string type =
+      "adam";  // "sgd" | "adagrad" | "rowwise_adagrad" | "adam"  (from sgd_optimizer, ...)
   double lr = 0.001;
   double beta1 = 0.9;
   double beta2 = 0.999;
@@ -87,7 +90,7 @@ struct TrainConfig {
   std::int64_t num_epochs = 0;
   std::int64_t log_step_count_steps = 100;
   std::int64_t save_checkpoints_steps = 1000;
-  std::int64_t keep_checkpoint_max = 0;  // 0: keep all
+  std::int64_t keep_checkpoint_max = 0;          // 0: keep all
   std::int64_t gradient_accumulation_steps = 0;  // 0 or 1: off
   GradClippingConfig grad_clipping;
   std::string mixed_precision;  // "" | "BF16" | "FP16"
@@ -102,13 +105,13 @@ struct EvalConfig {
 };
 
 struct DataConfig {
-  std::int64_t batch_size = 1024;  // per rank
-  std::int64_t eval_batch_size = 0;  // 0: batch_size
+  std::int64_t batch_size = 1024;               // per rank
+  std::int64_t eval_batch_size = 0;             // 0: batch_size
   std::string dataset_type = "ParquetDataset";  // ParquetDataset | CsvDataset
   std::vector<std::string> label_fields;
-  std::int64_t num_workers = 1;  // reader threads per rank
-  std::string delimiter = ",";  // CsvDataset; "\t" for Criteo TSV
-  bool with_header = true;  // CsvDataset: first line holds column names
+  std::int64_t num_workers = 1;           // reader threads per rank
+  std::string delimiter = ",";            // CsvDataset; "\t" for Criteo TSV
+  bool with_header = true;                // CsvDataset: first line holds column names
   std::vector<std::string> input_fields;  // CsvDataset without header: column names in order
   bool drop_remainder = false;
 };
@@ -121,16 +124,17 @@ struct FeatureConfig {
   std::string expression;  // "user:col" / "item:col" / "col": the input column is after the ':'
   std::int64_t embedding_dim = 0;  // id features: > 0; raw features: > 0 only with boundaries
   // id_feature: exactly one of these gives the table size.
-  std::int64_t hash_bucket_size = 0;  // values hashed (strings or ints) into [0, n)
-  std::int64_t num_buckets = 0;  // values are integer ids in [0, n)
+  std::int64_t hash_bucket_size = 0;    // values hashed (strings or ints) into [0, n)
+  std::int64_t num_buckets = 0;         // values are integer ids in [0, n)
   std::vector<std::string> vocab_list;  // value → index + 2 (0: default/empty, 1: out of vocab)
-  std::string embedding_name;  // shared table name ("" → "<feature_name>_emb")
-  std::string pooling = "sum";  // sum | mean
+  std::string embedding_name;           // shared table name ("" → "<feature_name>_emb")
+  std::string pooling = "sum";          // sum | mean
   std::string separator;  // multi-value separator inside one cell ("" → single value)
   std::vector<ShardingType> sharding_types;  // embedding_constraints.sharding_types
   // raw_feature
   std::vector<double> boundaries;  // bucketize into len+1 ids (an embedding of embedding_dim)
-  std::string normalizer;  // "" | "method=log1p" | "method=expression,expr=log(x+3)" | "method=minmax,min=a,max=b" | "method=zscore,mean=a,std=b"
+  std::string normalizer;          // "" | "method=log1p" | "method=expression,expr=log(x+3)" |
+                                   // "method=minmax,min=a,max=b" | "method=zscore,mean=a,std=b"
   std::int64_t value_dim = 1;
   double default_value = 0.0;  // missing raw value
 
@@ -139,7 +143,7 @@ struct FeatureConfig {
   std::int64_t num_embeddings() const;
   bool is_sparse() const { return kind == FeatureKind::kId || !boundaries.empty(); }
   std::string input_column() const;  // expression after the last ':'
-  std::string table_name() const;  // embedding_name or "<feature_name>_emb"
+  std::string table_name() const;    // embedding_name or "<feature_name>_emb"
 };
 
 struct FeatureGroupConfig {
@@ -197,8 +201,8 @@ struct Normalizer {
   std::string method;  // "" (identity) | "log1p" | "expression" | "minmax" | "zscore"
   // method=expression: expr is exactly "x" (identity) or "log(x+C)" (C a number; "log(x)": C = 0);
   bool expression_is_log = false;
-  double offset = 0.0;  // C of log(x+C)
-  double min = 0.0, max = 1.0;  // minmax: (x - min) / (max - min)
+  double offset = 0.0;           // C of log(x+C)
+  double min = 0.0, max = 1.0;   // minmax: (x - min) / (max - min)
   double mean = 0.0, std = 1.0;  // zscore: (x - mean) / std
   // The normalised value. log1p(x) for x <= -1 and log(x+C) for x+C <= 0 return 0 (no NaN/-inf
   // reaches the model). Pure; thread-safe.
@@ -212,10 +216,13 @@ Normalizer ParseNormalizer(const std::string& text);
 // Parses and validates (cross references: groups name existing features, towers existing groups,
 // shared tables agree on dim, exactly one model). `edit_config_json` is TorchEasyRec's override:
 // a JSON object whose keys are dotted paths ("train_config.num_steps", "data_config.batch_size",
-// "feature_configs[0].id_feature.embedding_dim", "feature_configs[feature_name=c1].id_feature.num_buckets")
-// and whose values replace what the file says; applied before validation.
-PipelineConfig ParsePipelineConfig(const std::string& json_text, const std::string& edit_config_json = "");
-PipelineConfig LoadPipelineConfig(const std::string& path, const std::string& edit_config_json = "");
+// "feature_configs[0].id_feature.embedding_dim",
+// "feature_configs[feature_name=c1].id_feature.num_buckets") and whose values replace what the file
+// says; applied before validation.
+PipelineConfig ParsePipelineConfig(const std::string& json_text,
+                                   const std::string& edit_config_json = "");
+PipelineConfig LoadPipelineConfig(const std::string& path,
+                                  const std::string& edit_config_json = "");
 // The effective config as JSON text (what rank 0 writes to model_dir/pipeline.config).
 std::string ToJson(const PipelineConfig& config);
 // Markdown reference of every key (type, default, meaning), generated from the same schema the

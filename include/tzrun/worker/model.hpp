@@ -4,17 +4,21 @@
 //
 //   DLRM        groups "dense" (raw features) and "sparse" (id features, one embedding dim d):
 //               dense_mlp(dense) → [B, d]; pairwise dot products of {dense_out, e_1..e_F} (i < j);
-//               final_mlp(concat(dense_out, interactions[, e_1..e_F if arch_with_sparse])) → Linear → logit.
+//               final_mlp(concat(dense_out, interactions[, e_1..e_F if arch_with_sparse])) → Linear
+//               → logit.
 //   DeepFM      "wide" group: each feature's wide embedding (dim wide_embedding_dim, its own table
-//               "<table>__wide") summed over features and dims → wide logit; "deep" group: FM second
-//               order term 0.5·((Σe)² − Σe²) over its sparse features (equal dims) and deep_mlp(concat of
-//               the group); final_mlp(concat(deep_out, fm)) → Linear → logit; logit = that + wide.
-//   MultiTower  one MLP per tower over its group's concat; final_mlp(concat(tower outputs)) → Linear → logit.
+//               "<table>__wide") summed over features and dims → wide logit; "deep" group: FM
+//               second order term 0.5·((Σe)² − Σe²) over its sparse features (equal dims) and
+//               deep_mlp(concat of the group); final_mlp(concat(deep_out, fm)) → Linear → logit;
+//               logit = that + wide.
+//   MultiTower  one MLP per tower over its group's concat; final_mlp(concat(tower outputs)) →
+//   Linear → logit.
 // A group's input is the concat, in the group's feature order, of pooled sparse embeddings [B, D_f]
-// and dense raw values [B, value_dim]. MLP = Linear + ReLU per hidden unit (torch.nn.Linear's default
-// init U(±1/sqrt(fan_in)) from a seeded generator, so every rank starts identical even before the
-// DenseSync broadcast). Logits are float32 [B]; the loss is BCE with logits, mean over the batch.
-// Errors: ConfigError for configs the model cannot build (names the group/feature). Not thread-safe.
+// and dense raw values [B, value_dim]. MLP = Linear + ReLU per hidden unit (torch.nn.Linear's
+// default init U(±1/sqrt(fan_in)) from a seeded generator, so every rank starts identical even
+// before the DenseSync broadcast). Logits are float32 [B]; the loss is BCE with logits, mean over
+// the batch. Errors: ConfigError for configs the model cannot build (names the group/feature). Not
+// thread-safe.
 #pragma once
 
 #include <ATen/Tensor.h>

@@ -39,7 +39,8 @@ std::string_view ToString(ComputeDevice device);  // "cpu", "cuda"
 // The embedding optimizer decides the optimizer-state storage multiplier
 // (TorchRec: SGD 0, Adam 2, row-wise Adagrad 1/D, Adagrad 1).
 enum class EmbeddingOptimizerKind { kSgd, kAdagrad, kRowWiseAdagrad, kAdam };
-std::string_view ToString(EmbeddingOptimizerKind kind);  // "sgd", "adagrad", "rowwise_adagrad", "adam"
+std::string_view ToString(
+    EmbeddingOptimizerKind kind);  // "sgd", "adagrad", "rowwise_adagrad", "adam"
 EmbeddingOptimizerKind ParseEmbeddingOptimizerKind(std::string_view text);
 
 // torchrec.distributed.planner.types.Topology (+ constants.py defaults).
@@ -56,12 +57,12 @@ struct Topology {
   int world_size = 1;
   int local_world_size = 1;  // ranks per host; hosts = world_size / local_world_size
   ComputeDevice device = ComputeDevice::kCpu;
-  std::int64_t hbm_cap = 0;  // bytes per rank (0 on CPU)
+  std::int64_t hbm_cap = 0;               // bytes per rank (0 on CPU)
   std::int64_t ddr_cap = kDefaultDdrCap;  // bytes per rank
   double hbm_mem_bw = kDefaultHbmMemBw;
   double ddr_mem_bw = kDefaultDdrMemBw;
-  double intra_host_bw = kDefaultIntraHostBw;  // INTRA_NODE_BANDWIDTH
-  double inter_host_bw = kDefaultInterHostBw;  // CROSS_NODE_BANDWIDTH
+  double intra_host_bw = kDefaultIntraHostBw;                      // INTRA_NODE_BANDWIDTH
+  double inter_host_bw = kDefaultInterHostBw;                      // CROSS_NODE_BANDWIDTH
   double storage_reserve_percent = kDefaultStorageReservePercent;  // STORAGE_RESERVE_PERCENT
 
   // Fills the bandwidths and reserve from INTRA_NODE_BANDWIDTH, CROSS_NODE_BANDWIDTH (bytes/ms,
@@ -71,15 +72,16 @@ struct Topology {
   static Topology FromEnvironment(int world_size, int local_world_size, ComputeDevice device,
                                   std::int64_t hbm_cap_bytes);
   int num_hosts() const { return world_size / local_world_size; }
-  // Throws std::invalid_argument when world_size % local_world_size != 0 or a value is not positive.
+  // Throws std::invalid_argument when world_size % local_world_size != 0 or a value is not
+  // positive.
   void Validate() const;
 };
 
 // Per-table constraints (TorchRec ParameterConstraints subset).
 struct ParameterConstraints {
-  std::vector<ShardingType> sharding_types;  // empty: all allowed
+  std::vector<ShardingType> sharding_types;   // empty: all allowed
   std::optional<std::int64_t> min_partition;  // column_wise block lower bound
-  std::vector<double> pooling_factors;  // per feature; empty: 1.0 each
+  std::vector<double> pooling_factors;        // per feature; empty: 1.0 each
 };
 
 // One embedding table as the planner sees it (one EmbeddingBagConfig).
@@ -88,7 +90,7 @@ struct TableSpec {
   std::int64_t num_embeddings = 0;
   std::int64_t embedding_dim = 0;
   std::vector<std::string> feature_names;  // features pooled from this table (shared tables: >1)
-  int element_bytes = 4;  // fp32
+  int element_bytes = 4;                   // fp32
   ParameterConstraints constraints;
 };
 
@@ -100,7 +102,7 @@ struct Shard {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   int rank = 0;
-  double perf_ms = 0;  // estimated Perf.total of this shard
+  double perf_ms = 0;          // estimated Perf.total of this shard
   std::int64_t ddr_bytes = 0;  // estimated storage
   std::int64_t hbm_bytes = 0;
 };
@@ -111,7 +113,8 @@ struct Shard {
 //   table_wise      : one shard, the whole table, on ranks[0].
 //   column_wise     : one shard per column block (full rows), ranks[i] = shards[i].rank.
 //   row_wise        : one shard per rank 0..W-1, block ceil(rows/W), trailing shards may be empty.
-//   table_row_wise  : one shard per local rank of ONE host, block ceil(rows/Lw); ranks = those ranks.
+//   table_row_wise  : one shard per local rank of ONE host, block ceil(rows/Lw); ranks = those
+//   ranks.
 struct ParameterSharding {
   std::string table;
   ShardingType sharding_type = ShardingType::kTableWise;
@@ -134,7 +137,8 @@ struct ShardingPlan {
   static ShardingPlan FromJson(std::string_view json);
   // 16 hex digits: FNV-1a 64 of ToJson(-1) without the estimate fields (placement only).
   std::string Hash() const;
-  // Human table: table | type | kernel | ranks | shard sizes | perf | storage, plus per-rank totals.
+  // Human table: table | type | kernel | ranks | shard sizes | perf | storage, plus per-rank
+  // totals.
   std::string ToTable() const;
 };
 
@@ -146,7 +150,10 @@ class PlannerError : public std::runtime_error {
  public:
   enum class Kind { kInsufficientStorage, kStrictConstraints };
   PlannerError(Kind kind, std::string table, std::int64_t missing_bytes, const std::string& message)
-      : std::runtime_error(message), kind_(kind), table_(std::move(table)), missing_bytes_(missing_bytes) {}
+      : std::runtime_error(message),
+        kind_(kind),
+        table_(std::move(table)),
+        missing_bytes_(missing_bytes) {}
   Kind kind() const { return kind_; }
   const std::string& table() const { return table_; }
   std::int64_t missing_bytes() const { return missing_bytes_; }

@@ -14,13 +14,13 @@
 //      feature), one per (shard, feature).
 //   3. output dist: table_wise, column_wise (and table_row_wise across several hosts) partials go
 //      back to the sample owners by one pooled all-to-all; row_wise (and single-host
-//      table_row_wise) partials by one reduce-scatter (Comm::ReduceScatterV: native on NCCL, emulated
-//      on Gloo). The owner adds the pieces into [B_local, ΣD] and divides MEAN features by their bag
-//      length.
+//      table_row_wise) partials by one reduce-scatter (Comm::ReduceScatterV: native on NCCL,
+//      emulated on Gloo). The owner adds the pieces into [B_local, ΣD] and divides MEAN features by
+//      their bag length.
 //   Backward mirrors it (pooled a2a back; all-gather for the reduce-scatter), divides the gradients
-//   by the world size (TorchRec GRADIENT_DIVISION, matching DDP's averaging when each rank's loss is
-//   a mean over its local batch), and applies the table's EmbeddingOptimizerState to the local rows
-//   that occurred, gradients summed per row over the global batch first. data_parallel tables
+//   by the world size (TorchRec GRADIENT_DIVISION, matching DDP's averaging when each rank's loss
+//   is a mean over its local batch), and applies the table's EmbeddingOptimizerState to the local
+//   rows that occurred, gradients summed per row over the global batch first. data_parallel tables
 //   all-reduce a dense [rows, D+1] buffer (gradient sums and occurrence counts) and update the rows
 //   that occurred anywhere, identically on every rank.
 //
@@ -29,8 +29,9 @@
 // that a column_wise shard keeps its own row-wise Adagrad accumulator per row (as FBGEMM does).
 //
 // Thread-safety: not thread-safe; collectives must be issued in the same order on every rank.
-// Errors: std::out_of_range for ids outside a table (names feature, id, rows); std::invalid_argument
-// for a plan that does not match the tables or world size; CommError from the collectives.
+// Errors: std::out_of_range for ids outside a table (names feature, id, rows);
+// std::invalid_argument for a plan that does not match the tables or world size; CommError from the
+// collectives.
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -48,13 +49,14 @@
 namespace tzrec {
 
 // TableSpec (planner input) of an EmbeddingBagConfig.
-TableSpec ToTableSpec(const EmbeddingBagConfig& config, const ParameterConstraints& constraints = {});
+TableSpec ToTableSpec(const EmbeddingBagConfig& config,
+                      const ParameterConstraints& constraints = {});
 
 // TorchRec collective_plan: rank 0 plans, broadcasts the JSON with its hash; every rank checks the
-// hash of what it received and all-gathers it so a disagreeing rank stops the job. A PlannerError on
-// rank 0 is re-raised on every rank with rank 0's message.
-ShardingPlan CollectivePlan(Comm& comm, const Topology& topology, const std::vector<TableSpec>& tables,
-                            const PlannerOptions& options);
+// hash of what it received and all-gathers it so a disagreeing rank stops the job. A PlannerError
+// on rank 0 is re-raised on every rank with rank 0's message.
+ShardingPlan CollectivePlan(Comm& comm, const Topology& topology,
+                            const std::vector<TableSpec>& tables, const PlannerOptions& options);
 
 class ShardedEmbeddingBagCollection {
  public:
@@ -85,8 +87,8 @@ class ShardedEmbeddingBagCollection {
   void set_gradient_scale(double scale);
   const std::vector<EmbeddingBagConfig>& tables() const;
   const ShardingPlan& plan() const;
-  // The shards this rank holds: table name, shard placement, weight [rows, cols] (a view that can be
-  // written), optimizer state.
+  // The shards this rank holds: table name, shard placement, weight [rows, cols] (a view that can
+  // be written), optimizer state.
   struct LocalShard {
     std::string table;
     Shard shard;

@@ -31,7 +31,8 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  train_eval        train and evaluate (the default when the first argument is an option);\n"
-    "                    run under tzrun: tzrun --nproc-per-node=N tzrec_train --pipeline_config_path ...\n"
+    "                    run under tzrun: tzrun --nproc-per-node=N tzrec_train "
+    "--pipeline_config_path ...\n"
     "  plan              plan how embedding tables are sharded over the ranks (TorchRec planner)\n"
     "  export            write a single-process model from a checkpoint of any world size\n"
     "  predict           score an input file with an exported model\n"
@@ -66,6 +67,7 @@ int main(int argc, char** argv) {
     return 0;
   }
 #endif
-  std::cerr << "tzrec_train: unknown command '" << command << "'; run 'tzrec_train --help' for the commands\n";
+  std::cerr << "tzrec_train: unknown command '" << command
+            << "'; run 'tzrec_train --help' for the commands\n";
   return 2;
 }

@@ -898,14 +898,16 @@ RestoreInfo CheckpointManager::Restore(const std::string& dir_text, TrainState& 
         ops[file].push_back(std::move(op));
       }
       if (comm.rank() == 0) {
-        // One line per section: an export or --ignore_restore_optimizer skips every optimizer tensor.
+        // One line per section: an export or --ignore_restore_optimizer skips every optimizer
+        // tensor.
         std::vector<std::string> skipped;
         for (const auto& [name, v] : saved.items()) {
           if (!names.count(name)) skipped.push_back(name);
         }
         if (!skipped.empty()) {
-          Warn(std::to_string(skipped.size()) + " " + section + " tensor(s) of " + meta_path.string() +
-               " are not in the model and were ignored (first: '" + skipped.front() + "')");
+          Warn(std::to_string(skipped.size()) + " " + section + " tensor(s) of " +
+               meta_path.string() + " are not in the model and were ignored (first: '" +
+               skipped.front() + "')");
         }
       }
     };

@@ -1,7 +1,6 @@
 // The pipeline-config schema: one table per message, one row per key. Defaults here are the
 // effective defaults (the parser fills them before reading values into the structs), and they
 // agree with the member initialisers in include/tzrun/worker/config.hpp (a unit test checks).
-#include "tzrun/worker/edit_distance.hpp"
 #include "schema.hpp"
 
 #include <algorithm>
@@ -11,6 +10,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "tzrun/worker/edit_distance.hpp"
 
 namespace tzrec::config_schema {
 namespace {
@@ -418,7 +419,6 @@ std::string TypeName(const FieldSpec& field) {
   }
   return "?";
 }
-
 
 std::string Closest(const std::string& key, const std::vector<std::string>& keys) {
   std::string best;

@@ -3,12 +3,12 @@
 // edit_config_json overrides and ConfigReferenceMarkdown all walk these tables.
 #pragma once
 
-#include "tzrun/worker/edit_distance.hpp"
-
 #include <cstddef>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "tzrun/worker/edit_distance.hpp"
 
 namespace tzrec::config_schema {
 

@@ -3,8 +3,8 @@
 #include "tzrun/worker/embedding.hpp"
 
 #include <ATen/ATen.h>
-#include <ATen/Parallel.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
@@ -13,18 +13,12 @@
 #include <string>
 #include <utility>
 
+#include "shape.hpp"
+
 namespace tzrec {
 namespace {
 
-std::string Shape(const at::Tensor& t) {
-  if (!t.defined()) return "undefined";
-  std::string out = "[";
-  for (std::int64_t d = 0; d < t.dim(); ++d) {
-    if (d) out += ", ";
-    out += std::to_string(t.size(d));
-  }
-  return out + "]";
-}
+using core_detail::Shape;
 
 std::uint64_t SplitMix64(std::uint64_t x) {
   x += 0x9E3779B97F4A7C15ULL;
@@ -74,7 +68,6 @@ void CheckPerSampleWeights(const at::Tensor& w, std::int64_t num_ids, const char
                                 std::string(c10::toString(w.scalar_type())) + " " + Shape(w));
   }
 }
-
 
 }  // namespace
 
@@ -167,8 +160,9 @@ EmbeddingOptimizerState::EmbeddingOptimizerState(const EmbeddingOptimizerConfig&
     case EmbeddingOptimizerKind::kRowWiseAdagrad: {
       const std::int64_t block = config.rowwise_block_cols;
       if (block < 0 || (block > 0 && cols % block != 0)) {
-        throw std::invalid_argument("EmbeddingOptimizerState: rowwise_block_cols " + std::to_string(block) +
-                                    " does not divide the shard's " + std::to_string(cols) +
+        throw std::invalid_argument("EmbeddingOptimizerState: rowwise_block_cols " +
+                                    std::to_string(block) + " does not divide the shard's " +
+                                    std::to_string(cols) +
                                     " columns: use 0 (whole row) or a divisor");
       }
       const std::int64_t blocks = (block == 0 || block == cols) ? 1 : cols / block;
@@ -196,15 +190,17 @@ namespace {
 // gradient (cols floats; weight decay is added here).
 class RowUpdater {
  public:
-  RowUpdater(const EmbeddingOptimizerConfig& config, std::int64_t step, at::Tensor& weight, at::Tensor& m1,
-             at::Tensor& m2)
+  RowUpdater(const EmbeddingOptimizerConfig& config, std::int64_t step, at::Tensor& weight,
+             at::Tensor& m1, at::Tensor& m2)
       : kind_(config.kind),
         cols_(weight.size(1)),
         w_(weight.data_ptr<float>()),
         m1_(m1.defined() ? m1.data_ptr<float>() : nullptr),
         m2_(m2.defined() ? m2.data_ptr<float>() : nullptr),
-        blocks_(config.kind == EmbeddingOptimizerKind::kRowWiseAdagrad && m1.defined() && m1.dim() == 2 ? m1.size(1)
-                                                                                                         : 1),
+        blocks_(config.kind == EmbeddingOptimizerKind::kRowWiseAdagrad && m1.defined() &&
+                        m1.dim() == 2
+                    ? m1.size(1)
+                    : 1),
         lr_(static_cast<float>(config.lr)),
         eps_(static_cast<float>(config.eps)),
         wd_(static_cast<float>(config.weight_decay)),
@@ -469,15 +465,17 @@ at::Tensor PooledSumBackward(const at::Tensor& grad_out, const at::Tensor& offse
 
 }  // namespace tzrec
 
-
 namespace tzrec {
 
-void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight, const std::vector<PooledGrad>& parts) {
+void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight,
+                                          const std::vector<PooledGrad>& parts) {
   at::NoGradGuard no_grad;
-  bool fast = weight.device().is_cpu() && weight.scalar_type() == at::kFloat && weight.is_contiguous() &&
-              weight.dim() == 2 && weight.size(0) == rows_ && weight.size(1) == cols_;
+  bool fast = weight.device().is_cpu() && weight.scalar_type() == at::kFloat &&
+              weight.is_contiguous() && weight.dim() == 2 && weight.size(0) == rows_ &&
+              weight.size(1) == cols_;
   for (const auto& p : parts) {
-    fast = fast && p.grad_out.scalar_type() == at::kFloat && (!p.weights.defined() || p.weights.scalar_type() == at::kFloat);
+    fast = fast && p.grad_out.scalar_type() == at::kFloat &&
+           (!p.weights.defined() || p.weights.scalar_type() == at::kFloat);
   }
   if (!fast) {
     std::vector<at::Tensor> ids;
@@ -485,7 +483,8 @@ void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight, const std::vector<
     for (const auto& p : parts) {
       if (p.ids.numel() == 0) continue;
       ids.push_back(p.ids);
-      grads.push_back(PooledSumBackward(p.grad_out.contiguous(), p.offsets, p.ids.numel(), p.weights));
+      grads.push_back(
+          PooledSumBackward(p.grad_out.contiguous(), p.offsets, p.ids.numel(), p.weights));
     }
     if (ids.empty()) {
       Apply(weight, at::empty({0}, at::TensorOptions().dtype(at::kLong).device(weight.device())),
@@ -511,7 +510,8 @@ void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight, const std::vector<
     const at::Tensor ids = keep.emplace_back(p.ids.to(at::kCPU, at::kLong).contiguous());
     const at::Tensor offs = keep.emplace_back(p.offsets.to(at::kCPU, at::kLong).contiguous());
     const at::Tensor g = keep.emplace_back(p.grad_out.contiguous());
-    const at::Tensor w = p.weights.defined() ? keep.emplace_back(p.weights.contiguous()) : at::Tensor();
+    const at::Tensor w =
+        p.weights.defined() ? keep.emplace_back(p.weights.contiguous()) : at::Tensor();
     const auto* ip = ids.data_ptr<std::int64_t>();
     const auto* op = offs.data_ptr<std::int64_t>();
     const auto* gp = g.data_ptr<float>();
@@ -520,15 +520,17 @@ void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight, const std::vector<
     for (std::int64_t b = 0; b < bags; ++b) {
       for (std::int64_t i = op[b]; i < op[b + 1]; ++i) {
         if (ip[i] < 0 || ip[i] >= rows_) {
-          throw std::out_of_range("EmbeddingOptimizerState::ApplyPooled: row id " + std::to_string(ip[i]) +
-                                  " is outside the shard's rows [0, " + std::to_string(rows_) + ")");
+          throw std::out_of_range("EmbeddingOptimizerState::ApplyPooled: row id " +
+                                  std::to_string(ip[i]) + " is outside the shard's rows [0, " +
+                                  std::to_string(rows_) + ")");
         }
         occ.push_back(Occ{ip[i], gp + b * cols_, wp != nullptr ? wp[i] : 1.0F});
       }
     }
   }
   if (occ.empty() || cols_ == 0) return;
-  std::stable_sort(occ.begin(), occ.end(), [](const Occ& a, const Occ& b) { return a.row < b.row; });
+  std::stable_sort(occ.begin(), occ.end(),
+                   [](const Occ& a, const Occ& b) { return a.row < b.row; });
   std::vector<std::int64_t> starts;
   for (std::size_t i = 0; i < occ.size(); ++i) {
     if (i == 0 || occ[i].row != occ[i - 1].row) starts.push_back(static_cast<std::int64_t>(i));
@@ -540,11 +542,14 @@ void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight, const std::vector<
   at::parallel_for(0, unique, 64, [&](std::int64_t begin, std::int64_t end) {
     std::vector<float> g(static_cast<std::size_t>(cols));
     for (std::int64_t u = begin; u < end; ++u) {
-      const std::int64_t row = occ[static_cast<std::size_t>(starts[static_cast<std::size_t>(u)])].row;
+      const std::int64_t row =
+          occ[static_cast<std::size_t>(starts[static_cast<std::size_t>(u)])].row;
       std::fill(g.begin(), g.end(), 0.0F);
-      for (std::int64_t k = starts[static_cast<std::size_t>(u)]; k < starts[static_cast<std::size_t>(u) + 1]; ++k) {
+      for (std::int64_t k = starts[static_cast<std::size_t>(u)];
+           k < starts[static_cast<std::size_t>(u) + 1]; ++k) {
         const Occ& o = occ[static_cast<std::size_t>(k)];
-        for (std::int64_t c = 0; c < cols; ++c) g[static_cast<std::size_t>(c)] += o.grad[c] * o.scale;
+        for (std::int64_t c = 0; c < cols; ++c)
+          g[static_cast<std::size_t>(c)] += o.grad[c] * o.scale;
       }
       UpdateRow(row, g.data());
     }

@@ -8,18 +8,12 @@
 #include <string>
 #include <utility>
 
+#include "shape.hpp"
+
 namespace tzrec {
 namespace {
 
-std::string Shape(const at::Tensor& t) {
-  if (!t.defined()) return "undefined";
-  std::string out = "[";
-  for (std::int64_t d = 0; d < t.dim(); ++d) {
-    if (d) out += ", ";
-    out += std::to_string(t.size(d));
-  }
-  return out + "]";
-}
+using core_detail::Shape;
 
 std::string KeyList(const std::vector<std::string>& keys) {
   std::string out = "[";

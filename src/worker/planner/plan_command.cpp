@@ -1,6 +1,5 @@
 // `tzrec_train plan`: read table specs from JSON, plan, print the table and hash, optionally write
 // the plan JSON atomically. See include/tzrun/worker/plan_command.hpp for flags and exit codes.
-#include "tzrun/worker/edit_distance.hpp"
 #include "tzrun/worker/plan_command.hpp"
 
 #include <unistd.h>
@@ -21,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tzrun/worker/edit_distance.hpp"
 #include "tzrun/worker/planner.hpp"
 
 namespace tzrec {
@@ -38,7 +38,6 @@ class InputError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
-
 
 void CheckKeys(const Json& object, const std::vector<std::string>& valid, const std::string& where,
                const std::string& file) {

@@ -26,7 +26,7 @@ struct Unit {
   Shard shard;
   OutGroup group = OutGroup::kAllToAll;
   bool full_rows = true;  // the shard holds every row (table_wise, column_wise)
-  int local = -1;  // index into Impl::local_weights when the shard lives on this rank
+  int local = -1;         // index into Impl::local_weights when the shard lives on this rank
 };
 
 // One output key of the EBC (a feature of a table).
@@ -54,12 +54,12 @@ std::int64_t Sum(const std::vector<std::int64_t>& v) {
 }  // namespace
 
 struct ShardedEmbeddingBagCollection::Dist {
-  std::int64_t batch = 0;  // local batch
+  std::int64_t batch = 0;                    // local batch
   std::vector<std::int64_t> batch_per_rank;  // B_s of every rank
-  std::int64_t global_batch = 0;  // Σ B_s
-  PendingTensor lengths;  // received lengths, order (source, route, sample)
-  PendingTensor values;  // received ids (re-based to the shard)
-  PendingTensor weights;  // received weights or invalid
+  std::int64_t global_batch = 0;             // Σ B_s
+  PendingTensor lengths;                     // received lengths, order (source, route, sample)
+  PendingTensor values;                      // received ids (re-based to the shard)
+  PendingTensor weights;                     // received weights or invalid
   bool weighted = false;
   // Data-parallel features: local ids/offsets/weights per DP feature (Impl::dp_features order).
   std::vector<at::Tensor> dp_ids;
@@ -74,7 +74,7 @@ namespace {
 // What the backward of one Compute needs.
 struct StepState : torch::CustomClassHolder {
   std::shared_ptr<ShardedEmbeddingBagCollection::Dist> dist;
-  std::vector<at::Tensor> route_ids;  // per local route: ids [N_ρ]
+  std::vector<at::Tensor> route_ids;      // per local route: ids [N_ρ]
   std::vector<at::Tensor> route_offsets;  // per local route: offsets [B_global+1]
   std::vector<at::Tensor> route_weights;  // per local route: weights or undefined
   std::function<void(StepState&, const at::Tensor&)> backward;  // Impl::Backward
@@ -94,13 +94,13 @@ struct ShardedEmbeddingBagCollection::Impl {
   std::vector<Feature> features;  // output keys in EBC order
   std::int64_t total_dim = 0;
   std::vector<Unit> units;
-  std::vector<std::vector<Route>> routes;  // per destination rank
-  bool any_sharded = false;  // some table is not data_parallel (global)
-  bool any_a2a = false;  // some pooled a2a columns exist (global)
-  std::int64_t rs_cols = 0;  // reduce-scatter columns (same on every rank)
+  std::vector<std::vector<Route>> routes;       // per destination rank
+  bool any_sharded = false;                     // some table is not data_parallel (global)
+  bool any_a2a = false;                         // some pooled a2a columns exist (global)
+  std::int64_t rs_cols = 0;                     // reduce-scatter columns (same on every rank)
   std::vector<std::int64_t> a2a_cols_per_rank;  // C_q
-  at::Tensor a2a_colmap;  // [ΣC_q] target columns, q-major
-  at::Tensor rs_colmap;  // [rs_cols]
+  at::Tensor a2a_colmap;                        // [ΣC_q] target columns, q-major
+  at::Tensor rs_colmap;                         // [rs_cols]
   bool any_mean = false;
 
   // Local shard storage: one entry per unit on this rank.
@@ -109,13 +109,13 @@ struct ShardedEmbeddingBagCollection::Impl {
   std::vector<std::unique_ptr<EmbeddingOptimizerState>> local_states;
 
   // Data-parallel tables: full replicas.
-  std::vector<int> dp_tables;  // table indices
+  std::vector<int> dp_tables;             // table indices
   std::unordered_map<int, int> dp_index;  // table → index into dp_* vectors
   std::vector<at::Tensor> dp_weights;
   std::vector<std::unique_ptr<EmbeddingOptimizerState>> dp_states;
   std::vector<int> dp_features;  // feature indices of DP tables
 
-  at::Tensor dummy;  // requires grad: hooks the backward into autograd
+  at::Tensor dummy;             // requires grad: hooks the backward into autograd
   double gradient_scale = 1.0;  // GradScaler loss scale
 
   void Build();
@@ -135,7 +135,8 @@ class ShardedLookupFunction : public torch::autograd::Function<ShardedLookupFunc
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
-    auto state = c10::static_intrusive_pointer_cast<StepState>(ctx->saved_data["state"].toCapsule());
+    auto state =
+        c10::static_intrusive_pointer_cast<StepState>(ctx->saved_data["state"].toCapsule());
     state->backward(*state, grads.at(0));
     return {at::Tensor(), at::Tensor(), at::Tensor()};
   }
@@ -148,17 +149,20 @@ void ShardedEmbeddingBagCollection::Impl::Build() {
   world = comm->world_size();
   device = comm->device();
   if (plan.world_size != world) {
-    throw std::invalid_argument("sharding plan is for world size " + std::to_string(plan.world_size) +
-                                " but this job has " + std::to_string(world) +
+    throw std::invalid_argument("sharding plan is for world size " +
+                                std::to_string(plan.world_size) + " but this job has " +
+                                std::to_string(world) +
                                 " ranks: re-plan for the current world size");
   }
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const auto& cfg = tables[t];
     if (cfg.feature_names.empty() || cfg.num_embeddings <= 0 || cfg.embedding_dim <= 0) {
-      throw std::invalid_argument("table '" + cfg.name + "' needs rows > 0, dim > 0 and at least one feature");
+      throw std::invalid_argument("table '" + cfg.name +
+                                  "' needs rows > 0, dim > 0 and at least one feature");
     }
     for (const auto& f : cfg.feature_names) {
-      features.push_back(Feature{f, static_cast<int>(t), total_dim, cfg.pooling == PoolingType::kMean});
+      features.push_back(
+          Feature{f, static_cast<int>(t), total_dim, cfg.pooling == PoolingType::kMean});
       total_dim += cfg.embedding_dim;
       any_mean = any_mean || cfg.pooling == PoolingType::kMean;
     }
@@ -188,19 +192,19 @@ void ShardedEmbeddingBagCollection::Impl::Build() {
     for (int i = 0; one_per_rank && i < world; ++i) {
       one_per_rank = ps.shards[static_cast<std::size_t>(i)].rank == i;
     }
-    const bool row_split =
-        ps.sharding_type == ShardingType::kRowWise || ps.sharding_type == ShardingType::kTableRowWise;
+    const bool row_split = ps.sharding_type == ShardingType::kRowWise ||
+                           ps.sharding_type == ShardingType::kTableRowWise;
     if (ps.shards.empty()) {
       throw std::invalid_argument("sharding plan has no shard for table '" + cfg.name + "'");
     }
     for (const Shard& s : ps.shards) {
       if (s.rank < 0 || s.rank >= world || s.row_offset < 0 || s.col_offset < 0 ||
           s.row_offset + s.rows > cfg.num_embeddings || s.col_offset + s.cols > cfg.embedding_dim) {
-        throw std::invalid_argument("sharding plan shard of table '" + cfg.name + "' (rank " +
-                                    std::to_string(s.rank) + ", offsets " + std::to_string(s.row_offset) +
-                                    "," + std::to_string(s.col_offset) + ") does not fit the table " +
-                                    std::to_string(cfg.num_embeddings) + " x " +
-                                    std::to_string(cfg.embedding_dim) + ": re-plan for these tables");
+        throw std::invalid_argument(
+            "sharding plan shard of table '" + cfg.name + "' (rank " + std::to_string(s.rank) +
+            ", offsets " + std::to_string(s.row_offset) + "," + std::to_string(s.col_offset) +
+            ") does not fit the table " + std::to_string(cfg.num_embeddings) + " x " +
+            std::to_string(cfg.embedding_dim) + ": re-plan for these tables");
       }
       Unit u;
       u.table = static_cast<int>(t);
@@ -237,8 +241,8 @@ void ShardedEmbeddingBagCollection::Impl::Build() {
   }
   for (std::size_t i = 0; i < dp_tables.size(); ++i) {
     const auto& cfg = tables[static_cast<std::size_t>(dp_tables[i])];
-    dp_states[i] =
-        std::make_unique<EmbeddingOptimizerState>(optimizer, cfg.num_embeddings, cfg.embedding_dim, device);
+    dp_states[i] = std::make_unique<EmbeddingOptimizerState>(optimizer, cfg.num_embeddings,
+                                                             cfg.embedding_dim, device);
   }
   for (std::size_t fi = 0; fi < features.size(); ++fi) {
     if (dp_index.count(features[fi].table) != 0U) dp_features.push_back(static_cast<int>(fi));
@@ -252,7 +256,8 @@ void ShardedEmbeddingBagCollection::Impl::Build() {
       const Unit& u = units[static_cast<std::size_t>(ro.unit)];
       if (u.group != OutGroup::kAllToAll) continue;
       const Feature& f = features[static_cast<std::size_t>(ro.feature)];
-      for (std::int64_t c = 0; c < u.shard.cols; ++c) a2a_map.push_back(f.col_base + u.shard.col_offset + c);
+      for (std::int64_t c = 0; c < u.shard.cols; ++c)
+        a2a_map.push_back(f.col_base + u.shard.col_offset + c);
       a2a_cols_per_rank[static_cast<std::size_t>(q)] += u.shard.cols;
     }
   }
@@ -262,7 +267,8 @@ void ShardedEmbeddingBagCollection::Impl::Build() {
     const Unit& u = units[static_cast<std::size_t>(ro.unit)];
     if (u.group != OutGroup::kReduceScatter) continue;
     const Feature& f = features[static_cast<std::size_t>(ro.feature)];
-    for (std::int64_t c = 0; c < u.shard.cols; ++c) rs_map.push_back(f.col_base + u.shard.col_offset + c);
+    for (std::int64_t c = 0; c < u.shard.cols; ++c)
+      rs_map.push_back(f.col_base + u.shard.col_offset + c);
   }
   rs_cols = static_cast<std::int64_t>(rs_map.size());
   a2a_colmap = at::tensor(a2a_map, at::kLong).to(device);
@@ -291,10 +297,11 @@ std::shared_ptr<ShardedEmbeddingBagCollection::Dist> ShardedEmbeddingBagCollecti
       const std::int64_t lo = ids.min().item<std::int64_t>();
       const std::int64_t hi = ids.max().item<std::int64_t>();
       if (lo < 0 || hi >= cfg.num_embeddings) {
-        throw std::out_of_range("feature '" + f.name + "' has id " + std::to_string(lo < 0 ? lo : hi) +
-                                " outside table '" + cfg.name + "' of " + std::to_string(cfg.num_embeddings) +
-                                " rows: hash or bucketize ids into [0, " + std::to_string(cfg.num_embeddings) +
-                                ") (num_buckets / hash_bucket_size)");
+        throw std::out_of_range(
+            "feature '" + f.name + "' has id " + std::to_string(lo < 0 ? lo : hi) +
+            " outside table '" + cfg.name + "' of " + std::to_string(cfg.num_embeddings) +
+            " rows: hash or bucketize ids into [0, " + std::to_string(cfg.num_embeddings) +
+            ") (num_buckets / hash_bucket_size)");
       }
     }
     dist->local_lengths.push_back(jts[fi].lengths);
@@ -327,12 +334,15 @@ std::shared_ptr<ShardedEmbeddingBagCollection::Dist> ShardedEmbeddingBagCollecti
       if (!u.full_rows) {
         at::Tensor& bags = bag_of_id[static_cast<std::size_t>(ro.feature)];
         if (!bags.defined()) {
-          bags = at::repeat_interleave(at::arange(batch, I64(device)), jt.lengths, {}, values.numel());
+          bags =
+              at::repeat_interleave(at::arange(batch, I64(device)), jt.lengths, {}, values.numel());
         }
-        const at::Tensor mask = (values >= u.shard.row_offset) & (values < u.shard.row_offset + u.shard.rows);
+        const at::Tensor mask =
+            (values >= u.shard.row_offset) & (values < u.shard.row_offset + u.shard.rows);
         const at::Tensor kept = mask.nonzero().view({-1});
-        lengths = at::zeros({batch}, I64(device)).index_add_(0, bags.index_select(0, kept),
-                                                             at::ones({kept.numel()}, I64(device)));
+        lengths =
+            at::zeros({batch}, I64(device))
+                .index_add_(0, bags.index_select(0, kept), at::ones({kept.numel()}, I64(device)));
         values = values.index_select(0, kept) - u.shard.row_offset;
         if (weights.defined()) weights = weights.index_select(0, kept);
       }
@@ -356,7 +366,8 @@ std::shared_ptr<ShardedEmbeddingBagCollection::Dist> ShardedEmbeddingBagCollecti
   std::vector<std::int64_t> out_len(static_cast<std::size_t>(world));
   std::vector<std::int64_t> out_val(static_cast<std::size_t>(world));
   const auto* rc = recv_counts.data_ptr<std::int64_t>();
-  const auto local_routes = static_cast<std::int64_t>(routes[static_cast<std::size_t>(rank)].size());
+  const auto local_routes =
+      static_cast<std::int64_t>(routes[static_cast<std::size_t>(rank)].size());
   for (int s = 0; s < world; ++s) {
     dist->batch_per_rank[static_cast<std::size_t>(s)] = rc[2 * s];
     out_len[static_cast<std::size_t>(s)] = local_routes * rc[2 * s];
@@ -365,12 +376,14 @@ std::shared_ptr<ShardedEmbeddingBagCollection::Dist> ShardedEmbeddingBagCollecti
   dist->global_batch = Sum(dist->batch_per_rank);
   // Phase 2: lengths, ids, weights.
   auto cat_or_empty = [&](const std::vector<at::Tensor>& parts, at::ScalarType type) {
-    return parts.empty() ? at::empty({0}, at::TensorOptions().dtype(type).device(device)) : at::cat(parts);
+    return parts.empty() ? at::empty({0}, at::TensorOptions().dtype(type).device(device))
+                         : at::cat(parts);
   };
   dist->lengths = comm->AllToAllAsync(cat_or_empty(send_lengths, at::kLong), len_splits, out_len);
   dist->values = comm->AllToAllAsync(cat_or_empty(send_values, at::kLong), val_splits, out_val);
   if (dist->weighted) {
-    dist->weights = comm->AllToAllAsync(cat_or_empty(send_weights, at::kFloat), val_splits, out_val);
+    dist->weights =
+        comm->AllToAllAsync(cat_or_empty(send_weights, at::kFloat), val_splits, out_val);
   }
   return dist;
 }
@@ -384,7 +397,8 @@ KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<D
   const auto& my_routes = routes[static_cast<std::size_t>(rank)];
   const auto num_routes = static_cast<std::int64_t>(my_routes.size());
 
-  at::Tensor out = at::zeros({batch, total_dim}, at::TensorOptions().dtype(at::kFloat).device(device));
+  at::Tensor out =
+      at::zeros({batch, total_dim}, at::TensorOptions().dtype(at::kFloat).device(device));
   {
     at::NoGradGuard no_grad;
     if (any_sharded) {
@@ -397,7 +411,8 @@ KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<D
       std::vector<std::int64_t> base(static_cast<std::size_t>(world), 0);
       for (int s = 1; s < world; ++s) {
         base[static_cast<std::size_t>(s)] =
-            base[static_cast<std::size_t>(s - 1)] + num_routes * dist->batch_per_rank[static_cast<std::size_t>(s - 1)];
+            base[static_cast<std::size_t>(s - 1)] +
+            num_routes * dist->batch_per_rank[static_cast<std::size_t>(s - 1)];
       }
       for (std::int64_t ro = 0; ro < num_routes; ++ro) {
         for (int s = 0; s < world; ++s) {
@@ -412,15 +427,17 @@ KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<D
       const at::Tensor starts_p = offsets.index_select(0, perm_t);
       const at::Tensor offsets_p = at::cat({at::zeros({1}, I64(device)), lengths_p.cumsum(0)});
       const std::int64_t total = values.numel();
-      const at::Tensor shift = at::repeat_interleave(starts_p - offsets_p.narrow(0, 0, lengths_p.numel()),
-                                                     lengths_p, {}, total);
+      const at::Tensor shift = at::repeat_interleave(
+          starts_p - offsets_p.narrow(0, 0, lengths_p.numel()), lengths_p, {}, total);
       const at::Tensor gather = shift + at::arange(total, I64(device));
       const at::Tensor values_p = values.index_select(0, gather);
-      const at::Tensor weights_p = weights.defined() ? weights.index_select(0, gather) : at::Tensor();
+      const at::Tensor weights_p =
+          weights.defined() ? weights.index_select(0, gather) : at::Tensor();
       // Route boundaries on the host.
-      const at::Tensor bounds =
-          offsets_p.index_select(0, at::arange(0, num_routes * global_batch + 1, global_batch, I64(device)))
-              .to(at::kCPU);
+      const at::Tensor bounds = offsets_p
+                                    .index_select(0, at::arange(0, num_routes * global_batch + 1,
+                                                                global_batch, I64(device)))
+                                    .to(at::kCPU);
       const auto* bp = bounds.data_ptr<std::int64_t>();
 
       std::vector<at::Tensor> a2a_parts;
@@ -430,22 +447,27 @@ KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<D
         const Unit& u = units[static_cast<std::size_t>(route.unit)];
         const at::Tensor ids = values_p.narrow(0, bp[ro], bp[ro + 1] - bp[ro]);
         const at::Tensor offs = offsets_p.narrow(0, ro * global_batch, global_batch + 1) - bp[ro];
-        const at::Tensor w = weights_p.defined() ? weights_p.narrow(0, bp[ro], bp[ro + 1] - bp[ro]) : at::Tensor();
+        const at::Tensor w =
+            weights_p.defined() ? weights_p.narrow(0, bp[ro], bp[ro + 1] - bp[ro]) : at::Tensor();
         state->route_ids.push_back(ids);
         state->route_offsets.push_back(offs);
         state->route_weights.push_back(w);
-        at::Tensor partial = PooledSum(local_weights[static_cast<std::size_t>(u.local)], ids, offs, w);
+        at::Tensor partial =
+            PooledSum(local_weights[static_cast<std::size_t>(u.local)], ids, offs, w);
         (u.group == OutGroup::kAllToAll ? a2a_parts : rs_parts).push_back(partial);
       }
       const auto fdev = at::TensorOptions().dtype(at::kFloat).device(device);
       if (any_a2a) {
         const std::int64_t my_cols = a2a_cols_per_rank[static_cast<std::size_t>(rank)];
-        at::Tensor send = a2a_parts.empty() ? at::zeros({global_batch, 0}, fdev) : at::cat(a2a_parts, 1);
+        at::Tensor send =
+            a2a_parts.empty() ? at::zeros({global_batch, 0}, fdev) : at::cat(a2a_parts, 1);
         std::vector<std::int64_t> in_splits(static_cast<std::size_t>(world));
         std::vector<std::int64_t> out_splits(static_cast<std::size_t>(world));
         for (int q = 0; q < world; ++q) {
-          in_splits[static_cast<std::size_t>(q)] = dist->batch_per_rank[static_cast<std::size_t>(q)] * my_cols;
-          out_splits[static_cast<std::size_t>(q)] = batch * a2a_cols_per_rank[static_cast<std::size_t>(q)];
+          in_splits[static_cast<std::size_t>(q)] =
+              dist->batch_per_rank[static_cast<std::size_t>(q)] * my_cols;
+          out_splits[static_cast<std::size_t>(q)] =
+              batch * a2a_cols_per_rank[static_cast<std::size_t>(q)];
         }
         at::Tensor recv = comm->AllToAll(send.contiguous().view({-1}), in_splits, out_splits);
         std::vector<at::Tensor> blocks;
@@ -479,8 +501,10 @@ KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<D
     std::vector<at::Tensor> divisors;
     for (std::size_t fi = 0; fi < features.size(); ++fi) {
       const auto& cfg = tables[static_cast<std::size_t>(features[fi].table)];
-      at::Tensor col = features[fi].mean ? dist->local_lengths[fi].clamp_min(1).to(at::kFloat)
-                                         : at::ones({batch}, at::TensorOptions().dtype(at::kFloat).device(device));
+      at::Tensor col =
+          features[fi].mean
+              ? dist->local_lengths[fi].clamp_min(1).to(at::kFloat)
+              : at::ones({batch}, at::TensorOptions().dtype(at::kFloat).device(device));
       divisors.push_back(col.view({batch, 1}).expand({batch, cfg.embedding_dim}));
     }
     values_out = values_out / at::cat(divisors, 1);
@@ -501,12 +525,13 @@ void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tens
   const std::int64_t global_batch = dist.global_batch;
   const auto fdev = at::TensorOptions().dtype(at::kFloat).device(device);
   // TorchRec's gradient division: every rank's loss is a mean over its own batch.
-  const at::Tensor grad = grad_in.defined() ? (grad_in / (static_cast<double>(world) * gradient_scale)).contiguous()
-                                            : at::zeros({batch, total_dim}, fdev);
+  const at::Tensor grad =
+      grad_in.defined() ? (grad_in / (static_cast<double>(world) * gradient_scale)).contiguous()
+                        : at::zeros({batch, total_dim}, fdev);
   const auto& my_routes = routes[static_cast<std::size_t>(rank)];
 
   at::Tensor a2a_grad;  // [B_global, C_rank]
-  at::Tensor rs_grad;  // [B_global, rs_cols]
+  at::Tensor rs_grad;   // [B_global, rs_cols]
   if (any_a2a) {
     const at::Tensor g = grad.index_select(1, a2a_colmap);
     std::vector<at::Tensor> parts;
@@ -519,7 +544,8 @@ void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tens
       parts.push_back(g.narrow(1, col, cq).contiguous().view({-1}));
       col += cq;
       in_splits[static_cast<std::size_t>(q)] = batch * cq;
-      out_splits[static_cast<std::size_t>(q)] = dist.batch_per_rank[static_cast<std::size_t>(q)] * my_cols;
+      out_splits[static_cast<std::size_t>(q)] =
+          dist.batch_per_rank[static_cast<std::size_t>(q)] * my_cols;
     }
     a2a_grad = comm->AllToAll(at::cat(parts), in_splits, out_splits).view({global_batch, my_cols});
   }
@@ -559,9 +585,8 @@ void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tens
     const at::Tensor& ids = dist.dp_ids[i];
     const std::int64_t dim = tables[static_cast<std::size_t>(f.table)].embedding_dim;
     dp_ids[di].push_back(ids);
-    dp_grads[di].push_back(
-        PooledSumBackward(grad.narrow(1, f.col_base, dim).contiguous(), dist.dp_offsets[i], ids.numel(),
-                          dist.dp_weights[i]));
+    dp_grads[di].push_back(PooledSumBackward(grad.narrow(1, f.col_base, dim).contiguous(),
+                                             dist.dp_offsets[i], ids.numel(), dist.dp_weights[i]));
   }
   for (std::size_t di = 0; di < dp_tables.size(); ++di) {
     const auto& cfg = tables[static_cast<std::size_t>(dp_tables[di])];
@@ -573,7 +598,8 @@ void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tens
     }
     comm->AllReduceSum(buffer);
     const at::Tensor rows = (buffer.select(1, cfg.embedding_dim) > 0).nonzero().view({-1});
-    const at::Tensor grads = buffer.index_select(0, rows).narrow(1, 0, cfg.embedding_dim).contiguous();
+    const at::Tensor grads =
+        buffer.index_select(0, rows).narrow(1, 0, cfg.embedding_dim).contiguous();
     dp_states[di]->Apply(dp_weights[di], rows, grads);
   }
 }
@@ -588,8 +614,8 @@ TableSpec ToTableSpec(const EmbeddingBagConfig& config, const ParameterConstrain
   return spec;
 }
 
-ShardingPlan CollectivePlan(Comm& comm, const Topology& topology, const std::vector<TableSpec>& tables,
-                            const PlannerOptions& options) {
+ShardingPlan CollectivePlan(Comm& comm, const Topology& topology,
+                            const std::vector<TableSpec>& tables, const PlannerOptions& options) {
   std::string message;
   if (comm.rank() == 0) {
     try {
@@ -612,7 +638,8 @@ ShardingPlan CollectivePlan(Comm& comm, const Topology& topology, const std::vec
     std::getline(in, table);
     std::getline(in, missing);
     std::string what((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    throw PlannerError(static_cast<PlannerError::Kind>(std::stoi(kind)), table, std::stoll(missing), what);
+    throw PlannerError(static_cast<PlannerError::Kind>(std::stoi(kind)), table, std::stoll(missing),
+                       what);
   }
   std::string hash;
   std::getline(in, hash);
@@ -620,26 +647,29 @@ ShardingPlan CollectivePlan(Comm& comm, const Topology& topology, const std::vec
   ShardingPlan plan = ShardingPlan::FromJson(json);
   const std::string mine = plan.Hash();
   if (mine != hash) {
-    throw CommError("rank " + std::to_string(comm.rank()) + ": the sharding plan received from rank 0 hashes to " +
-                    mine + " but rank 0 sent " + hash + ": the ranks run different tzrec_train builds?");
+    throw CommError("rank " + std::to_string(comm.rank()) +
+                    ": the sharding plan received from rank 0 hashes to " + mine +
+                    " but rank 0 sent " + hash + ": the ranks run different tzrec_train builds?");
   }
   // Every rank checks every other rank holds the same plan.
   const auto h = static_cast<std::int64_t>(std::stoull(mine, nullptr, 16));
-  at::Tensor all = comm.AllGather(at::full({1}, h, at::TensorOptions().dtype(at::kLong).device(comm.device())))
-                       .to(at::kCPU);
+  at::Tensor all =
+      comm.AllGather(at::full({1}, h, at::TensorOptions().dtype(at::kLong).device(comm.device())))
+          .to(at::kCPU);
   for (int r = 0; r < comm.world_size(); ++r) {
     if (all[r].item<std::int64_t>() != h) {
-      throw CommError("sharding plan disagreement: rank " + std::to_string(r) + " holds a plan whose hash differs from " +
-                      mine + " (rank " + std::to_string(comm.rank()) + "): make every rank run the same config and build");
+      throw CommError("sharding plan disagreement: rank " + std::to_string(r) +
+                      " holds a plan whose hash differs from " + mine + " (rank " +
+                      std::to_string(comm.rank()) +
+                      "): make every rank run the same config and build");
     }
   }
   return plan;
 }
 
-ShardedEmbeddingBagCollection::ShardedEmbeddingBagCollection(std::vector<EmbeddingBagConfig> tables,
-                                                             ShardingPlan plan,
-                                                             const EmbeddingOptimizerConfig& optimizer,
-                                                             std::uint64_t seed, std::shared_ptr<Comm> comm)
+ShardedEmbeddingBagCollection::ShardedEmbeddingBagCollection(
+    std::vector<EmbeddingBagConfig> tables, ShardingPlan plan,
+    const EmbeddingOptimizerConfig& optimizer, std::uint64_t seed, std::shared_ptr<Comm> comm)
     : impl_(std::make_unique<Impl>()) {
   impl_->tables = std::move(tables);
   impl_->plan = std::move(plan);
@@ -649,9 +679,9 @@ ShardedEmbeddingBagCollection::ShardedEmbeddingBagCollection(std::vector<Embeddi
   for (std::size_t li = 0; li < impl_->local_units.size(); ++li) {
     const Unit& u = impl_->units[static_cast<std::size_t>(impl_->local_units[li])];
     const auto& cfg = impl_->tables[static_cast<std::size_t>(u.table)];
-    impl_->local_weights[li] = InitTableSlice(cfg, seed, u.shard.row_offset, u.shard.row_offset + u.shard.rows,
-                                              u.shard.col_offset, u.shard.col_offset + u.shard.cols,
-                                              impl_->device);
+    impl_->local_weights[li] =
+        InitTableSlice(cfg, seed, u.shard.row_offset, u.shard.row_offset + u.shard.rows,
+                       u.shard.col_offset, u.shard.col_offset + u.shard.cols, impl_->device);
   }
   for (std::size_t di = 0; di < impl_->dp_tables.size(); ++di) {
     const auto& cfg = impl_->tables[static_cast<std::size_t>(impl_->dp_tables[di])];
@@ -678,12 +708,19 @@ void ShardedEmbeddingBagCollection::Drain(const std::shared_ptr<Dist>& dist) {
   if (dist->weights.valid()) dist->weights.Wait();
 }
 
-void ShardedEmbeddingBagCollection::set_gradient_scale(double scale) { impl_->gradient_scale = scale; }
+void ShardedEmbeddingBagCollection::set_gradient_scale(double scale) {
+  impl_->gradient_scale = scale;
+}
 
-const std::vector<EmbeddingBagConfig>& ShardedEmbeddingBagCollection::tables() const { return impl_->tables; }
-const ShardingPlan& ShardedEmbeddingBagCollection::plan() const { return impl_->plan; }
+const std::vector<EmbeddingBagConfig>& ShardedEmbeddingBagCollection::tables() const {
+  return impl_->tables;
+}
+const ShardingPlan& ShardedEmbeddingBagCollection::plan() const {
+  return impl_->plan;
+}
 
-std::vector<ShardedEmbeddingBagCollection::LocalShard> ShardedEmbeddingBagCollection::LocalShards() {
+std::vector<ShardedEmbeddingBagCollection::LocalShard>
+ShardedEmbeddingBagCollection::LocalShards() {
   std::vector<LocalShard> out;
   for (std::size_t li = 0; li < impl_->local_units.size(); ++li) {
     const Unit& u = impl_->units[static_cast<std::size_t>(impl_->local_units[li])];
@@ -717,7 +754,8 @@ at::Tensor ShardedEmbeddingBagCollection::GatherTable(const std::string& table) 
   for (std::size_t li = 0; li < impl_->local_units.size(); ++li) {
     const Unit& u = impl_->units[static_cast<std::size_t>(impl_->local_units[li])];
     if (impl_->tables[static_cast<std::size_t>(u.table)].name != table) continue;
-    full.narrow(0, u.shard.row_offset, u.shard.rows).narrow(1, u.shard.col_offset, u.shard.cols)
+    full.narrow(0, u.shard.row_offset, u.shard.rows)
+        .narrow(1, u.shard.col_offset, u.shard.cols)
         .copy_(impl_->local_weights[li]);
   }
   impl_->comm->AllReduceSum(full);

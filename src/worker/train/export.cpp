@@ -1,8 +1,8 @@
 // tzrec_train export / predict (include/tzrun/worker/train.hpp).
 //
 // export: one process (whatever RANK/WORLD_SIZE say, as TorchEasyRec's normal export forces
-// WORLD_SIZE=1) builds the model with every table on rank 0, restores a checkpoint of any world size
-// (shards merged by global offsets), and writes export_dir/pipeline.config and
+// WORLD_SIZE=1) builds the model with every table on rank 0, restores a checkpoint of any world
+// size (shards merged by global offsets), and writes export_dir/pipeline.config and
 // export_dir/model.ckpt-STEP/ (a world-1 checkpoint that Python's torch.load reads).
 // predict: loads an export, scores an input file in the config's format, writes one probability
 // per line and prints the AUC when the input has labels.
@@ -50,7 +50,8 @@ struct SingleModel {
     plan = Plan(topo, specs, popts);
     EmbeddingOptimizerConfig ocfg;
     ocfg.kind = popts.optimizer;
-    ebc = std::make_unique<ShardedEmbeddingBagCollection>(tables, plan, ocfg, config.train_config.seed, comm);
+    ebc = std::make_unique<ShardedEmbeddingBagCollection>(tables, plan, ocfg,
+                                                          config.train_config.seed, comm);
     dense = DenseModel::Create(config, config.train_config.seed, comm->device());
   }
 
@@ -71,13 +72,17 @@ int RunExport(int argc, char** argv) {
   std::string model_dir;
   std::string checkpoint_path;
   std::string export_dir;
-  CLI::App app{"tzrec_train export: write a single-process model from a checkpoint of any world size",
-               "tzrec_train export"};
+  CLI::App app{
+      "tzrec_train export: write a single-process model from a checkpoint of any world size",
+      "tzrec_train export"};
   app.add_option("--pipeline_config_path,--pipeline-config-path", config_path,
                  "pipeline config (default: <model_dir>/pipeline.config)");
-  app.add_option("--model_dir,--model-dir", model_dir, "training model_dir (its newest checkpoint is exported)");
-  app.add_option("--checkpoint_path,--checkpoint-path", checkpoint_path, "a model.ckpt-STEP directory to export");
-  app.add_option("--export_dir,--export-dir", export_dir, "output directory (must not exist)")->required();
+  app.add_option("--model_dir,--model-dir", model_dir,
+                 "training model_dir (its newest checkpoint is exported)");
+  app.add_option("--checkpoint_path,--checkpoint-path", checkpoint_path,
+                 "a model.ckpt-STEP directory to export");
+  app.add_option("--export_dir,--export-dir", export_dir, "output directory (must not exist)")
+      ->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -85,19 +90,23 @@ int RunExport(int argc, char** argv) {
   }
   return RunGuarded("export", [&]() {
     if (model_dir.empty() && checkpoint_path.empty()) {
-      throw ConfigError("nothing to export: pass --model_dir (newest checkpoint) or --checkpoint_path");
+      throw ConfigError(
+          "nothing to export: pass --model_dir (newest checkpoint) or --checkpoint_path");
     }
     if (model_dir.empty()) model_dir = fs::path(checkpoint_path).parent_path().string();
     if (config_path.empty()) config_path = (fs::path(model_dir) / "pipeline.config").string();
     const PipelineConfig config = LoadPipelineConfig(config_path);
     if (fs::exists(export_dir) && !fs::is_empty(export_dir)) {
-      throw ConfigError("--export_dir '" + export_dir + "' exists and is not empty; choose a new directory");
+      throw ConfigError("--export_dir '" + export_dir +
+                        "' exists and is not empty; choose a new directory");
     }
     SingleModel model(config);
     if (checkpoint_path.empty()) {
       CheckpointManager ckpt(model_dir, 0, model.comm);
       auto latest = ckpt.Latest();
-      if (!latest) throw ConfigError("no valid checkpoint in '" + model_dir + "'; train first or pass --checkpoint_path");
+      if (!latest)
+        throw ConfigError("no valid checkpoint in '" + model_dir +
+                          "'; train first or pass --checkpoint_path");
       checkpoint_path = *latest;
     }
     const std::int64_t step = model.RestoreFrom(model_dir, checkpoint_path);
@@ -111,7 +120,8 @@ int RunExport(int argc, char** argv) {
     state.plan_json = model.plan.ToJson();
     state.data_cursor_json = "{}";
     const std::string dir = writer.Save(state);
-    std::cout << "tzrec_train export: " << checkpoint_path << " (step " << step << ") -> " << dir << std::endl;
+    std::cout << "tzrec_train export: " << checkpoint_path << " (step " << step << ") -> " << dir
+              << std::endl;
     return 0;
   });
 }
@@ -122,8 +132,10 @@ int RunPredict(int argc, char** argv) {
   std::string output_path;
   std::int64_t batch_size = 0;
   CLI::App app{"tzrec_train predict: score an input with an exported model", "tzrec_train predict"};
-  app.add_option("--export_dir,--export-dir", export_dir, "directory written by tzrec_train export")->required();
-  app.add_option("--input_path,--input-path", input_path, "input in the config's format (globs, comma-separated)")
+  app.add_option("--export_dir,--export-dir", export_dir, "directory written by tzrec_train export")
+      ->required();
+  app.add_option("--input_path,--input-path", input_path,
+                 "input in the config's format (globs, comma-separated)")
       ->required();
   app.add_option("--output_path,--output-path", output_path, "write one probability per line here");
   app.add_option("--batch_size,--batch-size", batch_size, "default: the config's eval batch size");
@@ -133,15 +145,18 @@ int RunPredict(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   return RunGuarded("predict", [&]() {
-    const PipelineConfig config = LoadPipelineConfig((fs::path(export_dir) / "pipeline.config").string());
+    const PipelineConfig config =
+        LoadPipelineConfig((fs::path(export_dir) / "pipeline.config").string());
     SingleModel model(config);
     CheckpointManager ckpt(export_dir, 0, model.comm);
     auto latest = ckpt.Latest();
-    if (!latest) throw ConfigError("'" + export_dir + "' holds no exported model; run tzrec_train export first");
+    if (!latest)
+      throw ConfigError("'" + export_dir +
+                        "' holds no exported model; run tzrec_train export first");
     model.RestoreFrom(export_dir, *latest);
     if (batch_size <= 0) {
       batch_size = config.data_config.eval_batch_size > 0 ? config.data_config.eval_batch_size
-                                                           : config.data_config.batch_size;
+                                                          : config.data_config.batch_size;
     }
     c10::NoGradGuard no_grad;
     Dataset ds = GuardInput([&] { return Dataset(config, input_path, 0, 1, batch_size); });
@@ -160,8 +175,8 @@ int RunPredict(int argc, char** argv) {
       for (std::int64_t i = 0; i < s.numel(); ++i) out << acc[i] << '\n';
       if (!out) throw std::runtime_error("could not write --output_path '" + output_path + "'");
     }
-    std::cout << "tzrec_train predict: " << s.numel() << " rows, auc " << std::fixed << std::setprecision(5)
-              << Auc(s, l) << std::endl;
+    std::cout << "tzrec_train predict: " << s.numel() << " rows, auc " << std::fixed
+              << std::setprecision(5) << Auc(s, l) << std::endl;
     return 0;
   });
 }

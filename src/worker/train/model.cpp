@@ -15,7 +15,8 @@ constexpr const char* kWideSuffix = "__wide";
 
 // Where each feature's values come from.
 struct Layout {
-  std::map<std::string, std::int64_t> dense_offset;  // raw dense feature → first column in Batch.dense
+  std::map<std::string, std::int64_t>
+      dense_offset;  // raw dense feature → first column in Batch.dense
   std::map<std::string, std::int64_t> dense_width;
   std::map<std::string, std::int64_t> sparse_dim;  // sparse feature → embedding dim
 };
@@ -39,7 +40,8 @@ const FeatureGroupConfig& Group(const PipelineConfig& config, const std::string&
   for (const auto& g : config.model_config.feature_groups) {
     if (g.group_name == name) return g;
   }
-  throw ConfigError("model_config: feature group '" + name + "' is not defined; add it to model_config.feature_groups");
+  throw ConfigError("model_config: feature group '" + name +
+                    "' is not defined; add it to model_config.feature_groups");
 }
 
 class Builder {
@@ -48,9 +50,11 @@ class Builder {
       : params_(params), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)), device_(device) {}
 
   // torch.nn.Linear default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
-  std::pair<at::Tensor, at::Tensor> Linear(const std::string& name, std::int64_t in, std::int64_t out) {
+  std::pair<at::Tensor, at::Tensor> Linear(const std::string& name, std::int64_t in,
+                                           std::int64_t out) {
     const double bound = in > 0 ? 1.0 / std::sqrt(static_cast<double>(in)) : 0.0;
-    at::Tensor w = ((at::rand({out, in}, gen_) * 2 - 1) * bound).to(device_).set_requires_grad(true);
+    at::Tensor w =
+        ((at::rand({out, in}, gen_) * 2 - 1) * bound).to(device_).set_requires_grad(true);
     at::Tensor b = ((at::rand({out}, gen_) * 2 - 1) * bound).to(device_).set_requires_grad(true);
     params_->push_back({name + ".weight", w});
     params_->push_back({name + ".bias", b});
@@ -95,14 +99,16 @@ class GroupInput {
       } else if (layout.dense_offset.count(f) != 0U) {
         parts_.push_back({f, layout.dense_offset.at(f), layout.dense_width.at(f)});
       } else {
-        throw ConfigError("feature group '" + group + "' names feature '" + f + "' which is not in feature_configs");
+        throw ConfigError("feature group '" + group + "' names feature '" + f +
+                          "' which is not in feature_configs");
       }
       dim_ += parts_.back().width;
     }
   }
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) const {
     std::vector<at::Tensor> xs;
-    for (const auto& p : parts_) xs.push_back(p.offset < 0 ? sparse[p.name] : dense.narrow(1, p.offset, p.width));
+    for (const auto& p : parts_)
+      xs.push_back(p.offset < 0 ? sparse[p.name] : dense.narrow(1, p.offset, p.width));
     return at::cat(xs, 1);
   }
   std::vector<std::string> sparse_names() const {
@@ -133,13 +139,15 @@ class Dlrm final : public DenseModel {
     dense_ = GroupInput(config, layout, "dense");
     sparse_ = GroupInput(config, layout, "sparse");
     sparse_names_ = sparse_.sparse_names();
-    if (sparse_names_.empty()) throw ConfigError("dlrm: group 'sparse' has no sparse (id) features");
+    if (sparse_names_.empty())
+      throw ConfigError("dlrm: group 'sparse' has no sparse (id) features");
     const std::int64_t d = layout.sparse_dim.at(sparse_names_.front());
     dim_ = d;
     dense_mlp_ = Mlp(b, "dense_mlp", dense_.dim(), mc.dense_mlp);
     if (dense_mlp_.out_dim() != d) {
-      throw ConfigError("dlrm: dense_mlp's last hidden unit is " + std::to_string(dense_mlp_.out_dim()) +
-                        " but the sparse embedding dim is " + std::to_string(d) + "; make them equal");
+      throw ConfigError("dlrm: dense_mlp's last hidden unit is " +
+                        std::to_string(dense_mlp_.out_dim()) + " but the sparse embedding dim is " +
+                        std::to_string(d) + "; make them equal");
     }
     const auto n = static_cast<std::int64_t>(sparse_names_.size()) + 1;
     std::int64_t in = d + n * (n - 1) / 2;
@@ -152,10 +160,10 @@ class Dlrm final : public DenseModel {
     tri_j_ = idx[1].to(device);
   }
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
-    const at::Tensor x = dense_mlp_.Forward(dense_.Forward(sparse, dense));  // [B, d]
-    const at::Tensor emb = SparseBlock(sparse);  // [B, F, d]
-    const at::Tensor stacked = at::cat({x.unsqueeze(1), emb}, 1);  // [B, n, d]
-    const at::Tensor dots = at::bmm(stacked, stacked.transpose(1, 2));  // [B, n, n]
+    const at::Tensor x = dense_mlp_.Forward(dense_.Forward(sparse, dense));        // [B, d]
+    const at::Tensor emb = SparseBlock(sparse);                                    // [B, F, d]
+    const at::Tensor stacked = at::cat({x.unsqueeze(1), emb}, 1);                  // [B, n, d]
+    const at::Tensor dots = at::bmm(stacked, stacked.transpose(1, 2));             // [B, n, n]
     const at::Tensor inter = dots.index({at::indexing::Slice(), tri_i_, tri_j_});  // [B, n(n-1)/2]
     std::vector<at::Tensor> parts{x, inter};
     if (with_sparse_) parts.push_back(emb.reshape({emb.size(0), -1}));
@@ -175,7 +183,8 @@ class Dlrm final : public DenseModel {
         if (keys[k] != sparse_names_.front()) continue;
         bool adjacent = true;
         for (std::size_t i = 0; i < sparse_names_.size(); ++i) {
-          adjacent = adjacent && keys[k + i] == sparse_names_[i] && sparse.length_per_key()[k + i] == dim_;
+          adjacent =
+              adjacent && keys[k + i] == sparse_names_[i] && sparse.length_per_key()[k + i] == dim_;
         }
         if (adjacent) block_offset_ = offsets[k];
         break;
@@ -183,7 +192,9 @@ class Dlrm final : public DenseModel {
     }
     const auto n = static_cast<std::int64_t>(sparse_names_.size());
     if (block_offset_ >= 0) {
-      return sparse.values().narrow(1, block_offset_, n * dim_).view({sparse.values().size(0), n, dim_});
+      return sparse.values()
+          .narrow(1, block_offset_, n * dim_)
+          .view({sparse.values().size(0), n, dim_});
     }
     std::vector<at::Tensor> vs;
     for (const auto& f : sparse_names_) vs.push_back(sparse[f]);
@@ -214,7 +225,8 @@ class DeepFm final : public DenseModel {
       if (g.group_type == "WIDE") {
         for (const auto& f : g.feature_names) {
           if (layout.sparse_dim.count(f) == 0U) {
-            throw ConfigError("deep_fm: wide group '" + g.group_name + "' feature '" + f + "' must be an id feature");
+            throw ConfigError("deep_fm: wide group '" + g.group_name + "' feature '" + f +
+                              "' must be an id feature");
           }
           wide_names_.push_back(f + kWideSuffix);
         }
@@ -226,8 +238,9 @@ class DeepFm final : public DenseModel {
     for (const auto& f : fm_names_) {
       const std::int64_t d = layout.sparse_dim.at(f);
       if (fm_dim != 0 && d != fm_dim) {
-        throw ConfigError("deep_fm: the FM part needs equal embedding dims in group 'deep'; feature '" + f +
-                          "' has " + std::to_string(d) + ", others " + std::to_string(fm_dim));
+        throw ConfigError(
+            "deep_fm: the FM part needs equal embedding dims in group 'deep'; feature '" + f +
+            "' has " + std::to_string(d) + ", others " + std::to_string(fm_dim));
       }
       fm_dim = d;
     }
@@ -246,7 +259,8 @@ class DeepFm final : public DenseModel {
       const at::Tensor sum = e.sum(1);
       parts.push_back(0.5 * (sum * sum - (e * e).sum(1)));
     }
-    at::Tensor logit = at::linear(final_.Forward(at::cat(parts, 1)), out_.first, out_.second).view({-1});
+    at::Tensor logit =
+        at::linear(final_.Forward(at::cat(parts, 1)), out_.first, out_.second).view({-1});
     if (!wide_names_.empty()) {
       std::vector<at::Tensor> ws;
       for (const auto& f : wide_names_) ws.push_back(sparse[f]);
@@ -270,12 +284,14 @@ class MultiTower final : public DenseModel {
   MultiTower(const PipelineConfig& config, std::uint64_t seed, const at::Device& device) {
     const Layout layout = MakeLayout(config);
     const auto& mc = config.model_config;
-    if (mc.towers.empty()) throw ConfigError("multi_tower: towers is empty; add at least one tower");
+    if (mc.towers.empty())
+      throw ConfigError("multi_tower: towers is empty; add at least one tower");
     Builder b(&parameters_, seed, device);
     std::int64_t in = 0;
     for (std::size_t i = 0; i < mc.towers.size(); ++i) {
       inputs_.emplace_back(config, layout, mc.towers[i].input);
-      towers_.emplace_back(b, "towers." + mc.towers[i].input, inputs_.back().dim(), mc.towers[i].mlp);
+      towers_.emplace_back(b, "towers." + mc.towers[i].input, inputs_.back().dim(),
+                           mc.towers[i].mlp);
       in += towers_.back().out_dim();
     }
     final_ = Mlp(b, "final_mlp", in, mc.final_mlp);
@@ -283,7 +299,8 @@ class MultiTower final : public DenseModel {
   }
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
     std::vector<at::Tensor> outs;
-    for (std::size_t i = 0; i < towers_.size(); ++i) outs.push_back(towers_[i].Forward(inputs_[i].Forward(sparse, dense)));
+    for (std::size_t i = 0; i < towers_.size(); ++i)
+      outs.push_back(towers_[i].Forward(inputs_[i].Forward(sparse, dense)));
     return at::linear(final_.Forward(at::cat(outs, 1)), out_.first, out_.second).view({-1});
   }
 
@@ -299,8 +316,8 @@ class MultiTower final : public DenseModel {
 std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
   std::vector<EmbeddingBagConfig> tables;
   std::map<std::string, std::size_t> index;
-  auto add = [&](const std::string& table, const std::string& feature, std::int64_t rows, std::int64_t dim,
-                 PoolingType pooling) {
+  auto add = [&](const std::string& table, const std::string& feature, std::int64_t rows,
+                 std::int64_t dim, PoolingType pooling) {
     auto it = index.find(table);
     if (it == index.end()) {
       index[table] = tables.size();
@@ -309,9 +326,10 @@ std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
     }
     EmbeddingBagConfig& t = tables[it->second];
     if (t.embedding_dim != dim || t.num_embeddings != rows) {
-      throw ConfigError("feature '" + feature + "' shares table '" + table + "' (" + std::to_string(t.num_embeddings) +
-                        " x " + std::to_string(t.embedding_dim) + ") but asks for " + std::to_string(rows) + " x " +
-                        std::to_string(dim) + "; give shared features the same size and embedding_dim");
+      throw ConfigError("feature '" + feature + "' shares table '" + table + "' (" +
+                        std::to_string(t.num_embeddings) + " x " + std::to_string(t.embedding_dim) +
+                        ") but asks for " + std::to_string(rows) + " x " + std::to_string(dim) +
+                        "; give shared features the same size and embedding_dim");
     }
     t.feature_names.push_back(feature);
   };
@@ -333,7 +351,8 @@ std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
   return tables;
 }
 
-KeyedJaggedTensor AddDerivedFeatures(const PipelineConfig& config, const KeyedJaggedTensor& sparse) {
+KeyedJaggedTensor AddDerivedFeatures(const PipelineConfig& config,
+                                     const KeyedJaggedTensor& sparse) {
   if (config.model_config.model_type != "deep_fm") return sparse;
   std::vector<std::string> keys;
   std::vector<JaggedTensor> jts;

@@ -14,8 +14,9 @@ namespace tzrec {
 DenseOptimizer::DenseOptimizer(const OptimizerConfig& config, std::vector<Parameter> parameters)
     : config_(config), parameters_(std::move(parameters)) {
   if (config_.type != "sgd" && config_.type != "adam" && config_.type != "adagrad") {
-    throw ConfigError("train_config.dense_optimizer: '" + config_.type +
-                      "' is not a dense optimizer here; use sgd_optimizer, adagrad_optimizer or adam_optimizer");
+    throw ConfigError(
+        "train_config.dense_optimizer: '" + config_.type +
+        "' is not a dense optimizer here; use sgd_optimizer, adagrad_optimizer or adam_optimizer");
   }
   for (const auto& p : parameters_) {
     if (config_.type == "adam") {
@@ -77,7 +78,8 @@ double Auc(const at::Tensor& scores_in, const at::Tensor& labels_in) {
   const at::Tensor scores = scores_in.detach().to(at::kCPU, at::kDouble).contiguous();
   const at::Tensor labels = labels_in.detach().to(at::kCPU, at::kDouble).contiguous();
   const std::int64_t n = scores.numel();
-  const auto order = std::get<1>(scores.sort(/*stable=*/std::optional<bool>(true), 0, /*descending=*/false));
+  const auto order =
+      std::get<1>(scores.sort(/*stable=*/std::optional<bool>(true), 0, /*descending=*/false));
   const auto* s = scores.data_ptr<double>();
   const auto* y = labels.data_ptr<double>();
   const auto* o = order.data_ptr<std::int64_t>();
@@ -104,7 +106,8 @@ double Auc(const at::Tensor& scores_in, const at::Tensor& labels_in) {
 
 double GroupedAuc(const at::Tensor& scores, const at::Tensor& labels, const at::Tensor& groups) {
   const at::Tensor g = groups.detach().to(at::kCPU, at::kLong).contiguous();
-  const auto order = std::get<1>(g.sort(/*stable=*/std::optional<bool>(true), 0, /*descending=*/false));
+  const auto order =
+      std::get<1>(g.sort(/*stable=*/std::optional<bool>(true), 0, /*descending=*/false));
   const at::Tensor gs = g.index_select(0, order);
   const at::Tensor ss = scores.detach().to(at::kCPU).index_select(0, order);
   const at::Tensor ls = labels.detach().to(at::kCPU).index_select(0, order);

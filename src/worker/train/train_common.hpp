@@ -43,7 +43,8 @@ auto GuardInput(F&& f) -> decltype(f()) {
 // 2 bad input (config, flags, data), 3 no feasible sharding plan, 4 collective/checkpoint failure.
 inline int RunGuarded(const char* command, const std::function<int()>& body) {
   const char* rank = std::getenv("RANK");
-  const std::string who = std::string("tzrec_train ") + command + (rank != nullptr ? std::string(" rank ") + rank : "");
+  const std::string who =
+      std::string("tzrec_train ") + command + (rank != nullptr ? std::string(" rank ") + rank : "");
   try {
     return body();
   } catch (const PlannerError& e) {
@@ -80,8 +81,8 @@ inline int RunGuarded(const char* command, const std::function<int()>& body) {
 // This rank's embedding shards and dense parameters as a checkpoint TrainState (views, not copies:
 // Restore writes into them). Optimizer states: the shards' StateTensors (momentum views; "step"
 // copies that the caller loads back with LoadStateTensors).
-TrainState ModelState(ShardedEmbeddingBagCollection& ebc, const std::vector<EmbeddingBagConfig>& tables,
-                      const DenseModel& dense);
+TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
+                      const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense);
 // Loads the optimizer states of `state` (as filled by Restore) back into the shards.
 void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainState& state);
 

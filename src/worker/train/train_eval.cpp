@@ -15,6 +15,7 @@
 #include <optional>
 #include <sstream>
 
+#include "train_common.hpp"
 #include "tzrun/worker/checkpoint.hpp"
 #include "tzrun/worker/comm.hpp"
 #include "tzrun/worker/config.hpp"
@@ -23,7 +24,6 @@
 #include "tzrun/worker/planner.hpp"
 #include "tzrun/worker/sharded_ebc.hpp"
 #include "tzrun/worker/train.hpp"
-#include "train_common.hpp"
 
 namespace tzrec {
 namespace {
@@ -58,7 +58,8 @@ std::string Hms(double seconds) {
 
 class Trainer {
  public:
-  Trainer(PipelineConfig config, Flags flags) : config_(std::move(config)), flags_(std::move(flags)) {}
+  Trainer(PipelineConfig config, Flags flags)
+      : config_(std::move(config)), flags_(std::move(flags)) {}
 
   int Run() {
     comm_ = Comm::Init(DistEnv::FromEnvironment());
@@ -73,7 +74,8 @@ class Trainer {
     CheckpointManager ckpt(config_.model_dir, tc.keep_checkpoint_max, comm_);
     std::optional<std::string> restore_dir = ckpt.Latest();
     if (restore_dir && !flags_.continue_train) {
-      throw ConfigError("model_dir '" + config_.model_dir + "' already holds checkpoint " + *restore_dir +
+      throw ConfigError("model_dir '" + config_.model_dir + "' already holds checkpoint " +
+                        *restore_dir +
                         ": pass --continue_train to resume from it, or use an empty --model_dir");
     }
     if (!flags_.continue_train) restore_dir.reset();
@@ -81,10 +83,11 @@ class Trainer {
     // Sharding plan, embedding tables, dense model.
     tables_ = EmbeddingTables(config_);
     std::vector<TableSpec> specs;
-    for (const auto& t : tables_) specs.push_back(ToTableSpec(t, TableConstraints(config_, t.name)));
-    Topology topo = Topology::FromEnvironment(world_, comm_->local_world_size(),
-                                              device_.is_cuda() ? ComputeDevice::kCuda : ComputeDevice::kCpu,
-                                              DeviceMemoryBytes(device_));
+    for (const auto& t : tables_)
+      specs.push_back(ToTableSpec(t, TableConstraints(config_, t.name)));
+    Topology topo = Topology::FromEnvironment(
+        world_, comm_->local_world_size(),
+        device_.is_cuda() ? ComputeDevice::kCuda : ComputeDevice::kCpu, DeviceMemoryBytes(device_));
     PlannerOptions popts;
     popts.batch_size = config_.data_config.batch_size;
     popts.optimizer = ParseEmbeddingOptimizerKind(tc.sparse_optimizer.type);
@@ -92,7 +95,8 @@ class Trainer {
     dense_ = DenseModel::Create(config_, tc.seed, device_);
     popts.dense_parameter_bytes = dense_->num_parameters() * 4;
     plan_ = CollectivePlan(*comm_, topo, specs, popts);
-    ebc_ = std::make_unique<ShardedEmbeddingBagCollection>(tables_, plan_, ebc_opt_, tc.seed, comm_);
+    ebc_ =
+        std::make_unique<ShardedEmbeddingBagCollection>(tables_, plan_, ebc_opt_, tc.seed, comm_);
     std::vector<at::Tensor> dense_params;
     for (const auto& p : dense_->parameters()) dense_params.push_back(p.tensor);
     sync_ = std::make_unique<DenseSync>(comm_, dense_params);
@@ -100,9 +104,9 @@ class Trainer {
     optimizer_ = std::make_unique<DenseOptimizer>(tc.dense_optimizer, dense_->parameters());
     if (tc.grad_scaler) scale_ = tc.grad_scaler->init_scale;
     if (rank_ == 0) {
-      std::cout << "tzrec_train: world " << world_ << ", backend " << comm_->backend_name() << ", device "
-                << device_ << ", " << tables_.size() << " embedding table(s), " << dense_->num_parameters()
-                << " dense parameters, plan " << plan_.Hash() << "\n"
+      std::cout << "tzrec_train: world " << world_ << ", backend " << comm_->backend_name()
+                << ", device " << device_ << ", " << tables_.size() << " embedding table(s), "
+                << dense_->num_parameters() << " dense parameters, plan " << plan_.Hash() << "\n"
                 << plan_.ToTable() << std::flush;
     }
 
@@ -136,9 +140,11 @@ class Trainer {
     TrainState st = ModelState(*ebc_, tables_, *dense_);
     st.step = step;
     st.plan_json = plan_.ToJson();
-    for (auto& [name, tensor] : optimizer_->StateTensors()) st.dense_optimizer.push_back({name, tensor});
+    for (auto& [name, tensor] : optimizer_->StateTensors())
+      st.dense_optimizer.push_back({name, tensor});
     st.data_cursor_json = cursor_json;
-    nlohmann::json extra = {{"grad_scale", scale_}, {"growth_tracker", growth_tracker_}, {"epoch", epoch_}};
+    nlohmann::json extra = {
+        {"grad_scale", scale_}, {"growth_tracker", growth_tracker_}, {"epoch", epoch_}};
     st.extra_json = extra.dump();
     return st;
   }
@@ -176,9 +182,10 @@ class Trainer {
     // is given more num_epochs.
     epoch_ = merged.epochs_completed;
     if (rank_ == 0) {
-      std::cout << "tzrec_train: restored " << dir << " (step " << info.step << ", saved by " << info.saved_world_size
-                << " rank(s)); " << merged.total_rows << " rows, epoch " << merged.epochs_completed << ", "
-                << RowsIn(merged.consumed) << " consumed" << std::endl;
+      std::cout << "tzrec_train: restored " << dir << " (step " << info.step << ", saved by "
+                << info.saved_world_size << " rank(s)); " << merged.total_rows << " rows, epoch "
+                << merged.epochs_completed << ", " << RowsIn(merged.consumed) << " consumed"
+                << std::endl;
     }
     return merged;
   }
@@ -192,7 +199,8 @@ class Trainer {
   void WriteEffectiveConfig() {
     fs::create_directories(config_.model_dir);
     std::ofstream(fs::path(config_.model_dir) / "pipeline.config") << ToJson(config_) << '\n';
-    std::ofstream(fs::path(config_.model_dir) / "version") << "tzrec_train " << TZRUN_VERSION << '\n';
+    std::ofstream(fs::path(config_.model_dir) / "version")
+        << "tzrec_train " << TZRUN_VERSION << '\n';
   }
 
   // Reads the next batch of this rank and agrees with the others whether everyone has one.
@@ -212,7 +220,8 @@ class Trainer {
   Batch EmptyBatch(const Dataset& ds) const {
     Batch b;
     const auto& keys = ds.sparse_feature_names();
-    b.sparse = KeyedJaggedTensor(keys, at::zeros({0}, at::kLong), at::zeros({0}, at::kLong), std::nullopt, 0);
+    b.sparse = KeyedJaggedTensor(keys, at::zeros({0}, at::kLong), at::zeros({0}, at::kLong),
+                                 std::nullopt, 0);
     b.dense = at::zeros({0, ds.dense_dim()});
     b.labels = at::zeros({0});
     if (!config_.model_config.grouped_auc_key.empty()) b.group_ids = at::zeros({0}, at::kLong);
@@ -239,9 +248,10 @@ class Trainer {
     const std::int64_t full_epoch_steps = (ds.total_rows() / world_ + batch - 1) / batch;
     std::int64_t total_steps = 0;
     auto plan_total = [&]() {
-      total_steps = tc.num_steps > 0 ? tc.num_steps
-                                     : global_step_ + (ds.rows_assigned() + batch - 1) / batch +
-                                           std::max<std::int64_t>(0, epochs - epoch_ - 1) * full_epoch_steps;
+      total_steps = tc.num_steps > 0
+                        ? tc.num_steps
+                        : global_step_ + (ds.rows_assigned() + batch - 1) / batch +
+                              std::max<std::int64_t>(0, epochs - epoch_ - 1) * full_epoch_steps;
     };
     plan_total();
     double loss_sum = 0;
@@ -268,7 +278,8 @@ class Trainer {
         if (step_barrier_) comm_->Barrier();  // CC < 7.0: TorchEasyRec's NCCL deadlock workaround
         std::optional<Fetched> next = Fetch(ds, true);  // input dist of batch k+1 overlaps batch k
         at::Tensor logits = Logits(*cur);
-        at::Tensor loss = at::binary_cross_entropy_with_logits(logits, cur->batch.labels.to(device_));
+        at::Tensor loss =
+            at::binary_cross_entropy_with_logits(logits, cur->batch.labels.to(device_));
         last_loss = loss.item<double>();
         at::Tensor scaled = loss / static_cast<double>(accumulation_);
         if (scale_ > 0) {
@@ -290,10 +301,10 @@ class Trainer {
           const double per_step = secs / static_cast<double>(tc.log_step_count_steps);
           if (rank_ == 0) {
             std::cout << "step " << global_step_ << "/" << total_steps << "  loss " << std::fixed
-                      << std::setprecision(5) << loss_sum / static_cast<double>(loss_count) << "  samples/s "
-                      << std::setprecision(1) << rate << "  eta "
-                      << Hms(per_step * static_cast<double>(total_steps - global_step_)) << std::defaultfloat
-                      << std::endl;
+                      << std::setprecision(5) << loss_sum / static_cast<double>(loss_count)
+                      << "  samples/s " << std::setprecision(1) << rate << "  eta "
+                      << Hms(per_step * static_cast<double>(total_steps - global_step_))
+                      << std::defaultfloat << std::endl;
           }
           window_start = now;
           window_samples = 0;
@@ -306,13 +317,15 @@ class Trainer {
         }
         cur = std::move(next);
       }
-      if (cur) ebc_->Drain(cur->dist);  // a batch fetched ahead of the last step: finish its input dist
+      if (cur)
+        ebc_->Drain(cur->dist);  // a batch fetched ahead of the last step: finish its input dist
       if (done()) break;
     }
     if (micro % accumulation_ != 0) DenseStep();
     if (loss_count > 0) train_loss_ = loss_sum / static_cast<double>(loss_count);
     if (std::isnan(train_loss_)) train_loss_ = last_loss;
-    SaveAndEval(ckpt, last_cursor, samples, train_start, last_loss, loss_sum, loss_count, /*final=*/true);
+    SaveAndEval(ckpt, last_cursor, samples, train_start, last_loss, loss_sum, loss_count,
+                /*final=*/true);
   }
 
   void DenseStep() {
@@ -350,7 +363,8 @@ class Trainer {
     c10::NoGradGuard no_grad;
     if (gc.clipping_type == "value") {
       for (const auto& p : dense_->parameters()) {
-        if (p.tensor.grad().defined()) p.tensor.mutable_grad().clamp_(-gc.max_gradient, gc.max_gradient);
+        if (p.tensor.grad().defined())
+          p.tensor.mutable_grad().clamp_(-gc.max_gradient, gc.max_gradient);
       }
       return;
     }
@@ -389,7 +403,8 @@ class Trainer {
       saved_step_ = global_step_;
       if (rank_ == 0) std::cout << "tzrec_train: saved " << dir << std::endl;
     }
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     samples_per_sec_ = static_cast<double>(samples) * world_ / std::max(secs, 1e-9);
     if (!config_.eval_input_path.empty()) Evaluate();
     if (rank_ == 0) WriteMetrics();
@@ -397,8 +412,9 @@ class Trainer {
 
   void Evaluate() {
     c10::NoGradGuard no_grad;
-    const std::int64_t batch = config_.data_config.eval_batch_size > 0 ? config_.data_config.eval_batch_size
-                                                                        : config_.data_config.batch_size;
+    const std::int64_t batch = config_.data_config.eval_batch_size > 0
+                                   ? config_.data_config.eval_batch_size
+                                   : config_.data_config.batch_size;
     Dataset ds =
         GuardInput([&] { return Dataset(config_, config_.eval_input_path, rank_, world_, batch); });
     std::vector<at::Tensor> scores;
@@ -419,8 +435,10 @@ class Trainer {
     const at::Tensor all_s = GatherV(s.to(at::kFloat));
     const at::Tensor all_l = GatherV(l.to(at::kFloat));
     eval_auc_ = Auc(all_s, all_l);
-    const double loss = all_s.numel() == 0 ? NAN
-                                           : at::binary_cross_entropy(all_s.clamp(1e-7, 1 - 1e-7), all_l).item<double>();
+    const double loss =
+        all_s.numel() == 0
+            ? NAN
+            : at::binary_cross_entropy(all_s.clamp(1e-7, 1 - 1e-7), all_l).item<double>();
     eval_loss_ = loss;
     eval_samples_ = all_s.numel();
     if (!config_.model_config.grouped_auc_key.empty()) {
@@ -428,31 +446,37 @@ class Trainer {
       eval_gauc_ = GroupedAuc(all_s, all_l, GatherV(g.to(at::kLong)));
     }
     if (rank_ == 0) {
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::cout << "eval step " << global_step_ << "  auc " << std::fixed << std::setprecision(5) << eval_auc_;
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::cout << "eval step " << global_step_ << "  auc " << std::fixed << std::setprecision(5)
+                << eval_auc_;
       if (!std::isnan(eval_gauc_)) std::cout << "  grouped_auc " << eval_gauc_;
-      std::cout << "  loss " << eval_loss_ << "  samples " << eval_samples_ << "  (" << std::setprecision(2) << secs
-                << " s)" << std::defaultfloat << std::endl;
+      std::cout << "  loss " << eval_loss_ << "  samples " << eval_samples_ << "  ("
+                << std::setprecision(2) << secs << " s)" << std::defaultfloat << std::endl;
     }
   }
 
   // Gathers every rank's 1-D tensor on every rank (rank order).
   at::Tensor GatherV(const at::Tensor& local) {
-    at::Tensor n = at::full({1}, local.numel(), at::TensorOptions().dtype(at::kLong).device(device_));
+    at::Tensor n =
+        at::full({1}, local.numel(), at::TensorOptions().dtype(at::kLong).device(device_));
     const at::Tensor counts = comm_->AllGather(n).to(at::kCPU);
     std::vector<std::int64_t> splits(static_cast<std::size_t>(world_));
-    for (int r = 0; r < world_; ++r) splits[static_cast<std::size_t>(r)] = counts[r].item<std::int64_t>();
+    for (int r = 0; r < world_; ++r)
+      splits[static_cast<std::size_t>(r)] = counts[r].item<std::int64_t>();
     return comm_->AllGatherV(local.to(device_), splits).to(at::kCPU);
   }
 
   void WriteMetrics() {
-    nlohmann::json m = {{"global_step", global_step_},
-                        {"world_size", world_},
-                        {"train_loss", std::isnan(train_loss_) ? nlohmann::json() : nlohmann::json(train_loss_)},
-                        {"samples_per_sec", samples_per_sec_}};
+    nlohmann::json m = {
+        {"global_step", global_step_},
+        {"world_size", world_},
+        {"train_loss", std::isnan(train_loss_) ? nlohmann::json() : nlohmann::json(train_loss_)},
+        {"samples_per_sec", samples_per_sec_}};
     const fs::path previous = fs::path(config_.model_dir) / "metrics.json";
     if (std::isnan(train_loss_) && samples_per_sec_ == 0 && fs::exists(previous)) {
-      // A resumed run with nothing left to train: keep the training figures of the run that trained.
+      // A resumed run with nothing left to train: keep the training figures of the run that
+      // trained.
       try {
         const auto old = nlohmann::json::parse(std::ifstream(previous));
         if (old.contains("train_loss")) m["train_loss"] = old["train_loss"];
@@ -472,7 +496,8 @@ class Trainer {
     std::ofstream(tmp) << m.dump(2) << '\n';
     fs::rename(tmp, path);
     // One line per evaluation, like TorchEasyRec's train_eval_result_v2.txt.
-    std::ofstream(fs::path(config_.model_dir) / "train_eval_result.txt", std::ios::app) << m.dump() << '\n';
+    std::ofstream(fs::path(config_.model_dir) / "train_eval_result.txt", std::ios::app)
+        << m.dump() << '\n';
   }
 
   PipelineConfig config_;
@@ -505,8 +530,8 @@ class Trainer {
 
 }  // namespace
 
-TrainState ModelState(ShardedEmbeddingBagCollection& ebc, const std::vector<EmbeddingBagConfig>& tables,
-                      const DenseModel& dense) {
+TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
+                      const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense) {
   TrainState st;
   for (auto& s : ebc.LocalShards()) {
     ShardState ss;
@@ -542,15 +567,17 @@ int RunTrainEval(int argc, char** argv) {
   app.add_option("--pipeline_config_path,--pipeline-config-path", flags.pipeline_config_path,
                  "pipeline config (JSON)")
       ->required();
-  app.add_option("--train_input_path,--train-input-path", flags.train_input_path, "overrides the config's");
-  app.add_option("--eval_input_path,--eval-input-path", flags.eval_input_path, "overrides the config's");
+  app.add_option("--train_input_path,--train-input-path", flags.train_input_path,
+                 "overrides the config's");
+  app.add_option("--eval_input_path,--eval-input-path", flags.eval_input_path,
+                 "overrides the config's");
   app.add_option("--model_dir,--model-dir", flags.model_dir, "overrides the config's");
   app.add_option("--edit_config_json,--edit-config-json", flags.edit_config_json,
                  "JSON object of dotted-path overrides, e.g. '{\"train_config.num_steps\": 100}'");
   app.add_flag("--continue_train,--continue-train", flags.continue_train,
                "resume from the newest checkpoint in model_dir");
-  app.add_flag("--ignore_restore_optimizer,--ignore-restore-optimizer", flags.ignore_restore_optimizer,
-               "restore weights but not optimizer state");
+  app.add_flag("--ignore_restore_optimizer,--ignore-restore-optimizer",
+               flags.ignore_restore_optimizer, "restore weights but not optimizer state");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -562,9 +589,11 @@ int RunTrainEval(int argc, char** argv) {
     if (!flags.eval_input_path.empty()) config.eval_input_path = flags.eval_input_path;
     if (!flags.model_dir.empty()) config.model_dir = flags.model_dir;
     if (config.train_input_path.empty()) {
-      throw ConfigError("no train input: set train_input_path in the config or pass --train_input_path");
+      throw ConfigError(
+          "no train input: set train_input_path in the config or pass --train_input_path");
     }
-    if (config.model_dir.empty()) throw ConfigError("no model_dir: set it in the config or pass --model_dir");
+    if (config.model_dir.empty())
+      throw ConfigError("no model_dir: set it in the config or pass --model_dir");
     return Trainer(std::move(config), flags).Run();
   });
 }

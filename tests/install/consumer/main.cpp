@@ -7,7 +7,6 @@
 #include <exception>
 #include <iostream>
 #include <string>
-
 #include <tzrun/store/client.hpp>
 #include <tzrun/store/server.hpp>
 
@@ -28,7 +27,8 @@ int main(int argc, char** argv) {
 
     client.set("consumer/key", value);
     const std::string got = client.get("consumer/key", std::chrono::seconds(10));
-    const std::int64_t counter = client.add("consumer/counter", 41) + client.add("consumer/counter", 1);
+    const std::int64_t counter =
+        client.add("consumer/counter", 41) + client.add("consumer/counter", 1);
     const std::int64_t keys = client.num_keys();
     std::cout << "tzrun_consumer: server " << server.endpoint() << " value='" << got
               << "' counter_sum=" << counter << " num_keys=" << keys << "\n";

@@ -3,15 +3,15 @@
 //   tzrun --standalone --nproc-per-node=2 --no-python build/bin/tzrec_ebc_bench
 //       --tables tables.json [--batch 4096] [--iters 20] [--warmup 3] [--sharding table_wise]
 //       [--optimizer rowwise_adagrad]
-// tables.json: {"tables":[{"name","num_embeddings","embedding_dim","feature_names"}...]} (tables.py).
-// Each step: a random KJT (one id per feature per sample, uniform ids), Forward, loss = sum of the
-// pooled output, backward (output-dist backward + fused optimizer). Rank 0 prints one JSON line:
+// tables.json: {"tables":[{"name","num_embeddings","embedding_dim","feature_names"}...]}
+// (tables.py). Each step: a random KJT (one id per feature per sample, uniform ids), Forward, loss
+// = sum of the pooled output, backward (output-dist backward + fused optimizer). Rank 0 prints one
+// JSON line:
 // {"impl":"tzrec","world":W,"batch":B,"iters":N,"seconds":..,"lookups_per_s":..,"gb_per_s":..}
 // lookups = ids of all ranks per second; bytes = lookups*dim*4*3 (forward read, backward
 // read-modify-write) + lookups*4*2 (row-wise Adagrad state read+write) — the same definition as
 // torchrec_ebc.py.
 #include <ATen/ATen.h>
-
 #include <malloc.h>
 
 #include <chrono>
@@ -38,12 +38,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const std::string v = argv[i + 1];
-    if (k == "--tables") tables_path = v;
-    else if (k == "--batch") batch = std::stoll(v);
-    else if (k == "--iters") iters = std::stoi(v);
-    else if (k == "--warmup") warmup = std::stoi(v);
-    else if (k == "--sharding") sharding = v;
-    else if (k == "--optimizer") optimizer = v;
+    if (k == "--tables")
+      tables_path = v;
+    else if (k == "--batch")
+      batch = std::stoll(v);
+    else if (k == "--iters")
+      iters = std::stoi(v);
+    else if (k == "--warmup")
+      warmup = std::stoi(v);
+    else if (k == "--sharding")
+      sharding = v;
+    else if (k == "--optimizer")
+      optimizer = v;
     else {
       std::cerr << "tzrec_ebc_bench: unknown flag " << k << '\n';
       return 2;
@@ -88,17 +94,20 @@ int main(int argc, char** argv) {
         dim_sum += t.embedding_dim;
       }
     }
-    auto gen = at::make_generator<at::CPUGeneratorImpl>(100 + static_cast<std::uint64_t>(comm->rank()));
+    auto gen =
+        at::make_generator<at::CPUGeneratorImpl>(100 + static_cast<std::uint64_t>(comm->rank()));
     auto make_batch = [&]() {
       std::vector<at::Tensor> values;
       for (std::int64_t r : rows) values.push_back(at::randint(0, r, {batch}, gen, at::kLong));
-      return tzrec::KeyedJaggedTensor(keys, at::cat(values),
-                                      at::ones({static_cast<std::int64_t>(keys.size()) * batch}, at::kLong));
+      return tzrec::KeyedJaggedTensor(
+          keys, at::cat(values),
+          at::ones({static_cast<std::int64_t>(keys.size()) * batch}, at::kLong));
     };
     std::vector<tzrec::KeyedJaggedTensor> batches;
     for (int i = 0; i < 4; ++i) batches.push_back(make_batch());
     auto step = [&](int i) {
-      const tzrec::KeyedTensor kt = ebc.Forward(batches[static_cast<std::size_t>(i) % batches.size()]);
+      const tzrec::KeyedTensor kt =
+          ebc.Forward(batches[static_cast<std::size_t>(i) % batches.size()]);
       kt.values().sum().backward();
     };
     for (int i = 0; i < warmup; ++i) step(i);
@@ -106,9 +115,10 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < iters; ++i) step(i);
     comm->Barrier();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    const double lookups = static_cast<double>(keys.size()) * static_cast<double>(batch) * comm->world_size() *
-                           iters / seconds;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double lookups = static_cast<double>(keys.size()) * static_cast<double>(batch) *
+                           comm->world_size() * iters / seconds;
     const double avg_dim = static_cast<double>(dim_sum) / static_cast<double>(keys.size());
     const double bytes = lookups * avg_dim * 4 * 3 + lookups * 4 * 2;
     if (comm->rank() == 0) {

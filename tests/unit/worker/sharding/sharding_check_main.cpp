@@ -1,7 +1,8 @@
 // tzrec_sharding_check — the sharded EmbeddingBagCollection equals unsharded training.
 //
 // Run as N ranks under the launcher:
-//   tzrun --standalone --nproc-per-node=N --no-python build/bin/tzrec_sharding_check [--device cpu|cuda]
+//   tzrun --standalone --nproc-per-node=N --no-python build/bin/tzrec_sharding_check [--device
+//   cpu|cuda]
 //        [--steps S] [--global-batch G] [--local-world-size L] [--plans a,b] [--optimizers a,b]
 // For every plan (each of the five sharding types for all tables, and a mixed plan) and every
 // embedding optimizer, each rank trains S steps of a small model (sharded EBC → linear → BCE with
@@ -10,8 +11,8 @@
 // the same dense part trained in-process on the whole global batch: pooled outputs (its rows), the
 // global loss (mean of the ranks' losses) and, after the last step, every table (gathered from the
 // shards) and the dense weights must agree within rtol 1e-5 (atol 1e-7).
-// Output: "PASS <plan>/<optimizer> rank=R world=W" or "FAIL <plan>/<optimizer> rank=R world=W: <what>";
-// exit 0 all passed, 1 a mismatch, 2 a set-up error.
+// Output: "PASS <plan>/<optimizer> rank=R world=W" or "FAIL <plan>/<optimizer> rank=R world=W:
+// <what>"; exit 0 all passed, 1 a mismatch, 2 a set-up error.
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
@@ -36,8 +37,8 @@ struct Args {
   int steps = 3;
   std::int64_t global_batch = 12;
   int local_world_size = 0;  // 0: from the environment
-  std::vector<std::string> plans = {"data_parallel", "table_wise", "column_wise", "row_wise", "table_row_wise",
-                                    "mixed"};
+  std::vector<std::string> plans = {"data_parallel", "table_wise",     "column_wise",
+                                    "row_wise",      "table_row_wise", "mixed"};
   std::vector<std::string> optimizers = {"sgd", "adagrad", "rowwise_adagrad", "adam"};
 };
 
@@ -59,13 +60,20 @@ Args ParseArgs(int argc, char** argv) {
       if (i + 1 >= argc) throw std::invalid_argument("flag " + k + " needs a value");
       return argv[++i];
     };
-    if (k == "--device") a.device = value();
-    else if (k == "--steps") a.steps = std::stoi(value());
-    else if (k == "--global-batch") a.global_batch = std::stoll(value());
-    else if (k == "--local-world-size") a.local_world_size = std::stoi(value());
-    else if (k == "--plans") a.plans = SplitCommas(value());
-    else if (k == "--optimizers") a.optimizers = SplitCommas(value());
-    else throw std::invalid_argument("unknown flag " + k);
+    if (k == "--device")
+      a.device = value();
+    else if (k == "--steps")
+      a.steps = std::stoi(value());
+    else if (k == "--global-batch")
+      a.global_batch = std::stoll(value());
+    else if (k == "--local-world-size")
+      a.local_world_size = std::stoi(value());
+    else if (k == "--plans")
+      a.plans = SplitCommas(value());
+    else if (k == "--optimizers")
+      a.optimizers = SplitCommas(value());
+    else
+      throw std::invalid_argument("unknown flag " + k);
   }
   return a;
 }
@@ -96,8 +104,8 @@ tzrec::ParameterConstraints Constraint(const std::string& plan, const std::strin
 }
 
 // Global batch of step `step`: ids per feature with 0-3 ids per sample; weights on odd steps.
-tzrec::KeyedJaggedTensor GlobalBatch(const std::vector<tzrec::EmbeddingBagConfig>& tables, std::int64_t batch,
-                                     int step, at::Tensor* labels) {
+tzrec::KeyedJaggedTensor GlobalBatch(const std::vector<tzrec::EmbeddingBagConfig>& tables,
+                                     std::int64_t batch, int step, at::Tensor* labels) {
   auto gen = at::make_generator<at::CPUGeneratorImpl>(1000 + static_cast<std::uint64_t>(step));
   std::vector<std::string> keys;
   std::vector<at::Tensor> lengths;
@@ -174,7 +182,8 @@ int main(int argc, char** argv) {
     args = ParseArgs(argc, argv);
     tzrec::DistEnv env = tzrec::DistEnv::FromEnvironment();
     if (args.local_world_size > 0) env.local_world_size = args.local_world_size;
-    comm = tzrec::Comm::Init(env, args.device == "cuda" ? tzrec::BackendKind::kNccl : tzrec::BackendKind::kGloo);
+    comm = tzrec::Comm::Init(
+        env, args.device == "cuda" ? tzrec::BackendKind::kNccl : tzrec::BackendKind::kGloo);
   } catch (const std::exception& e) {
     std::cerr << "tzrec_sharding_check: set-up failed: " << e.what() << '\n';
     return 2;
@@ -183,15 +192,16 @@ int main(int argc, char** argv) {
   const int world = comm->world_size();
   const at::Device device = comm->device();
   if (args.global_batch % world != 0) {
-    std::cerr << "tzrec_sharding_check: --global-batch " << args.global_batch << " is not divisible by the world size "
-              << world << '\n';
+    std::cerr << "tzrec_sharding_check: --global-batch " << args.global_batch
+              << " is not divisible by the world size " << world << '\n';
     return 2;
   }
   const std::int64_t local_batch = args.global_batch / world;
   const auto tables = Tables();
   tzrec::Topology topo;
   topo.world_size = world;
-  topo.local_world_size = args.local_world_size > 0 ? args.local_world_size : comm->local_world_size();
+  topo.local_world_size =
+      args.local_world_size > 0 ? args.local_world_size : comm->local_world_size();
   topo.device = args.device == "cuda" ? tzrec::ComputeDevice::kCuda : tzrec::ComputeDevice::kCpu;
   if (topo.device == tzrec::ComputeDevice::kCuda) topo.hbm_cap = 8LL << 30;
   topo.ddr_cap = 8LL << 30;
@@ -203,7 +213,8 @@ int main(int argc, char** argv) {
       std::string problem;
       try {
         std::vector<tzrec::TableSpec> specs;
-        for (const auto& t : tables) specs.push_back(tzrec::ToTableSpec(t, Constraint(plan_name, t.name)));
+        for (const auto& t : tables)
+          specs.push_back(tzrec::ToTableSpec(t, Constraint(plan_name, t.name)));
         tzrec::PlannerOptions popts;
         popts.batch_size = local_batch;
         popts.optimizer = tzrec::ParseEmbeddingOptimizerKind(opt_name);
@@ -222,16 +233,19 @@ int main(int argc, char** argv) {
           reference.emplace_back(std::vector<tzrec::EmbeddingBagConfig>{t}, tcfg, 42, device);
         }
         std::int64_t dim = 0;
-        for (const auto& t : tables) dim += t.embedding_dim * static_cast<std::int64_t>(t.feature_names.size());
+        for (const auto& t : tables)
+          dim += t.embedding_dim * static_cast<std::int64_t>(t.feature_names.size());
         Dense dense(dim, device);
         Dense ref_dense(dim, device);
         tzrec::DenseSync sync(comm, {dense.w, dense.b});
         sync.BroadcastParameters(0);
         for (int step = 0; step < args.steps && problem.empty(); ++step) {
           at::Tensor labels;
-          const tzrec::KeyedJaggedTensor global = GlobalBatch(tables, args.global_batch, step, &labels);
+          const tzrec::KeyedJaggedTensor global =
+              GlobalBatch(tables, args.global_batch, step, &labels);
           const tzrec::KeyedJaggedTensor local = global.SliceBatch(rank * local_batch, local_batch);
-          const at::Tensor local_labels = labels.narrow(0, rank * local_batch, local_batch).to(device);
+          const at::Tensor local_labels =
+              labels.narrow(0, rank * local_batch, local_batch).to(device);
           // Sharded step.
           const tzrec::KeyedTensor kt = sharded.Forward(local);
           at::Tensor loss = dense.Loss(kt.values(), local_labels);
@@ -252,24 +266,29 @@ int main(int argc, char** argv) {
           const std::string s = std::to_string(step);
           problem = Compare("step " + s + " pooled output", kt.values(),
                             ref_values.narrow(0, rank * local_batch, local_batch));
-          if (problem.empty()) problem = Compare("step " + s + " loss", global_loss, ref_loss.view({1}));
+          if (problem.empty())
+            problem = Compare("step " + s + " loss", global_loss, ref_loss.view({1}));
         }
         for (std::size_t i = 0; i < tables.size(); ++i) {
           const at::Tensor full = sharded.GatherTable(tables[i].name);
           if (problem.empty()) {
-            problem = Compare("table " + tables[i].name + " after training", full, reference[i].Weight(tables[i].name));
+            problem = Compare("table " + tables[i].name + " after training", full,
+                              reference[i].Weight(tables[i].name));
           }
         }
         if (problem.empty()) problem = Compare("dense weight", dense.w, ref_dense.w);
       } catch (const std::exception& e) {
-        std::cerr << "tzrec_sharding_check: " << label << " rank " << rank << ": " << e.what() << '\n';
-        std::cout << "FAIL " << label << " rank=" << rank << " world=" << world << ": threw (see stderr)" << std::endl;
+        std::cerr << "tzrec_sharding_check: " << label << " rank " << rank << ": " << e.what()
+                  << '\n';
+        std::cout << "FAIL " << label << " rank=" << rank << " world=" << world
+                  << ": threw (see stderr)" << std::endl;
         return 2;
       }
       if (problem.empty()) {
         std::cout << "PASS " << label << " rank=" << rank << " world=" << world << std::endl;
       } else {
-        std::cout << "FAIL " << label << " rank=" << rank << " world=" << world << ": " << problem << std::endl;
+        std::cout << "FAIL " << label << " rank=" << rank << " world=" << world << ": " << problem
+                  << std::endl;
         failed = true;
       }
     }
