@@ -84,9 +84,9 @@ def strip_comments(text: str) -> str:
     return "".join(out)
 
 
-def call_arguments(text: str, open_paren: int) -> str:
-    """The text between the parenthesis at open_paren and its match (literals skipped over)."""
-    depth, i, n = 0, open_paren, len(text)
+def code_chars(text: str, start: int):
+    """(index, char) of text[start:] outside string and char literals (escapes honoured)."""
+    i, n = start, len(text)
     while i < n:
         c = text[i]
         if c in "\"'":
@@ -95,13 +95,20 @@ def call_arguments(text: str, open_paren: int) -> str:
                 j += 2 if text[j] == "\\" else 1
             i = j + 1
             continue
+        yield i, c
+        i += 1
+
+
+def call_arguments(text: str, open_paren: int) -> str:
+    """The text between the parenthesis at open_paren and its match (literals skipped over)."""
+    depth = 0
+    for i, c in code_chars(text, open_paren):
         if c in "([{":
             depth += 1
         elif c in ")]}":
             depth -= 1
             if depth == 0:
                 return text[open_paren + 1 : i]
-        i += 1
     return text[open_paren + 1 :]
 
 
@@ -130,15 +137,8 @@ def top_level_literals(args: str) -> list[str]:
 def split_arguments(args: str) -> list[str]:
     """Splits a call's argument text at top-level commas."""
     parts: list[str] = []
-    depth, start, i, n = 0, 0, 0, len(args)
-    while i < n:
-        c = args[i]
-        if c in "\"'":
-            j = i + 1
-            while j < n and args[j] != c:
-                j += 2 if args[j] == "\\" else 1
-            i = j + 1
-            continue
+    depth, start = 0, 0
+    for i, c in code_chars(args, 0):
         if c in "([{":
             depth += 1
         elif c in ")]}":
@@ -146,7 +146,6 @@ def split_arguments(args: str) -> list[str]:
         elif c == "," and depth == 0:
             parts.append(args[start:i])
             start = i + 1
-        i += 1
     parts.append(args[start:])
     return parts
 
