@@ -83,7 +83,7 @@ class EmbeddingOptimizerState {
                           std::int64_t cols, const at::Device& device);
   // One lookup's share of a backward: `ids` (local rows, int64 [N]) pooled into bags `offsets`
   // (int64 [S+1]) with optional `weights` [N]; `grad_out` [S, cols] is the gradient of the pooled
-  // sums.
+  // sums (any row stride, e.g. a column slice of a wider gradient).
   struct PooledGrad {
     at::Tensor ids;
     at::Tensor offsets;
@@ -93,8 +93,10 @@ class EmbeddingOptimizerState {
   // The fused backward + update (FBGEMM's TBE backward): equal to
   //   Apply(weight, AggregateRowGradients(cat ids, cat PooledSumBackward(...)))
   // but on CPU float32 it sums each row's gradient straight from grad_out and updates the row in
-  // place, without the [N, cols] temporaries (other devices/dtypes take the tensor path). Counts
-  // one step like Apply, also when `parts` hold no ids.
+  // place, without the [N, cols] temporaries (other devices/dtypes take the tensor path): rows are
+  // grouped by an LSD radix sort of (row, occurrence) keys, so each row sums in occurrence order,
+  // and the next rows' state is prefetched. Counts one step like Apply, also when `parts` hold no
+  // ids.
   void ApplyPooled(at::Tensor& weight, const std::vector<PooledGrad>& parts);
   // Updates `weight` [rows, cols] in place at `rows` (unique local row ids, int64 [U]) with the
   // summed gradients `grads` [U, cols]. Not differentiable; call under NoGradGuard.

@@ -38,6 +38,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,10 @@ class ShardedEmbeddingBagCollection {
   // Waits for the input dist of a batch that will not be computed (a batch fetched ahead of the
   // last step), so no collective is left in flight.
   void Drain(const std::shared_ptr<Dist>& dist);
+  // How many ranks had samples in this input dist (their local batch was not empty), known when
+  // the dist exchanged batch sizes, i.e. some table is sharded; nullopt otherwise. A training loop
+  // reads its has_batch agreement from here instead of running its own all-reduce.
+  std::optional<int> RanksWithSamples(const std::shared_ptr<Dist>& dist) const;
 
   // Loss scale of a GradScaler (FP16): the backward divides incoming gradients by it before the
   // fused update, so embedding rows see unscaled gradients. 1 by default.

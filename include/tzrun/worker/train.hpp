@@ -3,11 +3,12 @@
 //
 // train_eval follows tzrec/main.py `_train_and_evaluate` and TorchRec's TrainPipelineSparseDist
 // (notes ../shared/reference/torchrec-sharding.md §1.3–1.6): the next batch's input dist is issued
-// before the current batch's compute; a has-batch all-reduce (SUM, compared with the world size)
-// ends an epoch on every rank as soon as one rank runs out (the remainder is dropped everywhere, as
-// tzrec does); eval runs until every rank is out, ranks without data feeding empty batches.
-// Exit codes of the commands: 0 success; 2 bad input (config, flags, data: the message names it);
-// 3 no feasible sharding plan; 4 a collective or checkpoint failure.
+// before the current batch's compute; a has-batch agreement (the batch sizes of the input dist's
+// first all-to-all when some table is sharded, else an all-reduce: SUM, compared with the world
+// size) ends an epoch on every rank as soon as one rank runs out (the remainder is dropped
+// everywhere, as tzrec does); eval runs until every rank is out, ranks without data feeding empty
+// batches. Exit codes of the commands: 0 success; 2 bad input (config, flags, data: the message
+// names it); 3 no feasible sharding plan; 4 a collective or checkpoint failure.
 #pragma once
 
 #include <ATen/Tensor.h>

@@ -115,7 +115,8 @@ std::int64_t WritePtFile(const std::string& path, const std::vector<NamedTensor>
   FdWriter file(path);
   try {
     caffe2::serialize::PyTorchStreamWriter writer(
-        [&file](const void* data, std::size_t size) { return file.Write(data, size); });
+        [&file](const void* data, std::size_t size) { return file.Write(data, size); },
+        /*compute_crc32=*/false);
     writer.writeRecord("data.pkl", pickle_data.data(), pickle_data.size());
     static constexpr char kByteOrder[] = "little";
     writer.writeRecord("byteorder", kByteOrder, sizeof(kByteOrder) - 1);

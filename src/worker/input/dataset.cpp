@@ -222,42 +222,52 @@ class Dataset::Impl::Builder {
   Builder(const Dataset::Impl& impl, std::int64_t capacity)
       : impl_(impl), ids_(impl.sparse_features.size()), lengths_(impl.sparse_features.size()) {
     for (auto& l : lengths_) l.reserve(static_cast<std::size_t>(capacity));
+    for (auto& v : ids_) v.reserve(static_cast<std::size_t>(capacity));
     dense_.reserve(static_cast<std::size_t>(capacity * impl.dense_dim));
     labels_.reserve(static_cast<std::size_t>(capacity));
   }
   std::int64_t size() const { return n_; }
 
-  void AddRow(const ColumnBlock& block, std::int64_t r, std::int64_t global_row) {
-    const auto row = static_cast<std::size_t>(r);
+  // Rows [r0, r0 + count) of `block`, one column at a time (sequential reads of each column and
+  // a tight loop per feature). An error names the row of the offending cell.
+  void AddRows(const ColumnBlock& block, std::int64_t r0, std::int64_t count,
+               std::int64_t global_row0) {
+    std::int64_t failed = 0;
+    auto column = [&](std::int64_t slot) {
+      return block.columns[static_cast<std::size_t>(slot)].data() + r0;
+    };
     try {
       for (std::size_t k = 0; k < impl_.sparse_features.size(); ++k) {
         const std::size_t f = impl_.sparse_features[k];
-        const Cell& cell = block.columns[static_cast<std::size_t>(impl_.feature_slot[f])][row];
-        const std::size_t before = ids_[k].size();
-        impl_.transforms[f].AppendIds(cell, &ids_[k]);
-        lengths_[k].push_back(static_cast<std::int64_t>(ids_[k].size() - before));
+        impl_.transforms[f].AppendIdsColumn(column(impl_.feature_slot[f]), count, &ids_[k],
+                                            &lengths_[k], &failed);
       }
       if (impl_.dense_dim > 0) {
-        dense_.resize(dense_.size() + static_cast<std::size_t>(impl_.dense_dim));
+        dense_.resize(dense_.size() + static_cast<std::size_t>(count * impl_.dense_dim));
         float* out = dense_.data() + n_ * impl_.dense_dim;
         for (std::size_t k = 0; k < impl_.dense_features.size(); ++k) {
           const std::size_t f = impl_.dense_features[k];
-          const Cell& cell = block.columns[static_cast<std::size_t>(impl_.feature_slot[f])][row];
-          impl_.transforms[f].WriteDense(cell, out + impl_.dense_offset[k]);
+          impl_.transforms[f].WriteDenseColumn(column(impl_.feature_slot[f]), count,
+                                               out + impl_.dense_offset[k], impl_.dense_dim,
+                                               &failed);
         }
       }
       if (impl_.label_slot >= 0) {
-        labels_.push_back(Label(block.columns[static_cast<std::size_t>(impl_.label_slot)][row]));
+        const Cell* cells = column(impl_.label_slot);
+        for (failed = 0; failed < count; ++failed) labels_.push_back(Label(cells[failed]));
       }
       if (impl_.group_slot >= 0) {
-        const Cell& cell = block.columns[static_cast<std::size_t>(impl_.group_slot)][row];
-        const auto text = input::CellText(cell, &buffer_);
-        groups_.push_back(static_cast<std::int64_t>(input::Fnv1a64(text) & 0x7fffffffffffffffULL));
+        const Cell* cells = column(impl_.group_slot);
+        for (failed = 0; failed < count; ++failed) {
+          const auto text = input::CellText(cells[failed], &buffer_);
+          groups_.push_back(
+              static_cast<std::int64_t>(input::Fnv1a64(text) & 0x7fffffffffffffffULL));
+        }
       }
     } catch (const std::exception& e) {
-      throw std::runtime_error(impl_.Where(global_row) + ": " + e.what());
+      throw std::runtime_error(impl_.Where(global_row0 + failed) + ": " + e.what());
     }
-    ++n_;
+    n_ += count;
   }
 
   Batch Finish() {
@@ -347,9 +357,7 @@ std::optional<Batch> Dataset::Impl::Producer::NextBatch() {
     }
     const std::int64_t take =
         std::min(impl->batch_size - builder.size(), block.num_rows - block_pos);
-    for (std::int64_t r = block_pos; r < block_pos + take; ++r) {
-      builder.AddRow(block, r, block_start + r);
-    }
+    builder.AddRows(block, block_pos, take, block_start + block_pos);
     block_pos += take;
   }
   if (builder.size() == 0 || (builder.size() < impl->batch_size && impl->drop_remainder)) {

@@ -200,7 +200,7 @@ class ParquetReader final : public TableReader {
       throw std::runtime_error("ParquetDataset: cannot open " + path_ + ": " +
                                StatusText(file.status()) + "; check input_path");
     }
-    auto reader = parquet::arrow::OpenFile(*file, arrow::default_memory_pool());
+    auto reader = parquet::arrow::OpenFile(*file, arrow::system_memory_pool());
     if (!reader.ok()) {
       throw std::runtime_error("ParquetDataset: " + path_ +
                                " is not a readable Parquet file: " + StatusText(reader.status()) +

@@ -327,4 +327,51 @@ void FeatureTransform::WriteDense(const Cell& cell, float* out) const {
     out[k] = static_cast<float>(normalizer_.Apply(v[k]));
 }
 
+void FeatureTransform::AppendIdsColumn(const Cell* cells, std::int64_t n,
+                                       std::vector<std::int64_t>* ids,
+                                       std::vector<std::int64_t>* lengths,
+                                       std::int64_t* failed) const {
+  lengths->reserve(lengths->size() + static_cast<std::size_t>(n));
+  if (kind_ == IdKind::kNumBuckets) ids->reserve(ids->size() + static_cast<std::size_t>(n));
+  std::int64_t r = 0;
+  try {
+    for (; r < n; ++r) {
+      const Cell& cell = cells[r];
+      if (kind_ == IdKind::kNumBuckets && cell.kind == Cell::Kind::kInt && cell.i >= 0 &&
+          cell.i < table_size_) {
+        ids->push_back(cell.i);
+        lengths->push_back(1);
+        continue;
+      }
+      const std::size_t before = ids->size();
+      AppendIds(cell, ids);
+      lengths->push_back(static_cast<std::int64_t>(ids->size() - before));
+    }
+  } catch (...) {
+    if (failed != nullptr) *failed = r;
+    throw;
+  }
+}
+
+void FeatureTransform::WriteDenseColumn(const Cell* cells, std::int64_t n, float* out,
+                                        std::int64_t stride, std::int64_t* failed) const {
+  std::int64_t r = 0;
+  try {
+    for (; r < n; ++r) {
+      const Cell& cell = cells[r];
+      float* o = out + r * stride;
+      if (value_dim_ == 1 && cell.kind == Cell::Kind::kInt) {
+        *o = static_cast<float>(normalizer_.Apply(static_cast<double>(cell.i)));
+      } else if (value_dim_ == 1 && cell.kind == Cell::Kind::kFloat) {
+        *o = static_cast<float>(normalizer_.Apply(cell.d));
+      } else {
+        WriteDense(cell, o);
+      }
+    }
+  } catch (...) {
+    if (failed != nullptr) *failed = r;
+    throw;
+  }
+}
+
 }  // namespace tzrec::input

@@ -52,6 +52,17 @@ class FeatureTransform {
   // Writes value_dim normalised floats of one sample's cell to out[0..value_dim).
   void WriteDense(const Cell& cell, float* out) const;
 
+  // Column-at-a-time forms of the two above, with the same results: cells[0..n) are n samples'
+  // cells of this feature. AppendIdsColumn appends their ids to `ids` and one length per sample
+  // to `lengths`; WriteDenseColumn writes sample r's value_dim floats to out + r * stride. Integer
+  // ids of num_buckets features and single numbers of raw features take a tight loop; other
+  // cells go through AppendIds / WriteDense. On an error, `*failed` (when given) is set to the
+  // index of the offending cell before the exception propagates.
+  void AppendIdsColumn(const Cell* cells, std::int64_t n, std::vector<std::int64_t>* ids,
+                       std::vector<std::int64_t>* lengths, std::int64_t* failed = nullptr) const;
+  void WriteDenseColumn(const Cell* cells, std::int64_t n, float* out, std::int64_t stride,
+                        std::int64_t* failed = nullptr) const;
+
  private:
   std::int64_t MapToken(std::string_view token, const Cell* numeric) const;
   std::int64_t Bucketize(double x) const;

@@ -60,7 +60,13 @@ struct ShardedEmbeddingBagCollection::Dist {
   PendingTensor lengths;                     // received lengths, order (source, route, sample)
   PendingTensor values;                      // received ids (re-based to the shard)
   PendingTensor weights;                     // received weights or invalid
+  // Unweighted features: lengths and ids travel in one all-to-all, each source's block
+  // [lengths, ids]; packed_len / packed_val are the received sizes per source.
+  PendingTensor packed;
+  std::vector<std::int64_t> packed_len;
+  std::vector<std::int64_t> packed_val;
   bool weighted = false;
+  bool exchanged = false;  // batch_per_rank came from the counts all-to-all
   // Data-parallel features: local ids/offsets/weights per DP feature (Impl::dp_features order).
   std::vector<at::Tensor> dp_ids;
   std::vector<at::Tensor> dp_offsets;
@@ -100,7 +106,11 @@ struct ShardedEmbeddingBagCollection::Impl {
   std::int64_t rs_cols = 0;                     // reduce-scatter columns (same on every rank)
   std::vector<std::int64_t> a2a_cols_per_rank;  // C_q
   at::Tensor a2a_colmap;                        // [ΣC_q] target columns, q-major
-  at::Tensor rs_colmap;                         // [rs_cols]
+  // When the all-to-all alone fills every output column once (no reduce-scatter, no DP tables):
+  // the output is the received blocks gathered by a2a_inverse (undefined: already in order).
+  bool a2a_fills_output = false;
+  at::Tensor a2a_inverse;
+  at::Tensor rs_colmap;  // [rs_cols]
   bool any_mean = false;
 
   // Local shard storage: one entry per unit on this rank.
@@ -272,6 +282,20 @@ void ShardedEmbeddingBagCollection::Impl::Build() {
   }
   rs_cols = static_cast<std::int64_t>(rs_map.size());
   a2a_colmap = at::tensor(a2a_map, at::kLong).to(device);
+  if (rs_map.empty() && dp_features.empty() &&
+      static_cast<std::int64_t>(a2a_map.size()) == total_dim) {
+    std::vector<std::int64_t> inverse(a2a_map.size(), -1);
+    bool permutation = true;
+    bool identity = true;
+    for (std::size_t i = 0; i < a2a_map.size() && permutation; ++i) {
+      const std::int64_t c = a2a_map[i];
+      permutation = c >= 0 && c < total_dim && inverse[static_cast<std::size_t>(c)] < 0;
+      if (permutation) inverse[static_cast<std::size_t>(c)] = static_cast<std::int64_t>(i);
+      identity = identity && c == static_cast<std::int64_t>(i);
+    }
+    a2a_fills_output = permutation;
+    if (permutation && !identity) a2a_inverse = at::tensor(inverse, at::kLong).to(device);
+  }
   rs_colmap = at::tensor(rs_map, at::kLong).to(device);
   dummy = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(device));
   dummy.set_requires_grad(true);
@@ -322,9 +346,11 @@ std::shared_ptr<ShardedEmbeddingBagCollection::Dist> ShardedEmbeddingBagCollecti
   std::vector<at::Tensor> send_lengths;
   std::vector<at::Tensor> send_values;
   std::vector<at::Tensor> send_weights;
+  std::vector<at::Tensor> send_packed;  // per destination: its routes' lengths, then their ids
   std::vector<std::int64_t> len_splits(static_cast<std::size_t>(world), 0);
   std::vector<std::int64_t> val_splits(static_cast<std::size_t>(world), 0);
   for (int d = 0; d < world; ++d) {
+    const std::size_t first_route = send_values.size();
     for (const Route& ro : routes[static_cast<std::size_t>(d)]) {
       const Unit& u = units[static_cast<std::size_t>(ro.unit)];
       const JaggedTensor& jt = jts[static_cast<std::size_t>(ro.feature)];
@@ -352,6 +378,14 @@ std::shared_ptr<ShardedEmbeddingBagCollection::Dist> ShardedEmbeddingBagCollecti
       len_splits[static_cast<std::size_t>(d)] += batch;
       val_splits[static_cast<std::size_t>(d)] += values.numel();
     }
+    if (!dist->weighted) {
+      send_packed.insert(send_packed.end(),
+                         send_lengths.begin() + static_cast<std::ptrdiff_t>(first_route),
+                         send_lengths.end());
+      send_packed.insert(send_packed.end(),
+                         send_values.begin() + static_cast<std::ptrdiff_t>(first_route),
+                         send_values.end());
+    }
   }
   // Phase 1: counts [W, 2] = (local batch, ids) per destination.
   at::Tensor counts = at::empty({world, 2}, at::kLong);
@@ -363,6 +397,7 @@ std::shared_ptr<ShardedEmbeddingBagCollection::Dist> ShardedEmbeddingBagCollecti
   const std::vector<std::int64_t> ones(static_cast<std::size_t>(world), 1);
   at::Tensor recv_counts = comm->AllToAll(counts.to(device), ones, ones).to(at::kCPU);
   dist->batch_per_rank.resize(static_cast<std::size_t>(world));
+  dist->exchanged = true;
   std::vector<std::int64_t> out_len(static_cast<std::size_t>(world));
   std::vector<std::int64_t> out_val(static_cast<std::size_t>(world));
   const auto* rc = recv_counts.data_ptr<std::int64_t>();
@@ -379,12 +414,21 @@ std::shared_ptr<ShardedEmbeddingBagCollection::Dist> ShardedEmbeddingBagCollecti
     return parts.empty() ? at::empty({0}, at::TensorOptions().dtype(type).device(device))
                          : at::cat(parts);
   };
+  if (!dist->weighted) {  // one collective instead of two
+    std::vector<std::int64_t> splits(static_cast<std::size_t>(world));
+    std::vector<std::int64_t> outs(static_cast<std::size_t>(world));
+    for (std::size_t q = 0; q < splits.size(); ++q) {
+      splits[q] = len_splits[q] + val_splits[q];
+      outs[q] = out_len[q] + out_val[q];
+    }
+    dist->packed_len = out_len;
+    dist->packed_val = out_val;
+    dist->packed = comm->AllToAllAsync(cat_or_empty(send_packed, at::kLong), splits, outs);
+    return dist;
+  }
   dist->lengths = comm->AllToAllAsync(cat_or_empty(send_lengths, at::kLong), len_splits, out_len);
   dist->values = comm->AllToAllAsync(cat_or_empty(send_values, at::kLong), val_splits, out_val);
-  if (dist->weighted) {
-    dist->weights =
-        comm->AllToAllAsync(cat_or_empty(send_weights, at::kFloat), val_splits, out_val);
-  }
+  dist->weights = comm->AllToAllAsync(cat_or_empty(send_weights, at::kFloat), val_splits, out_val);
   return dist;
 }
 
@@ -398,12 +442,30 @@ KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<D
   const auto num_routes = static_cast<std::int64_t>(my_routes.size());
 
   at::Tensor out =
-      at::zeros({batch, total_dim}, at::TensorOptions().dtype(at::kFloat).device(device));
+      any_a2a && a2a_fills_output
+          ? at::Tensor()
+          : at::zeros({batch, total_dim}, at::TensorOptions().dtype(at::kFloat).device(device));
   {
     at::NoGradGuard no_grad;
     if (any_sharded) {
-      at::Tensor lengths = dist->lengths.Wait();
-      at::Tensor values = dist->values.Wait();
+      at::Tensor lengths;
+      at::Tensor values;
+      if (dist->packed.valid()) {
+        const at::Tensor recv = dist->packed.Wait();
+        std::vector<at::Tensor> ls;
+        std::vector<at::Tensor> vs;
+        std::int64_t at_elem = 0;
+        for (std::size_t q = 0; q < dist->packed_len.size(); ++q) {
+          ls.push_back(recv.narrow(0, at_elem, dist->packed_len[q]));
+          vs.push_back(recv.narrow(0, at_elem + dist->packed_len[q], dist->packed_val[q]));
+          at_elem += dist->packed_len[q] + dist->packed_val[q];
+        }
+        lengths = at::cat(ls);
+        values = at::cat(vs);
+      } else {
+        lengths = dist->lengths.Wait();
+        values = dist->values.Wait();
+      }
       at::Tensor weights = dist->weighted ? dist->weights.Wait() : at::Tensor();
       // Recat: received bags are (source, route, sample); make them (route, source, sample).
       std::vector<std::int64_t> perm;
@@ -477,7 +539,12 @@ KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<D
           blocks.push_back(recv.narrow(0, at_elem, batch * cq).view({batch, cq}));
           at_elem += batch * cq;
         }
-        out.index_add_(1, a2a_colmap, at::cat(blocks, 1));
+        if (a2a_fills_output) {  // a gather instead of zero-fill + scatter-add
+          at::Tensor received = at::cat(blocks, 1);
+          out = a2a_inverse.defined() ? received.index_select(1, a2a_inverse) : received;
+        } else {
+          out.index_add_(1, a2a_colmap, at::cat(blocks, 1));
+        }
       }
       if (rs_cols > 0) {
         at::Tensor send = at::cat(rs_parts, 1).contiguous();
@@ -570,7 +637,7 @@ void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tens
     }
     if (st.route_ids[ro].numel() == 0) continue;
     unit_parts[static_cast<std::size_t>(u.local)].push_back(
-        {st.route_ids[ro], st.route_offsets[ro], g.contiguous(), st.route_weights[ro]});
+        {st.route_ids[ro], st.route_offsets[ro], g, st.route_weights[ro]});  // rows strided
   }
   for (std::size_t li = 0; li < local_units.size(); ++li) {
     local_states[li]->ApplyPooled(local_weights[li], unit_parts[li]);
@@ -706,6 +773,14 @@ void ShardedEmbeddingBagCollection::Drain(const std::shared_ptr<Dist>& dist) {
   if (dist->lengths.valid()) dist->lengths.Wait();
   if (dist->values.valid()) dist->values.Wait();
   if (dist->weights.valid()) dist->weights.Wait();
+  if (dist->packed.valid()) dist->packed.Wait();
+}
+
+std::optional<int> ShardedEmbeddingBagCollection::RanksWithSamples(
+    const std::shared_ptr<Dist>& dist) const {
+  if (!dist || !dist->exchanged) return std::nullopt;
+  return static_cast<int>(std::count_if(dist->batch_per_rank.begin(), dist->batch_per_rank.end(),
+                                        [](std::int64_t b) { return b > 0; }));
 }
 
 void ShardedEmbeddingBagCollection::set_gradient_scale(double scale) {

@@ -8,6 +8,8 @@
 #include <map>
 #include <utility>
 
+#include "tzrun/worker/interaction.hpp"
+
 namespace tzrec {
 namespace {
 
@@ -104,8 +106,17 @@ class GroupInput {
       }
       dim_ += parts_.back().width;
     }
+    // Only dense columns, adjacent and in order (DLRM's "dense" group): one view, no concat.
+    std::int64_t next = parts_.empty() ? -1 : parts_.front().offset;
+    for (const auto& p : parts_) {
+      if (p.offset < 0 || p.offset != next) next = -1;
+      if (next < 0) break;
+      next += p.width;
+    }
+    dense_view_ = next >= 0;
   }
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) const {
+    if (dense_view_) return dense.narrow(1, parts_.front().offset, dim_);
     std::vector<at::Tensor> xs;
     for (const auto& p : parts_)
       xs.push_back(p.offset < 0 ? sparse[p.name] : dense.narrow(1, p.offset, p.width));
@@ -128,6 +139,7 @@ class GroupInput {
   };
   std::vector<Part> parts_;
   std::int64_t dim_ = 0;
+  bool dense_view_ = false;
 };
 
 class Dlrm final : public DenseModel {
@@ -155,19 +167,11 @@ class Dlrm final : public DenseModel {
     with_sparse_ = mc.arch_with_sparse;
     final_ = Mlp(b, "final_mlp", in, mc.final_mlp);
     out_ = b.Linear("output", final_.out_dim(), 1);
-    const auto idx = at::triu_indices(n, n, 1);
-    tri_i_ = idx[0].to(device);
-    tri_j_ = idx[1].to(device);
   }
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
-    const at::Tensor x = dense_mlp_.Forward(dense_.Forward(sparse, dense));        // [B, d]
-    const at::Tensor emb = SparseBlock(sparse);                                    // [B, F, d]
-    const at::Tensor stacked = at::cat({x.unsqueeze(1), emb}, 1);                  // [B, n, d]
-    const at::Tensor dots = at::bmm(stacked, stacked.transpose(1, 2));             // [B, n, n]
-    const at::Tensor inter = dots.index({at::indexing::Slice(), tri_i_, tri_j_});  // [B, n(n-1)/2]
-    std::vector<at::Tensor> parts{x, inter};
-    if (with_sparse_) parts.push_back(emb.reshape({emb.size(0), -1}));
-    const at::Tensor h = final_.Forward(at::cat(parts, 1));
+    const at::Tensor x = dense_mlp_.Forward(dense_.Forward(sparse, dense));     // [B, d]
+    const at::Tensor emb = SparseBlock(sparse);                                 // [B, F, d]
+    const at::Tensor h = final_.Forward(DotInteraction(x, emb, with_sparse_));  // [x, triu, (emb)]
     return at::linear(h, out_.first, out_.second).view({-1});
   }
 
@@ -211,8 +215,6 @@ class Dlrm final : public DenseModel {
   Mlp final_;
   std::pair<at::Tensor, at::Tensor> out_;
   bool with_sparse_ = true;
-  at::Tensor tri_i_;
-  at::Tensor tri_j_;
 };
 
 class DeepFm final : public DenseModel {

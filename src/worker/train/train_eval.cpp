@@ -206,14 +206,24 @@ class Trainer {
   // Reads the next batch of this rank and agrees with the others whether everyone has one.
   std::optional<Fetched> Fetch(Dataset& ds, bool train) {
     std::optional<Batch> b = GuardInput([&] { return ds.Next(); });
-    at::Tensor flag = at::full({1}, b ? 1.0F : 0.0F, at::TensorOptions().device(device_));
-    comm_->AllReduceSum(flag);  // SUM then compare (Gloo's AVG is unreliable, pytorch #162338)
-    const auto ranks_with_data = static_cast<int>(std::lround(flag.item<float>()));
-    if (train ? ranks_with_data < world_ : ranks_with_data == 0) return std::nullopt;
+    const bool has_batch = b.has_value();
     Fetched f;
-    f.batch = b ? std::move(*b) : EmptyBatch(ds);
-    f.cursor_json = ds.Cursor().ToJson();
+    f.batch = has_batch ? std::move(*b) : EmptyBatch(ds);
     f.dist = ebc_->InputDist(AddDerivedFeatures(config_, f.batch.sparse.To(device_)));
+    // has_batch agreement: the input dist's batch-size exchange carries it when some table is
+    // sharded; otherwise an all-reduce, SUM then compare (Gloo's AVG is unreliable, pytorch
+    // #162338).
+    std::optional<int> ranks_with_data = ebc_->RanksWithSamples(f.dist);
+    if (!ranks_with_data) {
+      at::Tensor flag = at::full({1}, has_batch ? 1.0F : 0.0F, at::TensorOptions().device(device_));
+      comm_->AllReduceSum(flag);
+      ranks_with_data = static_cast<int>(std::lround(flag.item<float>()));
+    }
+    if (train ? *ranks_with_data < world_ : *ranks_with_data == 0) {
+      ebc_->Drain(f.dist);
+      return std::nullopt;
+    }
+    f.cursor_json = ds.Cursor().ToJson();
     return f;
   }
 
