@@ -3,10 +3,12 @@
 #include "tzrun/worker/sharded_ebc.hpp"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/ivalue.h>
 #include <torch/autograd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <sstream>
@@ -110,6 +112,13 @@ struct ShardedEmbeddingBagCollection::Impl {
   // the output is the received blocks gathered by a2a_inverse (undefined: already in order).
   bool a2a_fills_output = false;
   at::Tensor a2a_inverse;
+  // The same map as runs of adjacent columns, per source rank q: block q's columns
+  // [src, src + len) are output columns [dst, dst + len). CPU copies use these instead of
+  // index_select along dim 1.
+  struct ColumnRun {
+    std::int64_t src, dst, len;
+  };
+  std::vector<std::vector<ColumnRun>> a2a_runs;
   at::Tensor rs_colmap;  // [rs_cols]
   bool any_mean = false;
 
@@ -131,6 +140,35 @@ struct ShardedEmbeddingBagCollection::Impl {
   void Build();
   void Backward(StepState& st, const at::Tensor& grad_out);
   KeyedTensor Compute(const std::shared_ptr<Dist>& dist);
+  // Copies between the all-to-all's q-major blocks ([B, C_q] each, contiguous) and the
+  // [B, total_dim] output layout (contiguous, CPU float32) along a2a_runs: blocks → *full when
+  // to_blocks is false (the forward), *full → blocks when true (the backward).
+  void CopyColumnRuns(const std::vector<at::Tensor>& blocks, at::Tensor* full,
+                      bool to_blocks) const {
+    const std::int64_t rows = full->size(0);
+    const std::int64_t width = full->size(1);
+    float* fp = full->data_ptr<float>();
+    std::vector<float*> bp;
+    for (const auto& b : blocks) bp.push_back(b.data_ptr<float>());
+    at::parallel_for(0, rows, 256, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t r = begin; r < end; ++r) {
+        float* row = fp + r * width;
+        for (std::size_t q = 0; q < a2a_runs.size(); ++q) {
+          const std::int64_t cq = blocks[q].size(1);
+          float* brow = bp[q] + r * cq;
+          for (const ColumnRun& run : a2a_runs[q]) {
+            if (to_blocks) {
+              std::memcpy(brow + run.src, row + run.dst,
+                          static_cast<std::size_t>(run.len) * sizeof(float));
+            } else {
+              std::memcpy(row + run.dst, brow + run.src,
+                          static_cast<std::size_t>(run.len) * sizeof(float));
+            }
+          }
+        }
+      }
+    });
+  }
   std::shared_ptr<Dist> InputDist(const KeyedJaggedTensor& kjt);
 };
 
@@ -282,6 +320,21 @@ void ShardedEmbeddingBagCollection::Impl::Build() {
   }
   rs_cols = static_cast<std::int64_t>(rs_map.size());
   a2a_colmap = at::tensor(a2a_map, at::kLong).to(device);
+  a2a_runs.assign(static_cast<std::size_t>(world), {});
+  {
+    std::size_t at_col = 0;
+    for (int q = 0; q < world; ++q) {
+      auto& runs = a2a_runs[static_cast<std::size_t>(q)];
+      for (std::int64_t c = 0; c < a2a_cols_per_rank[static_cast<std::size_t>(q)]; ++c) {
+        const std::int64_t dst = a2a_map[at_col++];
+        if (!runs.empty() && runs.back().dst + runs.back().len == dst) {
+          ++runs.back().len;
+        } else {
+          runs.push_back({c, dst, 1});
+        }
+      }
+    }
+  }
   if (rs_map.empty() && dp_features.empty() &&
       static_cast<std::int64_t>(a2a_map.size()) == total_dim) {
     std::vector<std::int64_t> inverse(a2a_map.size(), -1);
@@ -539,7 +592,10 @@ KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<D
           blocks.push_back(recv.narrow(0, at_elem, batch * cq).view({batch, cq}));
           at_elem += batch * cq;
         }
-        if (a2a_fills_output) {  // a gather instead of zero-fill + scatter-add
+        if (a2a_fills_output && device.is_cpu()) {  // one pass of column runs
+          out = at::empty({batch, total_dim}, fdev);
+          CopyColumnRuns(blocks, &out, /*to_blocks=*/false);
+        } else if (a2a_fills_output) {  // a gather instead of zero-fill + scatter-add
           at::Tensor received = at::cat(blocks, 1);
           out = a2a_inverse.defined() ? received.index_select(1, a2a_inverse) : received;
         } else {
@@ -600,21 +656,39 @@ void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tens
   at::Tensor a2a_grad;  // [B_global, C_rank]
   at::Tensor rs_grad;   // [B_global, rs_cols]
   if (any_a2a) {
-    const at::Tensor g = grad.index_select(1, a2a_colmap);
-    std::vector<at::Tensor> parts;
     std::vector<std::int64_t> in_splits(static_cast<std::size_t>(world));
     std::vector<std::int64_t> out_splits(static_cast<std::size_t>(world));
     const std::int64_t my_cols = a2a_cols_per_rank[static_cast<std::size_t>(rank)];
-    std::int64_t col = 0;
     for (int q = 0; q < world; ++q) {
-      const std::int64_t cq = a2a_cols_per_rank[static_cast<std::size_t>(q)];
-      parts.push_back(g.narrow(1, col, cq).contiguous().view({-1}));
-      col += cq;
-      in_splits[static_cast<std::size_t>(q)] = batch * cq;
+      in_splits[static_cast<std::size_t>(q)] =
+          batch * a2a_cols_per_rank[static_cast<std::size_t>(q)];
       out_splits[static_cast<std::size_t>(q)] =
           dist.batch_per_rank[static_cast<std::size_t>(q)] * my_cols;
     }
-    a2a_grad = comm->AllToAll(at::cat(parts), in_splits, out_splits).view({global_batch, my_cols});
+    at::Tensor send;
+    if (device.is_cpu() && grad.scalar_type() == at::kFloat) {  // q-major [B, C_q] blocks, one pass
+      send = at::empty({Sum(in_splits)}, fdev);
+      std::vector<at::Tensor> blocks;
+      std::int64_t at_elem = 0;
+      for (int q = 0; q < world; ++q) {
+        const std::int64_t cq = a2a_cols_per_rank[static_cast<std::size_t>(q)];
+        blocks.push_back(send.narrow(0, at_elem, batch * cq).view({batch, cq}));
+        at_elem += batch * cq;
+      }
+      at::Tensor source = grad;
+      CopyColumnRuns(blocks, &source, /*to_blocks=*/true);
+    } else {
+      const at::Tensor g = grad.index_select(1, a2a_colmap);
+      std::vector<at::Tensor> parts;
+      std::int64_t col = 0;
+      for (int q = 0; q < world; ++q) {
+        const std::int64_t cq = a2a_cols_per_rank[static_cast<std::size_t>(q)];
+        parts.push_back(g.narrow(1, col, cq).contiguous().view({-1}));
+        col += cq;
+      }
+      send = at::cat(parts);
+    }
+    a2a_grad = comm->AllToAll(send, in_splits, out_splits).view({global_batch, my_cols});
   }
   if (rs_cols > 0) {
     rs_grad = comm->AllGatherV(grad.index_select(1, rs_colmap).contiguous(), dist.batch_per_rank);
