@@ -140,6 +140,17 @@ struct ShardedEmbeddingBagCollection::Impl {
   void Build();
   void Backward(StepState& st, const at::Tensor& grad_out);
   KeyedTensor Compute(const std::shared_ptr<Dist>& dist);
+  // The q-major blocks of a flat pooled all-to-all buffer: views [batch, C_q], one per rank q.
+  std::vector<at::Tensor> A2aBlocks(const at::Tensor& flat, std::int64_t batch) const {
+    std::vector<at::Tensor> blocks;
+    std::int64_t at_elem = 0;
+    for (int q = 0; q < world; ++q) {
+      const std::int64_t cq = a2a_cols_per_rank[static_cast<std::size_t>(q)];
+      blocks.push_back(flat.narrow(0, at_elem, batch * cq).view({batch, cq}));
+      at_elem += batch * cq;
+    }
+    return blocks;
+  }
   // Copies between the all-to-all's q-major blocks ([B, C_q] each, contiguous) and the
   // [B, total_dim] output layout (contiguous, CPU float32) along a2a_runs: blocks → *full when
   // to_blocks is false (the forward), *full → blocks when true (the backward).
@@ -585,13 +596,7 @@ KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<D
               batch * a2a_cols_per_rank[static_cast<std::size_t>(q)];
         }
         at::Tensor recv = comm->AllToAll(send.contiguous().view({-1}), in_splits, out_splits);
-        std::vector<at::Tensor> blocks;
-        std::int64_t at_elem = 0;
-        for (int q = 0; q < world; ++q) {
-          const std::int64_t cq = a2a_cols_per_rank[static_cast<std::size_t>(q)];
-          blocks.push_back(recv.narrow(0, at_elem, batch * cq).view({batch, cq}));
-          at_elem += batch * cq;
-        }
+        const std::vector<at::Tensor> blocks = A2aBlocks(recv, batch);
         if (a2a_fills_output && device.is_cpu()) {  // one pass of column runs
           out = at::empty({batch, total_dim}, fdev);
           CopyColumnRuns(blocks, &out, /*to_blocks=*/false);
@@ -668,15 +673,8 @@ void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tens
     at::Tensor send;
     if (device.is_cpu() && grad.scalar_type() == at::kFloat) {  // q-major [B, C_q] blocks, one pass
       send = at::empty({Sum(in_splits)}, fdev);
-      std::vector<at::Tensor> blocks;
-      std::int64_t at_elem = 0;
-      for (int q = 0; q < world; ++q) {
-        const std::int64_t cq = a2a_cols_per_rank[static_cast<std::size_t>(q)];
-        blocks.push_back(send.narrow(0, at_elem, batch * cq).view({batch, cq}));
-        at_elem += batch * cq;
-      }
       at::Tensor source = grad;
-      CopyColumnRuns(blocks, &source, /*to_blocks=*/true);
+      CopyColumnRuns(A2aBlocks(send, batch), &source, /*to_blocks=*/true);
     } else {
       const at::Tensor g = grad.index_select(1, a2a_colmap);
       std::vector<at::Tensor> parts;

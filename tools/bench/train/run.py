@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """DLRM training samples/s (tzrec_train vs TorchRec) and checkpoint save/restore GB/s vs raw disk
-write speed: the issue 6 item 7 benchmark. Run by hand; see tools/bench/train/README.md.
+write speed. Run by hand; see tools/bench/train/README.md.
 
   .venv/bin/python tools/bench/train/run.py                     # everything, defaults below
   .venv/bin/python tools/bench/train/run.py --skip ckpt --repeat 5
@@ -15,9 +15,9 @@ Training (same config, data, per-rank batch, optimizers, 2 ranks on CPU over Glo
            {num_steps = warmup + steps, log_step_count_steps = --log-every, table_wise,
             arch_with_sparse = false (TorchRec's plain DLRM has no arch_with_sparse), no eval}.
            --method progress (default): rank 0's progress lines give samples/s per window of
-           --log-every steps (every step has an all-reduce, so the ranks are in step); the windows
-           after the first `warmup` steps are combined as total samples / total seconds (seconds of
-           a window = its samples / its samples/s). --method diff: two runs with num_steps =
+           --log-every steps (every step starts with a collective all ranks join, so the ranks
+           are in step); the windows after the first `warmup` steps are combined as total
+           samples / total seconds (seconds of a window = its samples / its samples/s). --method diff: two runs with num_steps =
            warmup and warmup + steps; samples/s = steps * batch * N / (wall(2) - wall(1)).
   torchrec tools/bench/train/torchrec_dlrm.py under the TorchRec venv's torchrun: warmup steps,
            then `steps` timed steps between barriers (slowest rank).
