@@ -160,6 +160,7 @@ struct ShardedEmbeddingBagCollection::Impl {
     const std::int64_t width = full->size(1);
     float* fp = full->data_ptr<float>();
     std::vector<float*> bp;
+    bp.reserve(blocks.size());
     for (const auto& b : blocks) bp.push_back(b.data_ptr<float>());
     at::parallel_for(0, rows, 256, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t r = begin; r < end; ++r) {
