@@ -94,9 +94,8 @@ class EmbeddingOptimizerState {
   //   Apply(weight, AggregateRowGradients(cat ids, cat PooledSumBackward(...)))
   // but on CPU float32 it sums each row's gradient straight from grad_out and updates the row in
   // place, without the [N, cols] temporaries (other devices/dtypes take the tensor path): rows are
-  // grouped by an LSD radix sort of (row, occurrence) keys, so each row sums in occurrence order,
-  // and the next rows' state is prefetched. Counts one step like Apply, also when `parts` hold no
-  // ids.
+  // grouped by an LSD radix sort of (row, occurrence) keys, so each row sums in occurrence order.
+  // Counts one step like Apply, also when `parts` hold no ids.
   void ApplyPooled(at::Tensor& weight, const std::vector<PooledGrad>& parts);
   // Updates `weight` [rows, cols] in place at `rows` (unique local row ids, int64 [U]) with the
   // summed gradients `grads` [U, cols]. Not differentiable; call under NoGradGuard.

@@ -276,17 +276,6 @@ class RowUpdater {
            static_cast<float>(1.0 - std::pow(config.beta1, static_cast<double>(step))),
            static_cast<float>(1.0 - std::pow(config.beta2, static_cast<double>(step)))} {}
 
-  // Hints the cache to load the row's weight and optimizer state (the first 64 bytes of each
-  // and, for wider rows, the rest as the hardware prefetcher follows).
-  void Prefetch(std::int64_t row) const {
-    __builtin_prefetch(p_.w + row * p_.cols, 1);
-    if (p_.m1 != nullptr) {
-      const bool row_wise = p_.kind == EmbeddingOptimizerKind::kRowWiseAdagrad;
-      __builtin_prefetch(p_.m1 + row * (row_wise ? p_.blocks : p_.cols), 1);
-    }
-    if (p_.m2 != nullptr) __builtin_prefetch(p_.m2 + row * p_.cols, 1);
-  }
-
   void operator()(std::int64_t row, float* g) const { UpdateRowKernel(p_, row, g); }
 
  private:
@@ -608,17 +597,10 @@ void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight,
   const auto unique = static_cast<std::int64_t>(starts.size()) - 1;
   const RowUpdater UpdateRow(config_, step_, weight, momentum1_, momentum2_);
   const std::int64_t cols = cols_;
-  constexpr std::int64_t kPrefetchAhead = 8;
   at::parallel_for(0, unique, 64, [&](std::int64_t begin, std::int64_t end) {
     std::vector<float> buffer(static_cast<std::size_t>(cols));
     float* g = buffer.data();
     for (std::int64_t u = begin; u < end; ++u) {
-      // Rows are scattered over the table: fetch the state of a row a few iterations ahead.
-      if (u + kPrefetchAhead < end) {
-        const std::size_t ahead = starts[static_cast<std::size_t>(u + kPrefetchAhead)];
-        UpdateRow.Prefetch(static_cast<std::int64_t>(keys[ahead] >> 32U));
-        __builtin_prefetch(occ[keys[ahead] & 0xFFFFFFFFU].grad);
-      }
       const std::size_t first = starts[static_cast<std::size_t>(u)];
       const std::size_t last = starts[static_cast<std::size_t>(u) + 1];
       const auto row = static_cast<std::int64_t>(keys[first] >> 32U);

@@ -25,12 +25,15 @@ struct Dims {
   std::int64_t b, d, f, n, pairs, width;
 };
 
-Dims Check(const at::Tensor& dense, const at::Tensor& sparse, bool with_sparse) {
+Dims Check(const at::Tensor& dense, const at::Tensor& sparse, bool with_sparse,
+           std::int64_t num_sparse) {
   if (!dense.defined() || !sparse.defined() || dense.dim() != 2 || sparse.dim() != 3 ||
-      sparse.size(0) != dense.size(0) || sparse.size(2) != dense.size(1)) {
-    throw std::invalid_argument("DotInteraction: dense must be [B, d] and sparse [B, F, d], got " +
-                                Shape(dense) + " and " + Shape(sparse) +
-                                "; the dense arch's last layer must have the embedding dim d");
+      sparse.size(0) != dense.size(0) || sparse.size(2) != dense.size(1) ||
+      sparse.size(1) != num_sparse) {
+    throw std::invalid_argument(
+        "DotInteraction: dense must be [B, d] and sparse [B, F=" + std::to_string(num_sparse) +
+        ", d], got " + Shape(dense) + " and " + Shape(sparse) +
+        "; the dense arch's last layer must have the embedding dim d");
   }
   Dims s{};
   s.b = dense.size(0);
@@ -48,7 +51,7 @@ constexpr std::int64_t kGrain = 64;
 struct FusedDotInteraction : public torch::autograd::Function<FusedDotInteraction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& dense, const at::Tensor& sparse,
                             bool with_sparse) {
-    const Dims s = Check(dense, sparse, with_sparse);
+    const Dims s = Check(dense, sparse, with_sparse, sparse.size(1));
     at::Tensor stacked = at::empty({s.b, s.n, s.d}, dense.options());  // S
     stacked.select(1, 0).copy_(dense);
     stacked.narrow(1, 1, s.f).copy_(sparse);
@@ -125,23 +128,32 @@ struct FusedDotInteraction : public torch::autograd::Function<FusedDotInteractio
 
 }  // namespace
 
-at::Tensor DotInteractionReference(const at::Tensor& dense, const at::Tensor& sparse,
-                                   bool with_sparse) {
-  const Dims s = Check(dense, sparse, with_sparse);
+DotInteraction::DotInteraction(std::int64_t num_sparse, const at::Device& device)
+    : num_sparse_(num_sparse) {
+  const at::Tensor idx =
+      at::triu_indices(num_sparse + 1, num_sparse + 1, 1, at::TensorOptions().device(device));
+  tri_i_ = idx[0];
+  tri_j_ = idx[1];
+}
+
+at::Tensor DotInteraction::Reference(const at::Tensor& dense, const at::Tensor& sparse,
+                                     bool with_sparse) const {
+  const Dims s = Check(dense, sparse, with_sparse, num_sparse_);
   const at::Tensor stacked = at::cat({dense.unsqueeze(1), sparse}, 1);  // [B, n, d]
   const at::Tensor gram = at::bmm(stacked, stacked.transpose(1, 2));    // [B, n, n]
-  const at::Tensor idx = at::triu_indices(s.n, s.n, 1, at::TensorOptions().device(dense.device()));
-  std::vector<at::Tensor> parts{dense, gram.index({at::indexing::Slice(), idx[0], idx[1]})};
+  std::vector<at::Tensor> parts{dense, gram.index({at::indexing::Slice(), tri_i_.to(dense.device()),
+                                                   tri_j_.to(dense.device())})};
   if (with_sparse) parts.push_back(sparse.reshape({s.b, s.f * s.d}));
   return at::cat(parts, 1);
 }
 
-at::Tensor DotInteraction(const at::Tensor& dense, const at::Tensor& sparse, bool with_sparse) {
-  Check(dense, sparse, with_sparse);
+at::Tensor DotInteraction::operator()(const at::Tensor& dense, const at::Tensor& sparse,
+                                      bool with_sparse) const {
+  Check(dense, sparse, with_sparse, num_sparse_);
   const bool fused = dense.device().is_cpu() && sparse.device().is_cpu() &&
                      dense.scalar_type() == at::kFloat && sparse.scalar_type() == at::kFloat &&
                      !at::autocast::is_autocast_enabled(at::kCPU);
-  if (!fused) return DotInteractionReference(dense, sparse, with_sparse);
+  if (!fused) return Reference(dense, sparse, with_sparse);
   return FusedDotInteraction::apply(dense, sparse, with_sparse);
 }
 

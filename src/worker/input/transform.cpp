@@ -233,16 +233,7 @@ void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* ou
     if (kind_ != IdKind::kBoundaries) return;
   }
   if (kind_ == IdKind::kBoundaries) {
-    double values[64];
-    std::vector<double> big;
-    double* v = values;
-    if (value_dim_ > 64) {
-      big.resize(static_cast<std::size_t>(value_dim_));
-      v = big.data();
-    }
-    RawValues(cell, v);
-    for (std::int64_t k = 0; k < value_dim_; ++k)
-      out->push_back(Bucketize(normalizer_.Apply(v[k])));
+    ForEachNormalized(cell, [&](std::int64_t, double x) { out->push_back(Bucketize(x)); });
     return;
   }
   if (kind_ == IdKind::kDense) {
@@ -315,16 +306,7 @@ void FeatureTransform::RawValues(const Cell& cell, double* out) const {
 }
 
 void FeatureTransform::WriteDense(const Cell& cell, float* out) const {
-  double values[64];
-  std::vector<double> big;
-  double* v = values;
-  if (value_dim_ > 64) {
-    big.resize(static_cast<std::size_t>(value_dim_));
-    v = big.data();
-  }
-  RawValues(cell, v);
-  for (std::int64_t k = 0; k < value_dim_; ++k)
-    out[k] = static_cast<float>(normalizer_.Apply(v[k]));
+  ForEachNormalized(cell, [&](std::int64_t k, double x) { out[k] = static_cast<float>(x); });
 }
 
 void FeatureTransform::AppendIdsColumn(const Cell* cells, std::int64_t n,

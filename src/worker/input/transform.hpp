@@ -68,6 +68,19 @@ class FeatureTransform {
   std::int64_t Bucketize(double x) const;
   // value_dim numbers (raw features): default_value when missing.
   void RawValues(const Cell& cell, double* out) const;
+  // Calls sink(k, normalizer(value k)) for the cell's value_dim raw values, k = 0 .. value_dim-1.
+  template <typename Sink>
+  void ForEachNormalized(const Cell& cell, Sink sink) const {
+    double values[64];
+    std::vector<double> big;
+    double* v = values;
+    if (value_dim_ > 64) {
+      big.resize(static_cast<std::size_t>(value_dim_));
+      v = big.data();
+    }
+    RawValues(cell, v);
+    for (std::int64_t k = 0; k < value_dim_; ++k) sink(k, normalizer_.Apply(v[k]));
+  }
 
   std::string name_;
   IdKind kind_ = IdKind::kDense;

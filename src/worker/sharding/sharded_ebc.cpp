@@ -108,10 +108,10 @@ struct ShardedEmbeddingBagCollection::Impl {
   std::int64_t rs_cols = 0;                     // reduce-scatter columns (same on every rank)
   std::vector<std::int64_t> a2a_cols_per_rank;  // C_q
   at::Tensor a2a_colmap;                        // [ΣC_q] target columns, q-major
-  // When the all-to-all alone fills every output column once (no reduce-scatter, no DP tables):
-  // the output is the received blocks gathered by a2a_inverse (undefined: already in order).
+  // On CPU, when the all-to-all alone fills every output column once (no reduce-scatter, no DP
+  // tables), the output is written straight from the received blocks (CopyColumnRuns) instead of
+  // zero-filled and scatter-added.
   bool a2a_fills_output = false;
-  at::Tensor a2a_inverse;
   // The same map as runs of adjacent columns, per source rank q: block q's columns
   // [src, src + len) are output columns [dst, dst + len). CPU copies use these instead of
   // index_select along dim 1.
@@ -347,20 +347,17 @@ void ShardedEmbeddingBagCollection::Impl::Build() {
       }
     }
   }
-  if (rs_map.empty() && dp_features.empty() &&
+  if (device.is_cpu() && rs_map.empty() && dp_features.empty() &&
       static_cast<std::int64_t>(a2a_map.size()) == total_dim) {
-    std::vector<std::int64_t> inverse(a2a_map.size(), -1);
+    std::vector<bool> seen(a2a_map.size(), false);
     bool permutation = true;
-    bool identity = true;
-    for (std::size_t i = 0; i < a2a_map.size() && permutation; ++i) {
-      const std::int64_t c = a2a_map[i];
-      permutation = c >= 0 && c < total_dim && inverse[static_cast<std::size_t>(c)] < 0;
-      if (permutation) inverse[static_cast<std::size_t>(c)] = static_cast<std::int64_t>(i);
-      identity = identity && c == static_cast<std::int64_t>(i);
+    for (const std::int64_t c : a2a_map) {
+      permutation = permutation && c >= 0 && c < total_dim && !seen[static_cast<std::size_t>(c)];
+      if (permutation) seen[static_cast<std::size_t>(c)] = true;
     }
     a2a_fills_output = permutation;
-    if (permutation && !identity) a2a_inverse = at::tensor(inverse, at::kLong).to(device);
   }
+
   rs_colmap = at::tensor(rs_map, at::kLong).to(device);
   dummy = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(device));
   dummy.set_requires_grad(true);
@@ -598,12 +595,9 @@ KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<D
         }
         at::Tensor recv = comm->AllToAll(send.contiguous().view({-1}), in_splits, out_splits);
         const std::vector<at::Tensor> blocks = A2aBlocks(recv, batch);
-        if (a2a_fills_output && device.is_cpu()) {  // one pass of column runs
+        if (a2a_fills_output) {  // one pass of column runs
           out = at::empty({batch, total_dim}, fdev);
           CopyColumnRuns(blocks, &out, /*to_blocks=*/false);
-        } else if (a2a_fills_output) {  // a gather instead of zero-fill + scatter-add
-          at::Tensor received = at::cat(blocks, 1);
-          out = a2a_inverse.defined() ? received.index_select(1, a2a_inverse) : received;
         } else {
           out.index_add_(1, a2a_colmap, at::cat(blocks, 1));
         }

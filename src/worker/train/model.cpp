@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "tzrun/worker/interaction.hpp"
@@ -167,11 +168,12 @@ class Dlrm final : public DenseModel {
     with_sparse_ = mc.arch_with_sparse;
     final_ = Mlp(b, "final_mlp", in, mc.final_mlp);
     out_ = b.Linear("output", final_.out_dim(), 1);
+    interaction_.emplace(n - 1, device);
   }
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
-    const at::Tensor x = dense_mlp_.Forward(dense_.Forward(sparse, dense));     // [B, d]
-    const at::Tensor emb = SparseBlock(sparse);                                 // [B, F, d]
-    const at::Tensor h = final_.Forward(DotInteraction(x, emb, with_sparse_));  // [x, triu, (emb)]
+    const at::Tensor x = dense_mlp_.Forward(dense_.Forward(sparse, dense));      // [B, d]
+    const at::Tensor emb = SparseBlock(sparse);                                  // [B, F, d]
+    const at::Tensor h = final_.Forward((*interaction_)(x, emb, with_sparse_));  // [x, triu, (emb)]
     return at::linear(h, out_.first, out_.second).view({-1});
   }
 
@@ -215,6 +217,7 @@ class Dlrm final : public DenseModel {
   Mlp final_;
   std::pair<at::Tensor, at::Tensor> out_;
   bool with_sparse_ = true;
+  std::optional<DotInteraction> interaction_;
 };
 
 class DeepFm final : public DenseModel {

@@ -21,11 +21,12 @@ TEST(DotInteraction, HandComputedExample) {
   // n = 3 (dense + 2 features), d = 2: pairs (0,1), (0,2), (1,2).
   const at::Tensor dense = at::tensor({1.0F, 2.0F}).view({1, 2});
   const at::Tensor sparse = at::tensor({3.0F, 4.0F, 5.0F, 6.0F}).view({1, 2, 2});
-  const at::Tensor out = DotInteraction(dense, sparse, /*with_sparse=*/true);
+  const DotInteraction interaction(2, at::kCPU);
+  const at::Tensor out = interaction(dense, sparse, /*with_sparse=*/true);
   const at::Tensor want =
       at::tensor({1.0F, 2.0F, 11.0F, 17.0F, 39.0F, 3.0F, 4.0F, 5.0F, 6.0F}).view({1, 9});
   ExpectClose(out, want, 0);
-  ExpectClose(DotInteraction(dense, sparse, false), want.narrow(1, 0, 5), 0);
+  ExpectClose(interaction(dense, sparse, false), want.narrow(1, 0, 5), 0);
 }
 
 class DotInteractionGrad : public ::testing::TestWithParam<bool> {};
@@ -45,8 +46,9 @@ TEST_P(DotInteractionGrad, MatchesComposedOps) {
     at::Tensor v = values.clone().set_requires_grad(true);
     at::Tensor x = dense_base.clone().set_requires_grad(true);
     const at::Tensor sparse = v.narrow(1, 8, f * d).view({b, f, d});
-    const at::Tensor out = fused ? DotInteraction(x * 2, sparse, with_sparse)
-                                 : DotInteractionReference(x * 2, sparse, with_sparse);
+    const DotInteraction interaction(f, at::kCPU);
+    const at::Tensor out = fused ? interaction(x * 2, sparse, with_sparse)
+                                 : interaction.Reference(x * 2, sparse, with_sparse);
     (out * upstream).sum().backward();
     return std::make_tuple(out.detach(), x.grad(), v.grad());
   };
@@ -63,7 +65,7 @@ INSTANTIATE_TEST_SUITE_P(WithAndWithoutSparse, DotInteractionGrad, ::testing::Bo
 
 TEST(DotInteraction, ShapeMismatchNamesBothShapes) {
   try {
-    DotInteraction(at::zeros({4, 8}), at::zeros({4, 3, 16}), false);
+    DotInteraction(3, at::kCPU)(at::zeros({4, 8}), at::zeros({4, 3, 16}), false);
     FAIL() << "no exception";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("[4, 8]"), std::string::npos) << e.what();
@@ -74,8 +76,8 @@ TEST(DotInteraction, ShapeMismatchNamesBothShapes) {
 TEST(DotInteraction, NonFloatTakesTheComposedPath) {
   const at::Tensor dense = at::randn({5, 4}).to(at::kDouble);
   const at::Tensor sparse = at::randn({5, 3, 4}).to(at::kDouble);
-  ExpectClose(DotInteraction(dense, sparse, true), DotInteractionReference(dense, sparse, true),
-              1e-12);
+  const DotInteraction interaction(3, at::kCPU);
+  ExpectClose(interaction(dense, sparse, true), interaction.Reference(dense, sparse, true), 1e-12);
 }
 
 }  // namespace
