@@ -115,7 +115,8 @@ deb)
   # Every shared library tzrun needs must come from a package that Depends names.
   if command -v dpkg >/dev/null; then
     while read -r lib; do
-      path="$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64|x32|64/ {print $NF; exit}')"
+      # awk reads to the end (no early exit), so ldconfig never dies of SIGPIPE under pipefail.
+      path="$(ldconfig -p | awk -v l="$lib" '!found && $1 == l && /x86-64|x32|64/ {print $NF; found = 1}')"
       [[ -n "$path" ]] || continue
       real="$(readlink -f "$path")"
       owner="$(dpkg -S "$path" 2>/dev/null || dpkg -S "$real" 2>/dev/null || dpkg -S "${path#/usr}" 2>/dev/null || true)"

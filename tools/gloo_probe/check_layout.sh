@@ -24,7 +24,9 @@ declare -A WHERE=(
 # write to %edi/%rdi in between) at a call to _Znwm.
 new_sizes() {
   local lib="$1" prefix="$2" line addr size
-  line="$(nm -D -S --defined-only "$lib" | awk -v p="$prefix" 'index($4, p) == 1 {print $1, $2; exit}')"
+  # awk reads to the end (no early exit), so nm never dies of SIGPIPE under pipefail.
+  line="$(nm -D -S --defined-only "$lib" |
+    awk -v p="$prefix" '!found && index($4, p) == 1 {print $1, $2; found = 1}')"
   [[ -n "$line" ]] || return 1
   read -r addr size <<<"$line"
   objdump -d --no-show-raw-insn --start-address=$((16#$addr)) \
