@@ -1,4 +1,4 @@
-// The agent (see include/tzrun/launch/agent.hpp for the behaviour and the upstream files
+// The agent (see include/tzrun/agent/agent.hpp for the behaviour and the upstream files
 // it follows).
 //
 // Structure: one thread, one poll() loop. Exits arrive as SIGCHLD and handled signals as
@@ -7,7 +7,7 @@
 // while a group is being stopped (descendants that are not our children cannot be waited
 // for, so group emptiness is re-checked every 50 ms). Blocking rendezvous calls check the
 // signalfd between their (<= 1 s) slices through interrupt_check().
-#include "tzrun/launch/agent.hpp"
+#include "tzrun/agent/agent.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -38,7 +38,8 @@
 #include "logs.hpp"
 #include "process.hpp"
 #include "report.hpp"
-#include "tzrun/launch/worker_env.hpp"
+#include "tzrun/agent/worker_env.hpp"
+#include "tzrun/base/system.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/factory.hpp"
 #include "tzrun/rendezvous/params.hpp"
@@ -86,41 +87,15 @@ store::LogSink make_store_log(std::shared_ptr<spdlog::logger> log, std::string w
       };
 }
 
-std::string errno_text(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
+using base::errno_text;
 
 double unix_seconds(SysClock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-std::map<std::string, std::string> environ_map() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string_view kv(*e);
-    auto eq = kv.find('=');
-    if (eq == std::string_view::npos || eq == 0) continue;
-    env.emplace(std::string(kv.substr(0, eq)), std::string(kv.substr(eq + 1)));
-  }
-  return env;
-}
+using base::environ_map;
 
-std::string uuid4() {
-  std::random_device rd;
-  std::mt19937_64 gen((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
-  std::array<unsigned char, 16> b{};
-  for (auto& c : b) c = static_cast<unsigned char>(gen() & 0xffU);
-  b[6] = static_cast<unsigned char>((b[6] & 0x0fU) | 0x40U);
-  b[8] = static_cast<unsigned char>((b[8] & 0x3fU) | 0x80U);
-  std::string out;
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
-    out += kHex[b[i] >> 4U];
-    out += kHex[b[i] & 0xfU];
-  }
-  return out;
-}
+using base::uuid4;
 
 std::shared_ptr<spdlog::logger> make_logger(const std::string& level) {
   auto existing = spdlog::get("tzrun.agent");

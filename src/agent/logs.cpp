@@ -15,14 +15,14 @@
 #include <string>
 #include <system_error>
 
+#include "tzrun/base/system.hpp"
+
 namespace tzrun::agent {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string errno_text(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
+using base::errno_text;
 
 // Python's tempfile.gettempdir() candidates: $TMPDIR, $TEMP, $TMP, then /tmp.
 std::string temp_root() {

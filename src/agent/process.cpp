@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "report.hpp"
+#include "tzrun/base/system.hpp"
 
 namespace tzrun::agent::detail {
 namespace {
@@ -48,9 +49,7 @@ void cloexec_from_3() {
   ::_exit(err == ENOENT ? 127 : 126);
 }
 
-std::string errno_text(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
+using base::errno_text;
 
 }  // namespace
 

@@ -19,6 +19,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "tzrun/base/system.hpp"
+
 namespace tzrun::agent {
 namespace {
 
@@ -29,9 +31,7 @@ constexpr std::string_view kNotAvailable = "<N/A>";
 constexpr std::string_view kNoTracebackHint =
     "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html";
 
-std::string errno_text(int err) {
-  return std::error_code(err, std::generic_category()).message();
-}
+using base::errno_text;
 
 std::optional<double> parse_timestamp(const json& v) {
   if (v.is_number()) return v.get<double>();

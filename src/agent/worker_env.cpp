@@ -1,5 +1,5 @@
-// Worker environment and argv (see include/tzrun/launch/worker_env.hpp).
-#include "tzrun/launch/worker_env.hpp"
+// Worker environment and argv (see include/tzrun/agent/worker_env.hpp).
+#include "tzrun/agent/worker_env.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,37 +10,16 @@
 #include <fstream>
 #include <string>
 
+#include "tzrun/base/strings.hpp"
+
 namespace tzrun::agent {
 namespace {
 
-std::string join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (i != 0) out += sep;
-    out += parts[i];
-  }
-  return out;
-}
+using base::join;
 
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (true) {
-    auto pos = s.find(sep, start);
-    out.push_back(s.substr(start, pos == std::string::npos ? std::string::npos : pos - start));
-    if (pos == std::string::npos) break;
-    start = pos + 1;
-  }
-  return out;
-}
+using base::split;
 
-std::string strip(std::string_view s) {
-  std::size_t b = 0;
-  std::size_t e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b])) != 0) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])) != 0) --e;
-  return std::string(s.substr(b, e - b));
-}
+using base::strip;
 
 bool is_identifier_start(char c) {
   return c == '_' || std::isalpha(static_cast<unsigned char>(c)) != 0;

@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "store_command.hpp"
-#include "tzrun/launch/agent.hpp"
-#include "tzrun/launch/cli.hpp"
-#include "tzrun/launch/config.hpp"
-#include "tzrun/launch/platform.hpp"
+#include "tzrun/agent/agent.hpp"
+#include "tzrun/cli/cli.hpp"
+#include "tzrun/launch_config.hpp"
+#include "tzrun/platform/platform.hpp"
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "store") {

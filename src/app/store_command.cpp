@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/launch/config.hpp"
+#include "tzrun/launch_config.hpp"
 #include "tzrun/store/server.hpp"
 
 namespace tzrun::app {

@@ -10,7 +10,7 @@
 #include <system_error>
 
 #include "text.hpp"
-#include "tzrun/launch/cli.hpp"
+#include "tzrun/cli/cli.hpp"
 
 namespace tzrun::cli {
 namespace {

@@ -20,8 +20,10 @@
 
 #include "options.hpp"
 #include "text.hpp"
-#include "tzrun/launch/cli.hpp"
-#include "tzrun/launch/platform.hpp"
+#include "tzrun/base/strings.hpp"
+#include "tzrun/base/system.hpp"
+#include "tzrun/cli/cli.hpp"
+#include "tzrun/platform/platform.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX
 
@@ -49,30 +51,9 @@ int format_width(const std::map<std::string, std::string>& env) {
   return 78;
 }
 
-std::string uuid4() {
-  std::random_device rd;
-  std::array<unsigned char, 16> b{};
-  for (std::size_t i = 0; i < b.size(); i += 4) {
-    const auto r = rd();
-    for (std::size_t j = 0; j < 4; ++j) b[i + j] = static_cast<unsigned char>(r >> (8 * j));
-  }
-  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
-  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
-  std::string s;
-  static constexpr char kHex[] = "0123456789abcdef";
-  for (std::size_t i = 0; i < b.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) s.push_back('-');
-    s.push_back(kHex[b[i] >> 4]);
-    s.push_back(kHex[b[i] & 0xf]);
-  }
-  return s;
-}
+using base::uuid4;
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
+using base::lower;
 
 /// argparse's _negative_number_matcher: '^-\d+$|^-\d*\.\d+$'.
 bool looks_like_negative_number(std::string_view s) {

@@ -1,5 +1,5 @@
 // Slurm compressed host lists and TorchX -j job shapes (see
-// include/tzrun/launch/platform.hpp).
+// include/tzrun/platform/platform.hpp).
 #include <cctype>
 #include <charconv>
 #include <limits>
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tzrun/launch/platform.hpp"
+#include "tzrun/platform/platform.hpp"
 
 namespace tzrun::platform {
 namespace {

@@ -1,6 +1,6 @@
-// Platform detection and mapping (see include/tzrun/launch/platform.hpp and
+// Platform detection and mapping (see include/tzrun/platform/platform.hpp and
 // docs/multinode.md, "Platform detection").
-#include "tzrun/launch/platform.hpp"
+#include "tzrun/platform/platform.hpp"
 
 #include <cctype>
 #include <charconv>
@@ -10,6 +10,8 @@
 #include <string_view>
 #include <utility>
 
+#include "tzrun/base/strings.hpp"
+
 namespace tzrun::platform {
 namespace {
 
@@ -18,11 +20,7 @@ using Env = std::map<std::string, std::string>;
 /// torchx dist.ddp and torchrun's default port for a rendezvous endpoint.
 constexpr std::string_view kDefaultPort = "29500";
 
-std::string strip(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())) != 0) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())) != 0) s.remove_suffix(1);
-  return std::string(s);
-}
+using base::strip;
 
 /// A set, non-blank variable (stripped), else nullopt.
 std::optional<std::string> get(const Env& env, const std::string& key) {

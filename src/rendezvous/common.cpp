@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "tzrun/base/system.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/ranks.hpp"
 #include "tzrun/store/errors.hpp"
@@ -13,11 +14,7 @@
 namespace tzrun::rendezvous::detail {
 
 std::string ms_text(milliseconds d) {
-  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + " s";
-  if (d.count() > 1000) {
-    return std::to_string(d.count() / 1000) + "." + std::to_string(d.count() % 1000 / 100) + " s";
-  }
-  return std::to_string(d.count()) + " ms";
+  return base::duration_text(d);
 }
 
 void log(const store::LogSink& sink, store::LogLevel level, const std::string& message) {

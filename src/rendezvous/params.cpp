@@ -16,22 +16,15 @@
 #include <regex>
 #include <set>
 
+#include "tzrun/base/strings.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 
 namespace tzrun::rendezvous {
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+using base::lower;
 
-std::string strip(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
+using base::strip;
 
 // Numeric text of one address (no scope id), "" when not an IP address.
 std::string addr_text(const sockaddr* sa) {

@@ -5,6 +5,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "tzrun/base/strings.hpp"
+#include "tzrun/base/system.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/store/errors.hpp"
 
@@ -17,19 +19,8 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr std::string_view kRoleInfoPrefix = "torchelastic/role_info/";
 constexpr std::string_view kAssignedRanksPrefix = "torchelastic/assigned_ranks/";
 
-std::string ms_text(milliseconds d) {
-  if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + " s";
-  return std::to_string(d.count()) + " ms";
-}
-
 std::string join_keys(const std::vector<std::string>& keys) {
-  std::string out;
-  for (std::size_t i = 0; i < keys.size() && i < 4; ++i) {
-    if (i > 0) out += ", ";
-    out += "'" + keys[i] + "'";
-  }
-  if (keys.size() > 4) out += ", ... (" + std::to_string(keys.size()) + " keys)";
-  return out;
+  return base::quoted_list(keys, 4);
 }
 
 int json_int(const nlohmann::json& j) {
@@ -115,7 +106,7 @@ void wait_keys(store::Store& store, const std::vector<std::string>& keys, millis
     if (left <= milliseconds(0)) {
       throw RendezvousTimeoutError(what + ": keys " + join_keys(keys) +
                                    " did not appear in the rendezvous store within " +
-                                   ms_text(timeout) +
+                                   base::duration_text(timeout) +
                                    "; another node is missing or slow (check that every node "
                                    "was started with the same --nnodes/--rdzv-id), or raise "
                                    "the timeout");

@@ -18,7 +18,7 @@
 #include <memory>
 #include <string>
 
-#include "tzrun/launch/config.hpp"
+#include "tzrun/launch_config.hpp"
 #include "tzrun/rendezvous/dynamic_rendezvous.hpp"
 #include "tzrun/rendezvous/handler.hpp"
 #include "tzrun/rendezvous/static_rendezvous.hpp"

@@ -17,10 +17,10 @@
 #include <iostream>
 #include <string>
 
-#include "tzrun/worker/plan_command.hpp"
+#include "tzrec/planner/plan_command.hpp"
 #ifdef TZREC_WITH_TRAIN
-#include "tzrun/worker/config.hpp"
-#include "tzrun/worker/train.hpp"
+#include "tzrec/config/config.hpp"
+#include "tzrec/train/train.hpp"
 #endif
 
 namespace {

@@ -1,6 +1,6 @@
-// CheckpointManager (include/tzrun/worker/checkpoint.hpp): metadata, the atomic directory protocol
-// and the resharding restore. The .pt files are read and written by pt_file.cpp.
-#include "tzrun/worker/checkpoint.hpp"
+// CheckpointManager (include/tzrec/checkpoint/checkpoint.hpp): metadata, the atomic directory
+// protocol and the resharding restore. The .pt files are read and written by pt_file.cpp.
+#include "tzrec/checkpoint/checkpoint.hpp"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>

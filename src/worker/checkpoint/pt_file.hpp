@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/checkpoint.hpp"
+#include "tzrec/checkpoint/checkpoint.hpp"
 
 namespace tzrec::checkpoint_detail {
 

@@ -1,7 +1,7 @@
 // comm.cpp — DistEnv, the Comm facade over c10d::Backend, PendingTensor and DenseSync
-// (include/tzrun/worker/comm.hpp). The process group itself is built in gloo_backend.cpp /
+// (include/tzrec/comm/comm.hpp). The process group itself is built in gloo_backend.cpp /
 // nccl_backend.cpp; this file only sees the c10d::Backend base class.
-#include "tzrun/worker/comm.hpp"
+#include "tzrec/comm/comm.hpp"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>

@@ -1,7 +1,7 @@
 // Pipeline config: parse (schema-driven normalisation: unknown keys, types, oneofs, defaults),
 // edit_config_json overrides, reading into the structs, cross-field validation, ToJson and the
-// markdown reference. See include/tzrun/worker/config.hpp.
-#include "tzrun/worker/config.hpp"
+// markdown reference. See include/tzrec/config/config.hpp.
+#include "tzrec/config/config.hpp"
 
 #include <algorithm>
 #include <cctype>

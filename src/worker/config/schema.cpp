@@ -1,6 +1,6 @@
 // The pipeline-config schema: one table per message, one row per key. Defaults here are the
 // effective defaults (the parser fills them before reading values into the structs), and they
-// agree with the member initialisers in include/tzrun/worker/config.hpp (a unit test checks).
+// agree with the member initialisers in include/tzrec/config/config.hpp (a unit test checks).
 #include "schema.hpp"
 
 #include <algorithm>
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "tzrun/worker/edit_distance.hpp"
+#include "tzrun/base/strings.hpp"
 
 namespace tzrec::config_schema {
 namespace {
@@ -421,16 +421,7 @@ std::string TypeName(const FieldSpec& field) {
 }
 
 std::string Closest(const std::string& key, const std::vector<std::string>& keys) {
-  std::string best;
-  std::size_t best_distance = 0;
-  for (const std::string& candidate : keys) {
-    const std::size_t distance = EditDistance(key, candidate);
-    if (best.empty() || distance < best_distance) {
-      best = candidate;
-      best_distance = distance;
-    }
-  }
-  return best;
+  return tzrun::base::closest_name(key, keys);
 }
 
 }  // namespace tzrec::config_schema

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/edit_distance.hpp"
+#include "tzrun/base/strings.hpp"
 
 namespace tzrec::config_schema {
 

@@ -1,6 +1,6 @@
 // Table initialisation, row-gradient aggregation, fused embedding optimizers and pooled lookups
-// (see tzrun/worker/embedding.hpp). The EmbeddingBagCollection is in embedding_collection.cpp.
-#include "tzrun/worker/embedding.hpp"
+// (see tzrec/core/embedding.hpp). The EmbeddingBagCollection is in embedding_collection.cpp.
+#include "tzrec/core/embedding.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>

@@ -1,5 +1,5 @@
 // The unsharded EmbeddingBagCollection with its optimizer fused into the backward (see
-// tzrun/worker/embedding.hpp). The backward is a custom autograd Function: its forward takes a
+// tzrec/core/embedding.hpp). The backward is a custom autograd Function: its forward takes a
 // dummy leaf that requires grad (so the pooled output is part of the graph) and its backward
 // turns the output gradient into per-row gradients, sums them per unique row and applies the
 // fused optimizer to the table weights in place.
@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "tzrun/worker/embedding.hpp"
+#include "tzrec/core/embedding.hpp"
 
 namespace tzrec {
 namespace {

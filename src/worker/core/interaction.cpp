@@ -1,5 +1,5 @@
-// DLRM dot interaction, fused with its concat (see include/tzrun/worker/interaction.hpp).
-#include "tzrun/worker/interaction.hpp"
+// DLRM dot interaction, fused with its concat (see include/tzrec/core/interaction.hpp).
+#include "tzrec/core/interaction.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

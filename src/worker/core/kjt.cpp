@@ -1,5 +1,5 @@
-// KeyedJaggedTensor, JaggedTensor and KeyedTensor (see tzrun/worker/kjt.hpp).
-#include "tzrun/worker/kjt.hpp"
+// KeyedJaggedTensor, JaggedTensor and KeyedTensor (see tzrec/core/kjt.hpp).
+#include "tzrec/core/kjt.hpp"
 
 #include <ATen/ATen.h>
 

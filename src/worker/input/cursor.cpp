@@ -1,10 +1,10 @@
 // DataCursor: consumed global rows, merge across ranks, split of the rest (see
-// tzrun/worker/input.hpp).
+// tzrec/input/input.hpp).
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "tzrun/worker/input.hpp"
+#include "tzrec/input/input.hpp"
 
 namespace tzrec {
 

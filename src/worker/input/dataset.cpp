@@ -1,5 +1,5 @@
 // Dataset: files → rank rows → transformed batches, with a background reader thread (see
-// tzrun/worker/input.hpp).
+// tzrec/input/input.hpp).
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -14,7 +14,7 @@
 
 #include "reader.hpp"
 #include "transform.hpp"
-#include "tzrun/worker/input.hpp"
+#include "tzrec/input/input.hpp"
 
 namespace tzrec {
 namespace {

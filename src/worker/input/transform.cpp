@@ -1,4 +1,4 @@
-// Feature transforms (see transform.hpp and tzrun/worker/input.hpp).
+// Feature transforms (see transform.hpp and tzrec/input/input.hpp).
 #include "transform.hpp"
 
 #include <algorithm>

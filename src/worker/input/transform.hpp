@@ -1,5 +1,5 @@
 // Internal to tzrec::input: per-feature value → id / dense transforms (semantics in
-// tzrun/worker/input.hpp). Construction validates the FeatureConfig; the Append* methods throw
+// tzrec/input/input.hpp). Construction validates the FeatureConfig; the Append* methods throw
 // std::runtime_error naming the feature and the value (the caller adds file and row).
 // Thread-safety: immutable after construction; const methods may run concurrently.
 #pragma once
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cell.hpp"
-#include "tzrun/worker/config.hpp"
+#include "tzrec/config/config.hpp"
 
 namespace tzrec::input {
 

@@ -1,6 +1,6 @@
 // `tzrec_train plan`: read table specs from JSON, plan, print the table and hash, optionally write
-// the plan JSON atomically. See include/tzrun/worker/plan_command.hpp for flags and exit codes.
-#include "tzrun/worker/plan_command.hpp"
+// the plan JSON atomically. See include/tzrec/planner/plan_command.hpp for flags and exit codes.
+#include "tzrec/planner/plan_command.hpp"
 
 #include <unistd.h>
 
@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/edit_distance.hpp"
-#include "tzrun/worker/planner.hpp"
+#include "tzrec/planner/planner.hpp"
+#include "tzrun/base/strings.hpp"
 
 namespace tzrec {
 namespace {
@@ -44,12 +44,8 @@ void CheckKeys(const Json& object, const std::vector<std::string>& valid, const 
   for (const auto& item : object.items()) {
     const std::string& key = item.key();
     if (std::find(valid.begin(), valid.end(), key) != valid.end()) continue;
-    std::string closest = valid.front();
-    for (const std::string& candidate : valid) {
-      if (EditDistance(key, candidate) < EditDistance(key, closest)) closest = candidate;
-    }
-    std::string all;
-    for (const std::string& candidate : valid) all += (all.empty() ? "" : ", ") + candidate;
+    const std::string closest = tzrun::base::closest_name(key, valid);
+    const std::string all = tzrun::base::join(valid, ", ");
     throw InputError(file + ": unknown key '" + key + "' in " + where + "; did you mean '" +
                      closest + "'? (valid keys: " + all + ")");
   }

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "tzrun/worker/planner.hpp"
+#include "tzrec/planner/planner.hpp"
 
 namespace tzrec {
 namespace {

@@ -11,7 +11,7 @@
 // Each proposal is partitioned (GreedyPerfPartitioner) and rated by the max over ranks of the
 // summed shard perf (ties: smaller total perf, then the earlier proposal). Everything is
 // deterministic.
-#include "tzrun/worker/planner.hpp"
+#include "tzrec/planner/planner.hpp"
 
 #include <unistd.h>
 

@@ -1,6 +1,6 @@
 // ShardedEmbeddingBagCollection: input dist, local lookup, output dist and the mirrored backward
-// with fused optimizers (see include/tzrun/worker/sharded_ebc.hpp for the data path).
-#include "tzrun/worker/sharded_ebc.hpp"
+// with fused optimizers (see include/tzrec/sharding/sharded_ebc.hpp for the data path).
+#include "tzrec/sharding/sharded_ebc.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>

@@ -1,4 +1,4 @@
-// tzrec_train export / predict (include/tzrun/worker/train.hpp).
+// tzrec_train export / predict (include/tzrec/train/train.hpp).
 //
 // export: one process (whatever RANK/WORLD_SIZE say, as TorchEasyRec's normal export forces
 // WORLD_SIZE=1) builds the model with every table on rank 0, restores a checkpoint of any world
@@ -16,10 +16,10 @@
 #include <iostream>
 
 #include "train_common.hpp"
-#include "tzrun/worker/checkpoint.hpp"
-#include "tzrun/worker/comm.hpp"
-#include "tzrun/worker/input.hpp"
-#include "tzrun/worker/train.hpp"
+#include "tzrec/checkpoint/checkpoint.hpp"
+#include "tzrec/comm/comm.hpp"
+#include "tzrec/input/input.hpp"
+#include "tzrec/train/train.hpp"
 
 namespace tzrec {
 namespace {

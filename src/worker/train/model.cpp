@@ -1,5 +1,5 @@
-// DLRM, DeepFM and MultiTower dense parts (see include/tzrun/worker/model.hpp).
-#include "tzrun/worker/model.hpp"
+// DLRM, DeepFM and MultiTower dense parts (see include/tzrec/train/model.hpp).
+#include "tzrec/train/model.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -9,7 +9,7 @@
 #include <optional>
 #include <utility>
 
-#include "tzrun/worker/interaction.hpp"
+#include "tzrec/core/interaction.hpp"
 
 namespace tzrec {
 namespace {

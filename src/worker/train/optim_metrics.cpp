@@ -1,4 +1,4 @@
-// DenseOptimizer and the AUC metrics (include/tzrun/worker/train.hpp).
+// DenseOptimizer and the AUC metrics (include/tzrec/train/train.hpp).
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "tzrun/worker/train.hpp"
+#include "tzrec/train/train.hpp"
 
 namespace tzrec {
 

@@ -10,12 +10,12 @@
 #include <stdexcept>
 #include <string>
 
-#include "tzrun/worker/checkpoint.hpp"
-#include "tzrun/worker/comm.hpp"
-#include "tzrun/worker/config.hpp"
-#include "tzrun/worker/model.hpp"
-#include "tzrun/worker/planner.hpp"
-#include "tzrun/worker/sharded_ebc.hpp"
+#include "tzrec/checkpoint/checkpoint.hpp"
+#include "tzrec/comm/comm.hpp"
+#include "tzrec/config/config.hpp"
+#include "tzrec/planner/planner.hpp"
+#include "tzrec/sharding/sharded_ebc.hpp"
+#include "tzrec/train/model.hpp"
 
 namespace tzrec {
 

@@ -1,4 +1,4 @@
-// tzrec_train train_eval: the training job (include/tzrun/worker/train.hpp).
+// tzrec_train train_eval: the training job (include/tzrec/train/train.hpp).
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <c10/core/GradMode.h>
@@ -16,14 +16,14 @@
 #include <sstream>
 
 #include "train_common.hpp"
-#include "tzrun/worker/checkpoint.hpp"
-#include "tzrun/worker/comm.hpp"
-#include "tzrun/worker/config.hpp"
-#include "tzrun/worker/input.hpp"
-#include "tzrun/worker/model.hpp"
-#include "tzrun/worker/planner.hpp"
-#include "tzrun/worker/sharded_ebc.hpp"
-#include "tzrun/worker/train.hpp"
+#include "tzrec/checkpoint/checkpoint.hpp"
+#include "tzrec/comm/comm.hpp"
+#include "tzrec/config/config.hpp"
+#include "tzrec/input/input.hpp"
+#include "tzrec/planner/planner.hpp"
+#include "tzrec/sharding/sharded_ebc.hpp"
+#include "tzrec/train/model.hpp"
+#include "tzrec/train/train.hpp"
 
 namespace tzrec {
 namespace {

@@ -1,4 +1,4 @@
-// Unit tests for include/tzrun/launch/worker_env.hpp. Expected values were taken from real
+// Unit tests for include/tzrun/agent/worker_env.hpp. Expected values were taken from real
 // torchrun 2.11 (`torchrun --nproc-per-node=2 --no-python env-dump`, see the agent notes).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/launch/worker_env.hpp"
+#include "tzrun/agent/worker_env.hpp"
 
 namespace fs = std::filesystem;
 using tzrun::ExitCode;

@@ -1,6 +1,6 @@
 // Behaviour of tzrun::cli::parse against torchrun 2.11's argparse front end
 // (torch/distributed/run.py, torch/distributed/argparse_util.py).
-#include "tzrun/launch/cli.hpp"
+#include "tzrun/cli/cli.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "tzrun/launch/cli.hpp"
+#include "tzrun/cli/cli.hpp"
 
 namespace tzrun::cli {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "tzrun/launch/cli.hpp"
+#include "tzrun/cli/cli.hpp"
 
 namespace tzrun::cli::detail {
 namespace {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/launch/cli.hpp"
-#include "tzrun/launch/platform.hpp"
-#include "tzrun/launch/worker_env.hpp"
+#include "tzrun/agent/worker_env.hpp"
+#include "tzrun/cli/cli.hpp"
+#include "tzrun/platform/platform.hpp"
 
 namespace tzrun {
 namespace {

@@ -1,4 +1,4 @@
-// Platform detection and mapping (tzrun/launch/platform.hpp), scenario by scenario
+// Platform detection and mapping (tzrun/platform/platform.hpp), scenario by scenario
 // from the platforms' own variable conventions (docs/multinode.md).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "tzrun/launch/platform.hpp"
+#include "tzrun/platform/platform.hpp"
 
 namespace tzrun::platform {
 namespace {

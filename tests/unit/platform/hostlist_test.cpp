@@ -1,11 +1,11 @@
-// Slurm host-list expansion and TorchX -j job shapes (tzrun/launch/platform.hpp).
+// Slurm host-list expansion and TorchX -j job shapes (tzrun/platform/platform.hpp).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <string>
 
-#include "tzrun/launch/platform.hpp"
+#include "tzrun/platform/platform.hpp"
 
 namespace tzrun::platform {
 namespace {

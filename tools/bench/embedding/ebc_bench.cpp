@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/comm.hpp"
-#include "tzrun/worker/embedding.hpp"
-#include "tzrun/worker/sharded_ebc.hpp"
+#include "tzrec/comm/comm.hpp"
+#include "tzrec/core/embedding.hpp"
+#include "tzrec/sharding/sharded_ebc.hpp"
 
 int main(int argc, char** argv) {
   // Large step temporaries stay in the heap instead of mmap/munmap + page faults per step.

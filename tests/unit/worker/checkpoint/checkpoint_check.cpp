@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/checkpoint.hpp"
+#include "tzrec/checkpoint/checkpoint.hpp"
 
 namespace {
 

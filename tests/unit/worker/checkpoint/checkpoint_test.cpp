@@ -1,5 +1,5 @@
-// Unit tests of tzrec::checkpoint at world size 1 (include/tzrun/worker/checkpoint.hpp).
-#include "tzrun/worker/checkpoint.hpp"
+// Unit tests of tzrec::checkpoint at world size 1 (include/tzrec/checkpoint/checkpoint.hpp).
+#include "tzrec/checkpoint/checkpoint.hpp"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

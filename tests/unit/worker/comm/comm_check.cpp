@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/comm.hpp"
+#include "tzrec/comm/comm.hpp"
 
 namespace {
 

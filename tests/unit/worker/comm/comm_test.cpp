@@ -1,6 +1,6 @@
 // Unit tests of tzrec::comm without a launcher: DistEnv::FromEnvironment (values and error
 // messages) and a world-1 Comm, where every collective is the identity.
-#include "tzrun/worker/comm.hpp"
+#include "tzrec/comm/comm.hpp"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

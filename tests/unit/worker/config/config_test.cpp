@@ -1,6 +1,6 @@
 // Unit tests of tzrec::config: the example configs, defaults, every error class with its message,
 // edit_config_json overrides, ToJson round trips, the generated reference and the normalizers.
-#include "tzrun/worker/config.hpp"
+#include "tzrec/config/config.hpp"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/embedding.hpp"
+#include "tzrec/core/embedding.hpp"
 
 namespace tzrec {
 namespace {

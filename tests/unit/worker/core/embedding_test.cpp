@@ -1,6 +1,6 @@
 // Pooled lookups, row-gradient aggregation, the fused optimizers against hand-written references,
 // and chunked deterministic table initialisation.
-#include "tzrun/worker/embedding.hpp"
+#include "tzrec/core/embedding.hpp"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // DotInteraction (fused autograd node) against the composed-ops reference and a hand-computed
 // example: values, gradients, strided inputs, with and without the flattened embeddings.
-#include "tzrun/worker/interaction.hpp"
+#include "tzrec/core/interaction.hpp"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>

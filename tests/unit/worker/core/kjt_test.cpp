@@ -1,5 +1,5 @@
 // KeyedJaggedTensor / JaggedTensor / KeyedTensor semantics (TorchRec jagged_tensor.py).
-#include "tzrun/worker/kjt.hpp"
+#include "tzrec/core/kjt.hpp"
 
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>

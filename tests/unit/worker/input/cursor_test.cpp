@@ -5,7 +5,7 @@
 #include <set>
 #include <vector>
 
-#include "tzrun/worker/input.hpp"
+#include "tzrec/input/input.hpp"
 
 namespace tzrec {
 namespace {

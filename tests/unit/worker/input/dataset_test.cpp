@@ -20,7 +20,7 @@
 
 #include "cell.hpp"
 #include "reader.hpp"
-#include "tzrun/worker/input.hpp"
+#include "tzrec/input/input.hpp"
 
 namespace tzrec {
 namespace {

@@ -1,5 +1,5 @@
 // `tzrec_train plan` (tzrec::RunPlanCommand): output, plan file, exit codes, environment defaults.
-#include "tzrun/worker/plan_command.hpp"
+#include "tzrec/planner/plan_command.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/planner.hpp"
+#include "tzrec/planner/planner.hpp"
 
 namespace tzrec {
 namespace {

@@ -1,7 +1,7 @@
 // tzrec::planner: shard math, TorchRec perf/storage formulas, reservation, partitioner, errors,
 // plan JSON and hash. Expected numbers are hand-computed from the TorchRec formulas
 // (shared/reference/torchrec-sharding.md §2.6–2.7), independently of planner.cpp.
-#include "tzrun/worker/planner.hpp"
+#include "tzrec/planner/planner.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/comm.hpp"
-#include "tzrun/worker/embedding.hpp"
-#include "tzrun/worker/kjt.hpp"
-#include "tzrun/worker/planner.hpp"
-#include "tzrun/worker/sharded_ebc.hpp"
+#include "tzrec/comm/comm.hpp"
+#include "tzrec/core/embedding.hpp"
+#include "tzrec/core/kjt.hpp"
+#include "tzrec/planner/planner.hpp"
+#include "tzrec/sharding/sharded_ebc.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// tzrun/worker/plan_command.hpp — `tzrec_train plan`: compute and print a sharding plan offline.
+// tzrec/planner/plan_command.hpp — `tzrec_train plan`: compute and print a sharding plan offline.
 //
 //   tzrec_train plan --tables FILE [--world-size N] [--local-world-size N] [--device cpu|cuda]
 //                    [--hbm-cap-gb X] [--ddr-cap-gb X] [--batch-size N] [--optimizer NAME]

@@ -1,4 +1,4 @@
-// tzrun/worker/comm.hpp — the worker's process group: built from the launcher's environment,
+// tzrec/comm/comm.hpp — the worker's process group: built from the launcher's environment,
 // c10d::ProcessGroupGloo on CPU or c10d::ProcessGroupNCCL on cuda:LOCAL_RANK, behind a small API
 // that keeps c10d and gloo headers out of every other translation unit (pimpl).
 //

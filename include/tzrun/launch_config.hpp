@@ -1,4 +1,4 @@
-// tzrun/launch/config.hpp — the resolved launch configuration.
+// tzrun/launch_config.hpp — the resolved launch configuration.
 //
 // LaunchConfig is what the CLI layer (src/cli) produces from argv + PET_* env
 // and what the agent (src/agent) consumes. It mirrors torchrun 2.11's argparse

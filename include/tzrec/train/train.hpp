@@ -1,4 +1,4 @@
-// tzrun/worker/train.hpp — tzrec_train's commands: train_eval (TorchEasyRec tzrec.train_eval),
+// tzrec/train/train.hpp — tzrec_train's commands: train_eval (TorchEasyRec tzrec.train_eval),
 // export and predict; plus the pieces they share (dense optimizers, AUC metrics).
 //
 // train_eval follows tzrec/main.py `_train_and_evaluate` and TorchRec's TrainPipelineSparseDist
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/config.hpp"
-#include "tzrun/worker/model.hpp"
+#include "tzrec/config/config.hpp"
+#include "tzrec/train/model.hpp"
 
 namespace tzrec {
 

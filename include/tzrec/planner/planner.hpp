@@ -1,4 +1,4 @@
-// tzrun/worker/planner.hpp — TorchRec-style embedding sharding planner (no libtorch).
+// tzrec/planner/planner.hpp — TorchRec-style embedding sharding planner (no libtorch).
 //
 // Follows torchrec 1.4 `torchrec/distributed/planner/*` (notes: ../shared/reference/
 // torchrec-sharding.md §2.5–2.9): enumerate sharding options per table, estimate perf (ms) and

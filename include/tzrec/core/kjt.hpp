@@ -1,4 +1,4 @@
-// tzrun/worker/kjt.hpp — KeyedJaggedTensor, JaggedTensor and KeyedTensor with TorchRec's
+// tzrec/core/kjt.hpp — KeyedJaggedTensor, JaggedTensor and KeyedTensor with TorchRec's
 // semantics (torchrec/sparse/jagged_tensor.py; notes ../shared/reference/torchrec-sharding.md
 // §2.2, §2.13).
 //

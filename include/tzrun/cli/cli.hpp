@@ -1,4 +1,4 @@
-// tzrun/launch/cli.hpp — the launcher's command line (torchrun 2.11 parity).
+// tzrun/cli/cli.hpp — the launcher's command line (torchrun 2.11 parity).
 //
 // parse() turns argv (without argv[0]) plus the process environment into a
 // validated tzrun::LaunchConfig, reproducing the argparse behaviour of
@@ -32,8 +32,8 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/launch/config.hpp"
-#include "tzrun/launch/platform.hpp"
+#include "tzrun/launch_config.hpp"
+#include "tzrun/platform/platform.hpp"
 
 namespace tzrun::cli {
 

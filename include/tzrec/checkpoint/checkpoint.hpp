@@ -1,5 +1,5 @@
-// tzrun/worker/checkpoint.hpp — tzrec_train checkpoints in TorchEasyRec's directory layout, written
-// atomically by every rank and restorable at any world size and sharding plan.
+// tzrec/checkpoint/checkpoint.hpp — tzrec_train checkpoints in TorchEasyRec's directory layout,
+// written atomically by every rank and restorable at any world size and sharding plan.
 //
 // Layout of one checkpoint (model_dir/model.ckpt-STEP/):
 //   model-{rank:06d}-of-{world:06d}.pt      dict name → tensor, written by every rank:
@@ -47,8 +47,8 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/comm.hpp"
-#include "tzrun/worker/planner.hpp"
+#include "tzrec/comm/comm.hpp"
+#include "tzrec/planner/planner.hpp"
 
 namespace tzrec {
 

@@ -1,4 +1,4 @@
-// tzrun/launch/agent.hpp — the elastic agent: rendezvous with the other nodes, spawn and
+// tzrun/agent/agent.hpp — the elastic agent: rendezvous with the other nodes, spawn and
 // supervise the local worker group, restart it on failure, forward signals.
 //
 // Follows torchrun 2.11's LocalElasticAgent / SimpleElasticAgent
@@ -32,7 +32,7 @@
 // every child process of tzrun.
 #pragma once
 
-#include "tzrun/launch/config.hpp"
+#include "tzrun/launch_config.hpp"
 
 namespace tzrun::agent {
 

@@ -1,4 +1,4 @@
-// tzrun/launch/platform.hpp — cluster platform environments as launch defaults.
+// tzrun/platform/platform.hpp — cluster platform environments as launch defaults.
 //
 // Cluster schedulers start one tzrun per node and describe the job through
 // environment variables, each in its own dialect. detect() recognises the
@@ -39,7 +39,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tzrun/launch/config.hpp"
+#include "tzrun/launch_config.hpp"
 
 namespace tzrun::platform {
 

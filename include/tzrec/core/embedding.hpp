@@ -1,4 +1,4 @@
-// tzrun/worker/embedding.hpp — EmbeddingBagConfig, deterministic table initialisation, the
+// tzrec/core/embedding.hpp — EmbeddingBagConfig, deterministic table initialisation, the
 // embedding optimizers FBGEMM fuses into the TBE backward, and the unsharded
 // EmbeddingBagCollection (torchrec/modules/embedding_modules.py semantics).
 //
@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/kjt.hpp"
-#include "tzrun/worker/planner.hpp"
+#include "tzrec/core/kjt.hpp"
+#include "tzrec/planner/planner.hpp"
 
 namespace tzrec {
 

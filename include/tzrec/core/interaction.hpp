@@ -1,4 +1,4 @@
-// tzrun/worker/interaction.hpp — DLRM's dot interaction fused with the concat its over arch reads.
+// tzrec/core/interaction.hpp — DLRM's dot interaction fused with the concat its over arch reads.
 //
 // Follows TorchRec's torchrec.models.dlrm.InteractionArch (and TorchEasyRec's
 // tzrec/modules/interaction.py InteractionArch): S = [dense; sparse_1 .. sparse_F] is [B, n, d]

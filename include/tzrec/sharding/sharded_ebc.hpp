@@ -1,5 +1,5 @@
-// tzrun/worker/sharded_ebc.hpp — TorchRec's ShardedEmbeddingBagCollection for the libtorch worker:
-// input dist → local lookup → output dist, with a mirrored backward that applies the fused
+// tzrec/sharding/sharded_ebc.hpp — TorchRec's ShardedEmbeddingBagCollection for the libtorch
+// worker: input dist → local lookup → output dist, with a mirrored backward that applies the fused
 // embedding optimizer to the local shards (torchrec/distributed/embeddingbag.py and
 // sharding/{dp,tw,cw,rw,twrw}_sharding.py; notes ../shared/reference/torchrec-sharding.md §2.1–2.3,
 // §2.12).
@@ -42,10 +42,10 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/comm.hpp"
-#include "tzrun/worker/embedding.hpp"
-#include "tzrun/worker/kjt.hpp"
-#include "tzrun/worker/planner.hpp"
+#include "tzrec/comm/comm.hpp"
+#include "tzrec/core/embedding.hpp"
+#include "tzrec/core/kjt.hpp"
+#include "tzrec/planner/planner.hpp"
 
 namespace tzrec {
 

@@ -1,4 +1,4 @@
-// tzrun/worker/model.hpp — the dense side of tzrec_train's models and their embedding tables,
+// tzrec/train/model.hpp — the dense side of tzrec_train's models and their embedding tables,
 // following TorchEasyRec's DLRM, DeepFM and MultiTower (tzrec/models/{dlrm,deepfm,multi_tower}.py;
 // notes ../shared/reference/torchrec-sharding.md §1.8, §4.2).
 //
@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/config.hpp"
-#include "tzrun/worker/embedding.hpp"
-#include "tzrun/worker/kjt.hpp"
+#include "tzrec/config/config.hpp"
+#include "tzrec/core/embedding.hpp"
+#include "tzrec/core/kjt.hpp"
 
 namespace tzrec {
 

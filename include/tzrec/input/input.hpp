@@ -1,4 +1,4 @@
-// tzrun/worker/input.hpp — tzrec_train's input pipeline: Parquet (ParquetDataset) and delimited
+// tzrec/input/input.hpp — tzrec_train's input pipeline: Parquet (ParquetDataset) and delimited
 // text (CsvDataset) files → feature transforms → batches of a KeyedJaggedTensor (sparse ids), a
 // dense float matrix and labels; rank split of the global rows and a world-size independent data
 // cursor for resuming (TorchEasyRec data_config / feature_configs semantics; notes
@@ -52,8 +52,8 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/config.hpp"
-#include "tzrun/worker/kjt.hpp"
+#include "tzrec/config/config.hpp"
+#include "tzrec/core/kjt.hpp"
 
 namespace tzrec {
 

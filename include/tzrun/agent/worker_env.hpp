@@ -1,4 +1,4 @@
-// tzrun/launch/worker_env.hpp — what each worker process gets: environment and argv.
+// tzrun/agent/worker_env.hpp — what each worker process gets: environment and argv.
 //
 // Pure functions (no I/O except the documented filesystem probes in
 // build_worker_argv / resolve_program), unit-tested against the values real torchrun
@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tzrun/launch/config.hpp"
+#include "tzrun/launch_config.hpp"
 
 namespace tzrun::agent {
 

@@ -1,4 +1,4 @@
-// tzrun/worker/config.hpp — the pipeline config of tzrec_train: TorchEasyRec's pipeline_config
+// tzrec/config/config.hpp — the pipeline config of tzrec_train: TorchEasyRec's pipeline_config
 // (tzrec/protos/pipeline.proto EasyRecConfig and the messages it uses; notes
 // ../shared/reference/torchrec-sharding.md §1.7) in JSON, with protobuf's JSON field names.
 //
@@ -47,7 +47,7 @@
 #include <string>
 #include <vector>
 
-#include "tzrun/worker/planner.hpp"
+#include "tzrec/planner/planner.hpp"
 
 namespace tzrec {
 
