@@ -1,0 +1,134 @@
+// src/store/kv_state.hpp — the store's key/value semantics as a pure state machine (private).
+//
+// KvState holds the key/value map, the queues and the WAIT/BARRIER registry, and applies one
+// decoded request (tzrun/store/codec.hpp Request) at a time. It does no I/O: each operation
+// appends to an Effects the replies for the requesting client, the clients whose pending
+// WAIT/BARRIER completed (each is owed one STOP_WAITING), or a protocol error (the caller
+// closes the requester). The epoll reactor in server.cpp owns the sockets and delivers them.
+//
+// Semantics follow PyTorch's libuv backend (torch/csrc/distributed/c10d/
+// TCPStoreLibUvBackend.cpp), minus two bugs (docs/design.md, docs/store.md "Where tzrun
+// differs"): COMPARE_SET wakes waiters only when it stored a value, and QUEUE_PUSH wakes
+// exactly one waiter and removes the registrations it consumed. GET/MULTI_GET of a missing
+// key reply an empty value; waits never time out here (the client cancels with CANCEL_WAIT).
+//
+// Performance: values are kept in their wire form (u64 length + bytes) in shared buffers, so
+// a GET reply shares the stored buffer instead of copying it, and a SET/ADD rewrites the old
+// buffer in place when no queued reply still holds it.
+//
+// Thread-safety: none; one thread (the server's I/O thread) owns a KvState.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tzrun/store/codec.hpp"
+
+namespace tzrun::store::detail {
+
+/// A pre-serialised reply shared between queued writes (and, for values, with the map).
+using Buffer = std::shared_ptr<const std::string>;
+
+/// One reply in wire form: a shared buffer, or up to kInline bytes stored in place (ADD,
+/// PING, GETNUMKEYS replies need no allocation).
+struct Reply {
+  static constexpr std::size_t kInline = 16;
+  Buffer shared;
+  std::uint32_t size = 0;
+  char bytes[kInline];
+
+  [[nodiscard]] const char* data() const noexcept { return shared ? shared->data() : bytes; }
+  [[nodiscard]] std::string_view view() const noexcept { return {data(), size}; }
+  /// Shares `buffer` (no copy).
+  static Reply share(Buffer buffer) noexcept;
+  /// Copies `bytes` in place when it fits, else into a new shared buffer.
+  static Reply copy(std::string_view bytes);
+  /// Like copy(), moving a large string into the shared buffer instead of copying it.
+  static Reply take(std::string&& bytes);
+};
+
+/// The STOP_WAITING reply (WAIT, BARRIER and every wake-up), one shared buffer.
+const Buffer& stop_waiting_buffer();
+
+struct Waiter;
+
+/// A client of the state (the server's connection derives from it). It owns the client's
+/// pending WAIT/BARRIER registrations; call KvState::drop_client before destroying it.
+struct KvClient {
+  std::vector<std::shared_ptr<Waiter>> waits;
+};
+
+/// What one request produced. Operations append; the caller clears it between requests.
+struct Effects {
+  std::vector<Reply> replies;    ///< to the requester, in order
+  std::vector<KvClient*> woken;  ///< each gets one STOP_WAITING, after the replies
+  std::string error;             ///< non-empty: protocol violation, close the requester
+  void clear() noexcept {
+    replies.clear();
+    woken.clear();
+    error.clear();
+  }
+};
+
+class KvState {
+ public:
+  /// Applies `r` (fields as documented on Request; may be moved from) for client `from`.
+  void apply(KvClient& from, Request& r, Effects& out);
+
+  // One operation per opcode, as apply() dispatches them (same signature throughout).
+  void set(KvClient& from, Request& r, Effects& out);           ///< stores, wakes the key
+  void compare_set(KvClient& from, Request& r, Effects& out);   ///< docs/store.md table
+  void get(KvClient& from, Request& r, Effects& out);           ///< value or empty
+  void add(KvClient& from, Request& r, Effects& out);           ///< i64 sum; wakes the key
+  void check(KvClient& from, Request& r, Effects& out);         ///< kReady iff all present
+  void wait(KvClient& from, Request& r, Effects& out);          ///< STOP_WAITING now or later
+  void get_num_keys(KvClient& from, Request& r, Effects& out);  ///< kv entries (no queues)
+  void delete_key(KvClient& from, Request& r, Effects& out);    ///< i64 0/1, no wake-up
+  void append(KvClient& from, Request& r, Effects& out);        ///< creates if missing; wakes
+  void multi_get(KvClient& from, Request& r, Effects& out);     ///< one Bytes per key
+  void multi_set(KvClient& from, Request& r, Effects& out);     ///< set() per pair, in order
+  void cancel_wait(KvClient& from, Request& r, Effects& out);   ///< drops waits, kWaitCanceled
+  void ping(KvClient& from, Request& r, Effects& out);          ///< echoes the u32 nonce
+  void queue_push(KvClient& from, Request& r, Effects& out);    ///< wakes exactly one waiter
+  void queue_pop(KvClient& from, Request& r, Effects& out);     ///< i64 len_before [+ Bytes]
+  void queue_len(KvClient& from, Request& r, Effects& out);     ///< i64
+  void list_keys(KvClient& from, Request& r, Effects& out);     ///< kv keys (no queues)
+  void barrier(KvClient& from, Request& r, Effects& out);       ///< ADD 1, release at n
+
+  /// Forgets `client`'s pending waits (CANCEL_WAIT, end of file, closed connection).
+  void drop_client(KvClient& client);
+
+  [[nodiscard]] std::size_t keys() const noexcept { return kv_.size(); }        ///< GETNUMKEYS
+  [[nodiscard]] std::size_t queues() const noexcept { return queues_.size(); }  ///< non-empty
+  [[nodiscard]] std::size_t waiters() const noexcept { return waiter_count_; }  ///< requests
+
+ private:
+  using Slot = std::shared_ptr<std::string>;  // a value in wire form
+
+  [[nodiscard]] bool present(const std::string& key) const;
+  Slot& store_value(const std::string& key, std::string_view value);
+  std::optional<std::int64_t> counter_add(const char* op, const std::string& key,
+                                          std::int64_t delta, Effects& out);
+  void wake(const std::string& key, Effects& out);
+  void wake_one(const std::string& key, Effects& out);
+  void complete(const std::shared_ptr<Waiter>& w, Effects& out);
+  void register_waiter(KvClient& client, std::vector<std::string> missing);
+
+  std::unordered_map<std::string, Slot> kv_;
+  std::unordered_map<std::string, std::deque<std::string>> queues_;  // non-empty queues only
+  std::unordered_map<std::string, std::vector<std::shared_ptr<Waiter>>> waiters_;
+  std::size_t waiter_count_ = 0;
+};
+
+/// A key or value for log messages: printable ASCII kept, other bytes as \xNN, quoted, long
+/// ones shortened to 80 characters plus "...".
+std::string printable(std::string_view key);
+
+}  // namespace tzrun::store::detail

@@ -1,0 +1,40 @@
+// src/store/listener.hpp — the store server's listening socket and its error texts (private).
+//
+// Thread-safety: stateless functions; bind_listener runs on the thread calling Server::start().
+#pragma once
+
+#include <sys/socket.h>
+
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+#include <cstdint>
+#include <string>
+
+#include "tzrun/store/server.hpp"
+
+namespace tzrun::store::detail {
+
+/// Where the listener was bound: the port (the ephemeral one for port 0) and "ADDR:PORT"
+/// ("[::]:29500" for IPv6).
+struct BoundEndpoint {
+  std::uint16_t port = 0;
+  std::string endpoint;
+};
+
+/// Opens, binds and listens `acceptor` (non-blocking, close-on-exec, SO_REUSEADDR, the
+/// largest backlog the host allows) on options.host:options.port. "" tries "[::]"
+/// dual-stack, then "0.0.0.0" (as libuv's UvTcpServer::makeWithPort); a name is resolved and
+/// the first address that binds wins. Throws BindError naming host:port, the OS error and a
+/// fix (e.g. a port already in use).
+BoundEndpoint bind_listener(asio::io_context& io, asio::ip::tcp::acceptor& acceptor,
+                            const ServerOptions& options);
+
+/// strerror(err) followed by the symbolic name for the errors the store reports to users:
+/// "Address already in use (EADDRINUSE)"; other values as "(errno N)". Unlike
+/// tzrun::base::errno_text it names the constant, which the store's tests and logs rely on.
+std::string errno_name_text(int err);
+
+/// A peer address as "ADDR:PORT" ("[ADDR]:PORT" for IPv6), "unknown-peer" for other families.
+std::string format_sockaddr(const sockaddr_storage& ss);
+
+}  // namespace tzrun::store::detail
