@@ -18,40 +18,19 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "tzrun/launch_config.hpp"
 #include "tzrun/store/server.hpp"
+#include "tzrun/store/spdlog_sink.hpp"
 
 namespace tzrun::app {
 namespace {
 
-spdlog::level::level_enum to_spdlog(store::LogLevel level) {
-  switch (level) {
-    case store::LogLevel::kTrace:
-      return spdlog::level::trace;
-    case store::LogLevel::kDebug:
-      return spdlog::level::debug;
-    case store::LogLevel::kInfo:
-      return spdlog::level::info;
-    case store::LogLevel::kWarning:
-      return spdlog::level::warn;
-    case store::LogLevel::kError:
-      return spdlog::level::err;
-  }
-  return spdlog::level::info;
-}
-
-}  // namespace
-
-int store_main(int argc, char** argv) {
-  CLI::App app{
-      "Run a standalone c10d-TCPStore-compatible key/value store (PyTorch "
-      "torch.distributed.TCPStore clients can connect to it).",
-      "tzrun store"};
+// The flags of `tzrun store`, with their defaults.
+struct StoreFlags {
   std::string host;
   int port = 29500;
   std::size_t max_connections = 0;
@@ -59,49 +38,53 @@ int store_main(int argc, char** argv) {
   std::size_t max_value_size = store::Limits::kDefaultMaxValueBytes;
   std::size_t max_count = store::Limits::kDefaultMaxCount;
   std::string log_level = "info";
-  app.add_option("--host", host,
+};
+
+void add_flags(CLI::App& app, StoreFlags& f) {
+  app.add_option("--host", f.host,
                  "Address to listen on; empty (default) = all interfaces, IPv6 dual-stack "
                  "with IPv4 fallback");
-  app.add_option("--port", port, "TCP port; 0 picks a free one")
+  app.add_option("--port", f.port, "TCP port; 0 picks a free one")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  app.add_option("--max-connections", max_connections,
+  app.add_option("--max-connections", f.max_connections,
                  "Most client connections at once; 0 = unlimited")
       ->capture_default_str();
-  app.add_option("--max-key-size", max_key_size, "Largest key in bytes; 0 = no cap")
+  app.add_option("--max-key-size", f.max_key_size, "Largest key in bytes; 0 = no cap")
       ->capture_default_str();
-  app.add_option("--max-value-size", max_value_size, "Largest value in bytes; 0 = no cap")
+  app.add_option("--max-value-size", f.max_value_size, "Largest value in bytes; 0 = no cap")
       ->capture_default_str();
-  app.add_option("--max-count", max_count,
+  app.add_option("--max-count", f.max_count,
                  "Most keys in one CHECK/WAIT/MULTI_GET/MULTI_SET request; 0 = no cap")
       ->capture_default_str();
-  app.add_option("--log-level", log_level, "trace|debug|info|warning|error|critical|off")
+  app.add_option("--log-level", f.log_level, "trace|debug|info|warning|error|critical|off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warning", "error", "critical", "off"}))
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? ExitCode::kSuccess : ExitCode::kUsage;
-  }
+}
 
+std::shared_ptr<spdlog::logger> make_logger(const std::string& log_level) {
   auto logger = std::make_shared<spdlog::logger>("tzrun-store",
                                                  std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [tzrun store] [%l] %v");
   logger->set_level(spdlog::level::from_str(log_level == "warning" ? "warn" : log_level));
   logger->flush_on(spdlog::level::trace);
+  return logger;
+}
 
+store::ServerOptions server_options(const StoreFlags& f, std::shared_ptr<spdlog::logger> logger) {
   store::ServerOptions options;
-  options.host = host;
-  options.port = static_cast<std::uint16_t>(port);
-  options.max_connections = max_connections;
-  options.max_key_bytes = max_key_size;
-  options.max_value_bytes = max_value_size;
-  options.max_count = max_count;
-  options.log = [logger](store::LogLevel level, std::string_view message) {
-    logger->log(to_spdlog(level), "{}", message);
-  };
+  options.host = f.host;
+  options.port = static_cast<std::uint16_t>(f.port);
+  options.max_connections = f.max_connections;
+  options.max_key_bytes = f.max_key_size;
+  options.max_value_bytes = f.max_value_size;
+  options.max_count = f.max_count;
+  options.log = store::spdlog_sink(std::move(logger));
+  return options;
+}
 
+// Serves until SIGTERM/SIGINT; returns the exit code.
+int serve(const store::ServerOptions& options, spdlog::logger& logger) {
   // Block the stop signals before the server thread starts so only sigwait() sees them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -128,10 +111,29 @@ int store_main(int argc, char** argv) {
   int signal_number = 0;
   while (sigwait(&stop_signals, &signal_number) != 0) {
   }
-  logger->info("received {}, stopping", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
+  logger.info("received {}, stopping", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
   server.stop();
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return ExitCode::kSuccess;
+}
+
+}  // namespace
+
+int store_main(int argc, char** argv) {
+  CLI::App app{
+      "Run a standalone c10d-TCPStore-compatible key/value store (PyTorch "
+      "torch.distributed.TCPStore clients can connect to it).",
+      "tzrun store"};
+  StoreFlags flags;
+  add_flags(app, flags);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? ExitCode::kSuccess : ExitCode::kUsage;
+  }
+  auto logger = make_logger(flags.log_level);
+  return serve(server_options(flags, logger), *logger);
 }
 
 }  // namespace tzrun::app
