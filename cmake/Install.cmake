@@ -61,7 +61,8 @@ install(TARGETS tzrun_store tzrun_asio tzrun_options
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tzrun/store
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tzrun
   COMPONENT dev
-  FILES_MATCHING PATTERN "*.hpp")
+  FILES_MATCHING PATTERN "*.hpp"
+  PATTERN "spdlog_sink.hpp" EXCLUDE)  # needs spdlog; tzrun::store_spdlog is internal
 install(EXPORT tzrunTargets
   NAMESPACE tzrun::
   DESTINATION ${TZRUN_INSTALL_CMAKEDIR}

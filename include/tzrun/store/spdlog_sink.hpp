@@ -1,8 +1,9 @@
 // tzrun/store/spdlog_sink.hpp — a LogSink (log.hpp) that writes to an spdlog logger.
 //
 // Header-only, in its own CMake target tzrun::store_spdlog (links spdlog), so tzrun::store
-// itself depends on nothing but asio and Threads. The one place that maps store::LogLevel to
-// spdlog levels; the tzrun app (`tzrun store`, the agent's store) uses it.
+// itself depends on nothing but asio and Threads; not installed with the store's other headers
+// (cmake/Install.cmake). The one place that maps store::LogLevel to spdlog levels; the tzrun
+// app (`tzrun store`, the agent's store) uses it.
 //
 // Thread-safety: the sink may be called from any thread if the logger's sinks are thread-safe
 // (the *_mt sinks); it holds a shared_ptr to the logger.
