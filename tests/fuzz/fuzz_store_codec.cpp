@@ -6,13 +6,17 @@
 //  1. feeding the stream whole and in chunks gives identical requests and the same outcome;
 //  2. every parsed request re-encodes to exactly the bytes it was parsed from;
 //  3. the parser never consumes more than it was given and never buffers more than arrived;
-//  4. requests respect the (small) limits used here.
+//  4. requests respect the (small) limits used here;
+//  5. applying the parsed requests to a KvState (src/store/kv_state.hpp) from three clients in
+//     turn keeps its waiter count equal to the clients' pending waits, and wakes only
+//     registered clients.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "kv_state.hpp"
 #include "tzrun/store/codec.hpp"
 
 namespace {
@@ -64,6 +68,30 @@ Outcome run(std::span<const std::uint8_t> data, std::size_t chunk, RequestParser
   return out;
 }
 
+// Oracle 5: the parsed requests against the pure key/value state.
+void apply_all(std::vector<Request> requests) {
+  using tzrun::store::detail::Effects;
+  using tzrun::store::detail::KvClient;
+  tzrun::store::detail::KvState kv;
+  KvClient clients[3];
+  Effects out;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    KvClient& from = clients[i % 3];
+    if (requests[i].type == tzrun::store::QueryType::kPing && requests[i].number % 7 == 0) {
+      kv.drop_client(from);  // as a connection closing
+      continue;
+    }
+    out.clear();
+    kv.apply(from, requests[i], out);
+    for (const KvClient* woken : out.woken) check(woken >= clients && woken < clients + 3);
+    std::size_t pending = 0;
+    for (const auto& c : clients) pending += c.waits.size();
+    check(pending == kv.waiters());
+  }
+  for (auto& c : clients) kv.drop_client(c);
+  check(kv.waiters() == 0);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -89,5 +117,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const auto& k : r.keys) check(k.size() <= opts.limits.max_key_bytes);
     for (const auto& v : r.values) check(v.size() <= opts.limits.max_value_bytes);
   }
+  apply_all(whole.requests);
   return 0;
 }
