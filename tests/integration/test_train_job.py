@@ -242,6 +242,7 @@ def small_job(small_dlrm, criteo, model_dir, nproc, edit, **kw):
 # 1-3, 9: the models on real (and synthetic) data
 
 
+@pytest.mark.needs_shared_data
 def test_dlrm_criteo_main_job(tmp_path, criteo):
     proc = run_job(CONFIGS / "dlrm_criteo.json", tmp_path / "m", 2, criteo / "train.txt",
                    criteo / "eval.txt", tee=True)
@@ -262,6 +263,7 @@ def test_dlrm_criteo_main_job(tmp_path, criteo):
     assert (tmp_path / "m" / "model.ckpt-63").is_dir()
 
 
+@pytest.mark.needs_shared_data
 def test_multi_tower_movielens(tmp_path, movielens):
     run_job(CONFIGS / "multi_tower_movielens.json", tmp_path / "m", 2, movielens / "train.csv",
             movielens / "eval.csv")
@@ -271,6 +273,7 @@ def test_multi_tower_movielens(tmp_path, movielens):
     assert m["eval_samples"] == 20000 and m["world_size"] == 2, m
 
 
+@pytest.mark.needs_shared_data
 def test_deepfm_criteo(tmp_path, criteo):
     run_job(CONFIGS / "deepfm_criteo.json", tmp_path / "m", 2, criteo / "train.txt", criteo / "eval.txt")
     m = metrics(tmp_path / "m")
@@ -278,6 +281,7 @@ def test_deepfm_criteo(tmp_path, criteo):
     assert math.isfinite(m["train_loss"]) and m["global_step"] > 0, m
 
 
+@pytest.mark.needs_shared_data
 def test_dense_only_model_trains_without_sparse_dist(tmp_path, criteo):
     """A model without id features (TorchEasyRec's TrainPipelineBase path): no embedding tables, no
     KJT all-to-all; the dense part still trains over 2 ranks and learns something."""
@@ -348,6 +352,7 @@ def compare_checkpoints(a, b):
     return compared
 
 
+@pytest.mark.needs_shared_data
 def test_exact_continuation_same_world_size(tmp_path, criteo, small_dlrm):
     n = 10
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
@@ -369,6 +374,7 @@ def test_exact_continuation_same_world_size(tmp_path, criteo, small_dlrm):
     assert rows_in(cs) == 2 * n * BATCH * 2, cs
 
 
+@pytest.mark.needs_shared_data
 def test_exact_continuation_across_epochs(tmp_path, criteo, small_dlrm):
     # num_epochs 2 straight == num_epochs 1, then --continue_train with num_epochs 2 (the finished
     # run's checkpoint sits at the epoch end: the resumed run must start epoch 2, not stop).
@@ -385,6 +391,7 @@ def test_exact_continuation_across_epochs(tmp_path, criteo, small_dlrm):
     assert mr["eval_auc"] == pytest.approx(ms["eval_auc"], abs=1e-6), (ms, mr)
 
 
+@pytest.mark.needs_shared_data
 @pytest.mark.parametrize("w1,w2", [(1, 2), (2, 3), (3, 1)])
 def test_resume_at_another_world_size(tmp_path, criteo, small_dlrm, w1, w2):
     n = 20  # 2n steps of 64 rows on 3 ranks stay inside the 8000-row epoch
@@ -438,6 +445,7 @@ def test_resume_at_another_world_size(tmp_path, criteo, small_dlrm, w1, w2):
     assert m["eval_auc"] > phase1["eval_auc"] + 0.01, (phase1, m)  # it kept learning (+0.03..0.04)
 
 
+@pytest.mark.needs_shared_data
 def test_checkpoint_layout_and_keep_max(tmp_path, criteo, small_dlrm):
     import torch
     md = tmp_path / "m"
@@ -482,6 +490,7 @@ def incomplete_checkpoints(model_dir) -> dict:
     return bad
 
 
+@pytest.mark.needs_shared_data
 def test_kill_9_leaves_only_complete_checkpoints(tmp_path, criteo):
     # 20000-row tables: ~70 MB a checkpoint, so a good share of the run is spent saving and pruning.
     cfg = derived_config(tmp_path, "dlrm_criteo.json", lambda c: [
@@ -529,6 +538,7 @@ def test_kill_9_leaves_only_complete_checkpoints(tmp_path, criteo):
 # 7: export + predict
 
 
+@pytest.mark.needs_shared_data
 @pytest.mark.parametrize("world", [2, 3])
 def test_export_and_predict_reproduce_eval_auc(tmp_path, criteo, small_dlrm, world):
     md = tmp_path / "m"
@@ -566,6 +576,7 @@ def failing_job(*args, **kw):
     return proc, proc.stdout + proc.stderr
 
 
+@pytest.mark.needs_shared_data
 def test_unknown_config_key_names_it_and_suggests(tmp_path, criteo):
     def misspell(cfg):
         cfg["train_config"]["num_step"] = 10
@@ -577,6 +588,7 @@ def test_unknown_config_key_names_it_and_suggests(tmp_path, criteo):
     assert not (tmp_path / "m").exists() or not checkpoints(tmp_path / "m")
 
 
+@pytest.mark.needs_shared_data
 def test_existing_checkpoint_needs_continue_train(tmp_path, criteo, small_dlrm):
     md = tmp_path / "m"
     small_job(small_dlrm, criteo, md, 1, steps_edit(4))
@@ -587,6 +599,7 @@ def test_existing_checkpoint_needs_continue_train(tmp_path, criteo, small_dlrm):
     wait_no_job(str(md), timeout=5)
 
 
+@pytest.mark.needs_shared_data
 def test_missing_train_input_names_the_path(tmp_path, small_dlrm, criteo):
     missing = tmp_path / "no_such_dir" / "train.txt"
     proc, out = failing_job(small_dlrm, tmp_path / "m", 2, missing, criteo / "eval.txt")
@@ -595,6 +608,7 @@ def test_missing_train_input_names_the_path(tmp_path, small_dlrm, criteo):
     wait_no_job(str(tmp_path / "m"), timeout=5)
 
 
+@pytest.mark.needs_shared_data
 def test_id_out_of_num_buckets_names_feature_and_value(tmp_path, movielens):
     def shrink(cfg):
         for f in cfg["feature_configs"]:
@@ -636,6 +650,7 @@ def options_baseline(tmp_path_factory, small_dlrm, criteo):
     ("clip_value", {"train_config.grad_clipping": {"clipping_type": "value", "max_gradient": 0.001}}),
     ("bf16", {"train_config.mixed_precision": "BF16"}),
 ])
+@pytest.mark.needs_shared_data
 def test_training_options(tmp_path, criteo, small_dlrm, options_baseline, name, edit):
     import torch
     base_metrics, base_dense = options_baseline
