@@ -4,12 +4,15 @@ exact continuation, resume at another world size, kill -9 atomicity), export + p
 and the training options (gradient accumulation, clipping, BF16).
 
 Data come from ../shared/data through tools/data and tools/gen_data into per-module temporary
-directories (the tests skip with a message when ../shared/data is absent); every test trains into
+directories: those tests carry the needs_shared_data marker (conftest.py) and skip with a message
+when ../shared/data is absent (fail under TZRUN_REQUIRE_SHARED_DATA=1); the bad-input tests use
+generated data and always run. Every test trains into
 its own tmp_path. Most checkpoint tests use a copy of the DLRM example with 5000-row hash tables
 (SMALL_BUCKETS) so that a save takes milliseconds instead of writing 330 MB.
 
 Budget: the whole file runs in about 2-3 minutes on 2 shared cores.
 """
+import csv
 import json
 import math
 import os
@@ -225,6 +228,50 @@ def movielens(tmp_path_factory):
         pytest.skip(f"{MOVIELENS_SRC} is absent (needs ../shared/data/movielens_100k)")
     out = tmp_path_factory.mktemp("movielens")
     run_tool(TOOLS / "data" / "movielens_join.py", "--src", MOVIELENS_SRC, "--out", out)
+    return out
+
+
+def write_criteo_like(path, rows, seed):
+    """Random rows in the Criteo DAC text layout of criteo_split.py's output (tab-separated, no
+    header: label, I1..I13, C1..C26 as 8-digit hex; some fields empty, as in the real data)."""
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for _ in range(rows):
+            ints = ["" if rng.random() < 0.1 else str(rng.randrange(1000)) for _ in range(13)]
+            cats = ["" if rng.random() < 0.05 else f"{rng.getrandbits(32):08x}" for _ in range(26)]
+            f.write("\t".join([str(rng.randrange(2)), *ints, *cats]) + "\n")
+
+
+@pytest.fixture(scope="module")
+def criteo_generated(tmp_path_factory):
+    """Generated Criteo-layout train.txt / eval.txt: the bad-input tests never need ../shared."""
+    out = tmp_path_factory.mktemp("criteo_generated")
+    write_criteo_like(out / "train.txt", 1024, seed=1)
+    write_criteo_like(out / "eval.txt", 256, seed=2)
+    return out
+
+
+MOVIELENS_COLUMNS = ["user_id", "item_id", "rating", "timestamp", "age", "gender", "occupation",
+                     "zip_code", "movie_title", "release_year", "class", "label"]
+
+
+@pytest.fixture(scope="module")
+def movielens_generated(tmp_path_factory):
+    """Generated rows in movielens_join.py's train.csv / eval.csv layout (user ids 1..943)."""
+    out = tmp_path_factory.mktemp("movielens_generated")
+    rng = random.Random(3)
+    genres = ["Action", "Comedy", "Drama", "Romance", "Thriller"]
+    for name, rows in (("train.csv", 1024), ("eval.csv", 256)):
+        with open(out / name, "w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(MOVIELENS_COLUMNS)
+            for t in range(rows):
+                rating = rng.randint(1, 5)
+                w.writerow([rng.randint(1, 943), rng.randint(1, 1682), rating, 874724710 + t,
+                            rng.randint(7, 73), rng.choice("MF"), rng.choice(["student", "other"]),
+                            f"{rng.randint(10000, 99999)}", f"Movie {rng.randint(1, 500)}",
+                            rng.randint(1930, 1998), " ".join(rng.sample(genres, 2)),
+                            int(rating >= 4)])
     return out
 
 
@@ -576,8 +623,8 @@ def failing_job(*args, **kw):
     return proc, proc.stdout + proc.stderr
 
 
-@pytest.mark.needs_shared_data
-def test_unknown_config_key_names_it_and_suggests(tmp_path, criteo):
+def test_unknown_config_key_names_it_and_suggests(tmp_path, criteo_generated):
+    criteo = criteo_generated
     def misspell(cfg):
         cfg["train_config"]["num_step"] = 10
     cfg = derived_config(tmp_path, "dlrm_criteo.json", misspell)
@@ -588,8 +635,8 @@ def test_unknown_config_key_names_it_and_suggests(tmp_path, criteo):
     assert not (tmp_path / "m").exists() or not checkpoints(tmp_path / "m")
 
 
-@pytest.mark.needs_shared_data
-def test_existing_checkpoint_needs_continue_train(tmp_path, criteo, small_dlrm):
+def test_existing_checkpoint_needs_continue_train(tmp_path, criteo_generated, small_dlrm):
+    criteo = criteo_generated
     md = tmp_path / "m"
     small_job(small_dlrm, criteo, md, 1, steps_edit(4))
     proc, out = failing_job(small_dlrm, md, 2, criteo / "train.txt", criteo / "eval.txt", steps_edit(8))
@@ -599,8 +646,8 @@ def test_existing_checkpoint_needs_continue_train(tmp_path, criteo, small_dlrm):
     wait_no_job(str(md), timeout=5)
 
 
-@pytest.mark.needs_shared_data
-def test_missing_train_input_names_the_path(tmp_path, small_dlrm, criteo):
+def test_missing_train_input_names_the_path(tmp_path, small_dlrm, criteo_generated):
+    criteo = criteo_generated
     missing = tmp_path / "no_such_dir" / "train.txt"
     proc, out = failing_job(small_dlrm, tmp_path / "m", 2, missing, criteo / "eval.txt")
     assert proc.returncode == 2, details(proc)
@@ -608,8 +655,8 @@ def test_missing_train_input_names_the_path(tmp_path, small_dlrm, criteo):
     wait_no_job(str(tmp_path / "m"), timeout=5)
 
 
-@pytest.mark.needs_shared_data
-def test_id_out_of_num_buckets_names_feature_and_value(tmp_path, movielens):
+def test_id_out_of_num_buckets_names_feature_and_value(tmp_path, movielens_generated):
+    movielens = movielens_generated
     def shrink(cfg):
         for f in cfg["feature_configs"]:
             if f.get("id_feature", {}).get("feature_name") == "user_id":
