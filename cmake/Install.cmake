@@ -53,14 +53,13 @@ endif()
 
 # --- tzrun::store for other C++ programs ---------------------------------------------------------
 set_target_properties(tzrun_store PROPERTIES EXPORT_NAME store)
+# The headers are tzrun_store's HEADERS file set (src/store/CMakeLists.txt), installed under
+# include/ with their paths relative to the repository's include/ folder.
 install(TARGETS tzrun_store
   EXPORT tzrunTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+  FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tzrun/store
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tzrun
-  COMPONENT dev
-  FILES_MATCHING PATTERN "*.hpp")
 install(EXPORT tzrunTargets
   NAMESPACE tzrun::
   DESTINATION ${TZRUN_INSTALL_CMAKEDIR}
