@@ -11,8 +11,9 @@
 #
 # find_package(tzrun) gives tzrun::store (static; needs only Threads at the consumer: no header
 # under include/tzrun/store includes asio, so no asio include path is exported for it).
-# tzrun::asio and tzrun::options are exported too, only because tzrun::store's static archive
-# lists them as link-only dependencies; consumers never need them directly.
+# tzrun::asio and tzrun::options are build-only helpers: tzrun_store links them as
+# $<BUILD_INTERFACE:...>, so the exported link interface lists only Threads and they are not
+# exported.
 #
 # Only tzrun::store is exported: the launcher's other libraries (cli, platform, rendezvous,
 # agent) are internal, and the worker headers (include/tzrun/worker) need libtorch, so their
@@ -52,17 +53,13 @@ endif()
 
 # --- tzrun::store for other C++ programs ---------------------------------------------------------
 set_target_properties(tzrun_store PROPERTIES EXPORT_NAME store)
-set_target_properties(tzrun_asio PROPERTIES EXPORT_NAME asio)
-set_target_properties(tzrun_options PROPERTIES EXPORT_NAME options)
-install(TARGETS tzrun_store tzrun_asio tzrun_options
+# The headers are tzrun_store's HEADERS file set (src/store/CMakeLists.txt), installed under
+# include/ with their paths relative to the repository's include/ folder.
+install(TARGETS tzrun_store
   EXPORT tzrunTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+  FILE_SET HEADERS DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/tzrun/store
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/tzrun
-  COMPONENT dev
-  FILES_MATCHING PATTERN "*.hpp"
-  PATTERN "spdlog_sink.hpp" EXCLUDE)  # needs spdlog; tzrun::store_spdlog is internal
 install(EXPORT tzrunTargets
   NAMESPACE tzrun::
   DESTINATION ${TZRUN_INSTALL_CMAKEDIR}

@@ -177,6 +177,7 @@ def test_verdict_matches_torchrun(index, torchrun_verdicts, tzrun_bin, tmp_path)
         assert out.stderr.startswith("usage: tzrun ")
 
 
+@pytest.mark.needs_torchrun
 def test_real_torchrun_exits_2_on_usage_errors(tmp_path):
     """The oracle's 'usage' is what the real torchrun process reports as exit 2."""
     exe = torchrun_exe()
@@ -202,6 +203,7 @@ def _help_blocks(text):
     return blocks
 
 
+@pytest.mark.needs_torchrun
 @pytest.mark.parametrize("columns", ["80", "120"])
 def test_help_shows_torchrun_options_like_torchrun(columns, tzrun_bin):
     exe = torchrun_exe()

@@ -13,6 +13,8 @@ import pytest
 
 from conftest import binary, free_port, torchrun_exe
 
+pytestmark = pytest.mark.needs_torchrun  # every test runs the real torchrun
+
 DUMP = r'''
 import json, os, sys
 with open(os.path.join(os.environ["ENV_DUMP_DIR"], f"env-{os.environ['LOCAL_RANK']}.json"), "w") as f:

@@ -223,6 +223,7 @@ def test_per_rank_maps_address_local_ranks_ten_and_up(tmp_path):
     assert have == {(10, "stdout.log"), (11, "stdout.log"), (11, "stderr.log"), (3, "stderr.log")}
 
 
+@pytest.mark.needs_torchrun
 def test_tee_prefix_parity_with_torchrun(tmp_path):
     worker = script(tmp_path, "w.sh", """\
         #!/bin/sh
@@ -439,6 +440,7 @@ def normalise_report(block: str) -> str:
     return block
 
 
+@pytest.mark.needs_torchrun
 def test_report_for_recorded_python_exception_matches_torchrun(tmp_path):
     worker = script(tmp_path, "rec.py", RECORD_WORKER)
     ours = tzrun(["--nproc-per-node=1", "--log-dir", tmp_path / "a", worker])

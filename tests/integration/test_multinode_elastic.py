@@ -28,6 +28,8 @@ import pytest
 import netns
 from conftest import binary
 
+pytestmark = pytest.mark.needs_netns  # every test builds hosts out of network namespaces
+
 VENV_BIN = str(pathlib.Path(sys.executable).parent)
 LAUNCHER = os.environ.get("TZRUN_NETNS_LAUNCHER", "tzrun")
 CONF = ("join_timeout=60,last_call_timeout=2,keep_alive_interval=1,keep_alive_max_attempt=3,"

@@ -25,6 +25,8 @@ import pytest
 import netns
 from conftest import binary
 
+pytestmark = pytest.mark.needs_netns  # every test builds hosts out of network namespaces
+
 VENV_BIN = str(pathlib.Path(sys.executable).parent)
 LAUNCHER = os.environ.get("TZRUN_NETNS_LAUNCHER", "tzrun")
 AGENT_TIMEOUT = 240  # seconds; 4 torch workers import torch on 2 shared cores

@@ -4,12 +4,15 @@ exact continuation, resume at another world size, kill -9 atomicity), export + p
 and the training options (gradient accumulation, clipping, BF16).
 
 Data come from ../shared/data through tools/data and tools/gen_data into per-module temporary
-directories (the tests skip with a message when ../shared/data is absent); every test trains into
+directories: those tests carry the needs_shared_data marker (conftest.py) and skip with a message
+when ../shared/data is absent (fail under TZRUN_REQUIRE_SHARED_DATA=1); the bad-input tests use
+generated data and always run. Every test trains into
 its own tmp_path. Most checkpoint tests use a copy of the DLRM example with 5000-row hash tables
 (SMALL_BUCKETS) so that a save takes milliseconds instead of writing 330 MB.
 
 Budget: the whole file runs in about 2-3 minutes on 2 shared cores.
 """
+import csv
 import json
 import math
 import os
@@ -228,6 +231,50 @@ def movielens(tmp_path_factory):
     return out
 
 
+def write_criteo_like(path, rows, seed):
+    """Random rows in the Criteo DAC text layout of criteo_split.py's output (tab-separated, no
+    header: label, I1..I13, C1..C26 as 8-digit hex; some fields empty, as in the real data)."""
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for _ in range(rows):
+            ints = ["" if rng.random() < 0.1 else str(rng.randrange(1000)) for _ in range(13)]
+            cats = ["" if rng.random() < 0.05 else f"{rng.getrandbits(32):08x}" for _ in range(26)]
+            f.write("\t".join([str(rng.randrange(2)), *ints, *cats]) + "\n")
+
+
+@pytest.fixture(scope="module")
+def criteo_generated(tmp_path_factory):
+    """Generated Criteo-layout train.txt / eval.txt: the bad-input tests never need ../shared."""
+    out = tmp_path_factory.mktemp("criteo_generated")
+    write_criteo_like(out / "train.txt", 1024, seed=1)
+    write_criteo_like(out / "eval.txt", 256, seed=2)
+    return out
+
+
+MOVIELENS_COLUMNS = ["user_id", "item_id", "rating", "timestamp", "age", "gender", "occupation",
+                     "zip_code", "movie_title", "release_year", "class", "label"]
+
+
+@pytest.fixture(scope="module")
+def movielens_generated(tmp_path_factory):
+    """Generated rows in movielens_join.py's train.csv / eval.csv layout (user ids 1..943)."""
+    out = tmp_path_factory.mktemp("movielens_generated")
+    rng = random.Random(3)
+    genres = ["Action", "Comedy", "Drama", "Romance", "Thriller"]
+    for name, rows in (("train.csv", 1024), ("eval.csv", 256)):
+        with open(out / name, "w", encoding="utf-8", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(MOVIELENS_COLUMNS)
+            for t in range(rows):
+                rating = rng.randint(1, 5)
+                w.writerow([rng.randint(1, 943), rng.randint(1, 1682), rating, 874724710 + t,
+                            rng.randint(7, 73), rng.choice("MF"), rng.choice(["student", "other"]),
+                            f"{rng.randint(10000, 99999)}", f"Movie {rng.randint(1, 500)}",
+                            rng.randint(1930, 1998), " ".join(rng.sample(genres, 2)),
+                            int(rating >= 4)])
+    return out
+
+
 @pytest.fixture(scope="module")
 def small_dlrm(tmp_path_factory):
     """The DLRM Criteo example with SMALL_BUCKETS-row hash tables (fast checkpoints)."""
@@ -242,6 +289,7 @@ def small_job(small_dlrm, criteo, model_dir, nproc, edit, **kw):
 # 1-3, 9: the models on real (and synthetic) data
 
 
+@pytest.mark.needs_shared_data
 def test_dlrm_criteo_main_job(tmp_path, criteo):
     proc = run_job(CONFIGS / "dlrm_criteo.json", tmp_path / "m", 2, criteo / "train.txt",
                    criteo / "eval.txt", tee=True)
@@ -262,6 +310,7 @@ def test_dlrm_criteo_main_job(tmp_path, criteo):
     assert (tmp_path / "m" / "model.ckpt-63").is_dir()
 
 
+@pytest.mark.needs_shared_data
 def test_multi_tower_movielens(tmp_path, movielens):
     run_job(CONFIGS / "multi_tower_movielens.json", tmp_path / "m", 2, movielens / "train.csv",
             movielens / "eval.csv")
@@ -271,6 +320,7 @@ def test_multi_tower_movielens(tmp_path, movielens):
     assert m["eval_samples"] == 20000 and m["world_size"] == 2, m
 
 
+@pytest.mark.needs_shared_data
 def test_deepfm_criteo(tmp_path, criteo):
     run_job(CONFIGS / "deepfm_criteo.json", tmp_path / "m", 2, criteo / "train.txt", criteo / "eval.txt")
     m = metrics(tmp_path / "m")
@@ -278,6 +328,7 @@ def test_deepfm_criteo(tmp_path, criteo):
     assert math.isfinite(m["train_loss"]) and m["global_step"] > 0, m
 
 
+@pytest.mark.needs_shared_data
 def test_dense_only_model_trains_without_sparse_dist(tmp_path, criteo):
     """A model without id features (TorchEasyRec's TrainPipelineBase path): no embedding tables, no
     KJT all-to-all; the dense part still trains over 2 ranks and learns something."""
@@ -348,6 +399,7 @@ def compare_checkpoints(a, b):
     return compared
 
 
+@pytest.mark.needs_shared_data
 def test_exact_continuation_same_world_size(tmp_path, criteo, small_dlrm):
     n = 10
     straight, resumed = tmp_path / "straight", tmp_path / "resumed"
@@ -369,6 +421,7 @@ def test_exact_continuation_same_world_size(tmp_path, criteo, small_dlrm):
     assert rows_in(cs) == 2 * n * BATCH * 2, cs
 
 
+@pytest.mark.needs_shared_data
 def test_exact_continuation_across_epochs(tmp_path, criteo, small_dlrm):
     # num_epochs 2 straight == num_epochs 1, then --continue_train with num_epochs 2 (the finished
     # run's checkpoint sits at the epoch end: the resumed run must start epoch 2, not stop).
@@ -385,6 +438,7 @@ def test_exact_continuation_across_epochs(tmp_path, criteo, small_dlrm):
     assert mr["eval_auc"] == pytest.approx(ms["eval_auc"], abs=1e-6), (ms, mr)
 
 
+@pytest.mark.needs_shared_data
 @pytest.mark.parametrize("w1,w2", [(1, 2), (2, 3), (3, 1)])
 def test_resume_at_another_world_size(tmp_path, criteo, small_dlrm, w1, w2):
     n = 20  # 2n steps of 64 rows on 3 ranks stay inside the 8000-row epoch
@@ -438,6 +492,7 @@ def test_resume_at_another_world_size(tmp_path, criteo, small_dlrm, w1, w2):
     assert m["eval_auc"] > phase1["eval_auc"] + 0.01, (phase1, m)  # it kept learning (+0.03..0.04)
 
 
+@pytest.mark.needs_shared_data
 def test_checkpoint_layout_and_keep_max(tmp_path, criteo, small_dlrm):
     import torch
     md = tmp_path / "m"
@@ -482,6 +537,7 @@ def incomplete_checkpoints(model_dir) -> dict:
     return bad
 
 
+@pytest.mark.needs_shared_data
 def test_kill_9_leaves_only_complete_checkpoints(tmp_path, criteo):
     # 20000-row tables: ~70 MB a checkpoint, so a good share of the run is spent saving and pruning.
     cfg = derived_config(tmp_path, "dlrm_criteo.json", lambda c: [
@@ -529,6 +585,7 @@ def test_kill_9_leaves_only_complete_checkpoints(tmp_path, criteo):
 # 7: export + predict
 
 
+@pytest.mark.needs_shared_data
 @pytest.mark.parametrize("world", [2, 3])
 def test_export_and_predict_reproduce_eval_auc(tmp_path, criteo, small_dlrm, world):
     md = tmp_path / "m"
@@ -566,7 +623,8 @@ def failing_job(*args, **kw):
     return proc, proc.stdout + proc.stderr
 
 
-def test_unknown_config_key_names_it_and_suggests(tmp_path, criteo):
+def test_unknown_config_key_names_it_and_suggests(tmp_path, criteo_generated):
+    criteo = criteo_generated
     def misspell(cfg):
         cfg["train_config"]["num_step"] = 10
     cfg = derived_config(tmp_path, "dlrm_criteo.json", misspell)
@@ -577,7 +635,8 @@ def test_unknown_config_key_names_it_and_suggests(tmp_path, criteo):
     assert not (tmp_path / "m").exists() or not checkpoints(tmp_path / "m")
 
 
-def test_existing_checkpoint_needs_continue_train(tmp_path, criteo, small_dlrm):
+def test_existing_checkpoint_needs_continue_train(tmp_path, criteo_generated, small_dlrm):
+    criteo = criteo_generated
     md = tmp_path / "m"
     small_job(small_dlrm, criteo, md, 1, steps_edit(4))
     proc, out = failing_job(small_dlrm, md, 2, criteo / "train.txt", criteo / "eval.txt", steps_edit(8))
@@ -587,7 +646,8 @@ def test_existing_checkpoint_needs_continue_train(tmp_path, criteo, small_dlrm):
     wait_no_job(str(md), timeout=5)
 
 
-def test_missing_train_input_names_the_path(tmp_path, small_dlrm, criteo):
+def test_missing_train_input_names_the_path(tmp_path, small_dlrm, criteo_generated):
+    criteo = criteo_generated
     missing = tmp_path / "no_such_dir" / "train.txt"
     proc, out = failing_job(small_dlrm, tmp_path / "m", 2, missing, criteo / "eval.txt")
     assert proc.returncode == 2, details(proc)
@@ -595,7 +655,8 @@ def test_missing_train_input_names_the_path(tmp_path, small_dlrm, criteo):
     wait_no_job(str(tmp_path / "m"), timeout=5)
 
 
-def test_id_out_of_num_buckets_names_feature_and_value(tmp_path, movielens):
+def test_id_out_of_num_buckets_names_feature_and_value(tmp_path, movielens_generated):
+    movielens = movielens_generated
     def shrink(cfg):
         for f in cfg["feature_configs"]:
             if f.get("id_feature", {}).get("feature_name") == "user_id":
@@ -636,6 +697,7 @@ def options_baseline(tmp_path_factory, small_dlrm, criteo):
     ("clip_value", {"train_config.grad_clipping": {"clipping_type": "value", "max_gradient": 0.001}}),
     ("bf16", {"train_config.mixed_precision": "BF16"}),
 ])
+@pytest.mark.needs_shared_data
 def test_training_options(tmp_path, criteo, small_dlrm, options_baseline, name, edit):
     import torch
     base_metrics, base_dense = options_baseline

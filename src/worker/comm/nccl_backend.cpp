@@ -1,5 +1,5 @@
 // nccl_backend.cpp — the one translation unit that includes ProcessGroupNCCL.hpp; compiled only
-// when TorchGloo.cmake found the CUDA toolkit's nccl.h (tzrun::torch_nccl). Without it,
+// when cmake/FindTzrunTorch.cmake found the CUDA toolkit's nccl.h (tzrun::torch_nccl). Without it,
 // no_nccl_backend.cpp provides the same functions.
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAFunctions.h>

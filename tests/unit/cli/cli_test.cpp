@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "options.hpp"  // the real option table (src/cli, on this target's include path)
+
 namespace tzrun::cli {
 namespace {
 
@@ -126,119 +128,136 @@ TEST(CliDefaults, MatchTorchrun) {
 }
 
 // ------------------------------------------------- every option, every form
+// The options and their spellings come from the real table (detail::options()); the cases below
+// only give each option a value and the LaunchConfig field it must reach. An option of the table
+// without a case fails the test, so a new option cannot go untested.
 
 struct ValueCase {
-  std::string dash;
-  std::string underscore;  // "" if the option has a single spelling
+  std::string dash;  // the option's first long spelling (or its only one)
   std::string value;
   std::function<void(const LaunchConfig&)> check;
 };
 
 std::vector<ValueCase> value_cases() {
   return {
-      {"--nnodes", "", "2:4",
+      {"--nnodes", "2:4",
        [](const LaunchConfig& c) {
          EXPECT_EQ(c.min_nodes, 2);
          EXPECT_EQ(c.max_nodes, 4);
        }},
-      {"--nproc-per-node", "--nproc_per_node", "3",
-       [](const LaunchConfig& c) { EXPECT_EQ(c.nproc_per_node, 3); }},
-      {"--rdzv-backend", "--rdzv_backend", "c10d",
-       [](const LaunchConfig& c) { EXPECT_EQ(c.rdzv_backend, "c10d"); }},
-      {"--rdzv-endpoint", "--rdzv_endpoint", "host:29400",
+      {"--nproc-per-node", "3", [](const LaunchConfig& c) { EXPECT_EQ(c.nproc_per_node, 3); }},
+      {"--rdzv-backend", "c10d", [](const LaunchConfig& c) { EXPECT_EQ(c.rdzv_backend, "c10d"); }},
+      {"--rdzv-endpoint", "host:29400",
        [](const LaunchConfig& c) { EXPECT_EQ(c.rdzv_endpoint, "host:29400"); }},
-      {"--rdzv-id", "--rdzv_id", "job7",
-       [](const LaunchConfig& c) { EXPECT_EQ(c.rdzv_id, "job7"); }},
-      {"--rdzv-conf", "--rdzv_conf", "join_timeout=5",
+      {"--rdzv-id", "job7", [](const LaunchConfig& c) { EXPECT_EQ(c.rdzv_id, "job7"); }},
+      {"--rdzv-conf", "join_timeout=5",
        [](const LaunchConfig& c) { EXPECT_EQ(c.rdzv_conf.at("join_timeout"), "5"); }},
-      {"--max-restarts", "--max_restarts", "3",
-       [](const LaunchConfig& c) { EXPECT_EQ(c.max_restarts, 3); }},
-      {"--monitor-interval", "--monitor_interval", "0.5",
+      {"--max-restarts", "3", [](const LaunchConfig& c) { EXPECT_EQ(c.max_restarts, 3); }},
+      {"--monitor-interval", "0.5",
        [](const LaunchConfig& c) { EXPECT_DOUBLE_EQ(c.monitor_interval, 0.5); }},
-      {"--start-method", "--start_method", "fork",
-       [](const LaunchConfig& c) { EXPECT_EQ(c.start_method, "fork"); }},
-      {"--event-log-handler", "--event_log_handler", "console",
+      {"--start-method", "fork", [](const LaunchConfig& c) { EXPECT_EQ(c.start_method, "fork"); }},
+      {"--event-log-handler", "console",
        [](const LaunchConfig& c) { EXPECT_EQ(c.event_log_handler, "console"); }},
-      {"--role", "", "trainer", [](const LaunchConfig& c) { EXPECT_EQ(c.role, "trainer"); }},
-      {"--log-dir", "--log_dir", "/tmp/logs",
-       [](const LaunchConfig& c) { EXPECT_EQ(c.log_dir, "/tmp/logs"); }},
-      {"--redirects", "", "3",
-       [](const LaunchConfig& c) { EXPECT_EQ(c.redirects.all, Std::kAll); }},
-      {"--tee", "", "2", [](const LaunchConfig& c) { EXPECT_EQ(c.tee.all, Std::kErr); }},
-      {"--local-ranks-filter", "--local_ranks_filter", "0,2",
+      {"--role", "trainer", [](const LaunchConfig& c) { EXPECT_EQ(c.role, "trainer"); }},
+      {"--log-dir", "/tmp/logs", [](const LaunchConfig& c) { EXPECT_EQ(c.log_dir, "/tmp/logs"); }},
+      {"--redirects", "3", [](const LaunchConfig& c) { EXPECT_EQ(c.redirects.all, Std::kAll); }},
+      {"--tee", "2", [](const LaunchConfig& c) { EXPECT_EQ(c.tee.all, Std::kErr); }},
+      {"--local-ranks-filter", "0,2",
        [](const LaunchConfig& c) {
          EXPECT_EQ(c.local_ranks_filter, (std::set<int>{0, 2}));
        }},
-      {"--duplicate-stdout-filters", "--duplicate_stdout_filters", "apple,orange",
+      {"--duplicate-stdout-filters", "apple,orange",
        [](const LaunchConfig& c) {
          EXPECT_THAT(c.duplicate_stdout_filters, ElementsAre("apple", "orange"));
        }},
-      {"--duplicate-stderr-filters", "--duplicate_stderr_filters", "pear",
+      {"--duplicate-stderr-filters", "pear",
        [](const LaunchConfig& c) { EXPECT_THAT(c.duplicate_stderr_filters, ElementsAre("pear")); }},
-      {"--node-rank", "--node_rank", "0", [](const LaunchConfig& c) { EXPECT_EQ(c.node_rank, 0); }},
-      {"--master-addr", "--master_addr", "10.0.0.1",
+      {"--node-rank", "0", [](const LaunchConfig& c) { EXPECT_EQ(c.node_rank, 0); }},
+      {"--master-addr", "10.0.0.1",
        [](const LaunchConfig& c) { EXPECT_EQ(c.master_addr, "10.0.0.1"); }},
-      {"--master-port", "--master_port", "1234",
+      {"--master-port", "1234",
        [](const LaunchConfig& c) {
          EXPECT_EQ(c.master_port, 1234);
          EXPECT_TRUE(c.master_port_explicit);
        }},
-      {"--local-addr", "--local_addr", "node1",
-       [](const LaunchConfig& c) { EXPECT_EQ(c.local_addr, "node1"); }},
-      {"--logs-specs", "--logs_specs", "mine",
-       [](const LaunchConfig& c) { EXPECT_EQ(c.logs_specs, "mine"); }},
-      {"--numa-binding", "--numa_binding", "core-complex",
+      {"--local-addr", "node1", [](const LaunchConfig& c) { EXPECT_EQ(c.local_addr, "node1"); }},
+      {"--logs-specs", "mine", [](const LaunchConfig& c) { EXPECT_EQ(c.logs_specs, "mine"); }},
+      {"--numa-binding", "core-complex",
        [](const LaunchConfig& c) { EXPECT_EQ(c.numa_binding, "core-complex"); }},
-      {"--signals-to-handle", "--signals_to_handle", "SIGTERM,SIGUSR1",
+      {"--signals-to-handle", "SIGTERM,SIGUSR1",
        [](const LaunchConfig& c) {
          EXPECT_THAT(c.signals_to_handle, ElementsAre("SIGTERM", "SIGUSR1"));
        }},
-      {"--shutdown-timeout", "--shutdown_timeout", "5",
+      {"--shutdown-timeout", "5",
        [](const LaunchConfig& c) { EXPECT_DOUBLE_EQ(c.shutdown_timeout, 5.0); }},
-      {"--summary-json", "--summary_json", "/tmp/s.json",
+      {"--summary-json", "/tmp/s.json",
        [](const LaunchConfig& c) { EXPECT_EQ(c.summary_json, "/tmp/s.json"); }},
-      {"--log-level", "--log_level", "DEBUG",
-       [](const LaunchConfig& c) { EXPECT_EQ(c.log_level, "debug"); }},
+      {"--log-level", "DEBUG", [](const LaunchConfig& c) { EXPECT_EQ(c.log_level, "debug"); }},
       // (a named platform needs its variables: tests/unit/platform covers those)
-      {"--platform", "", "none", [](const LaunchConfig& c) { EXPECT_EQ(c.platform, "none"); }},
+      {"--platform", "none", [](const LaunchConfig& c) { EXPECT_EQ(c.platform, "none"); }},
+      {"-j", "2x8",
+       [](const LaunchConfig& c) {
+         EXPECT_EQ(c.min_nodes, 2);
+         EXPECT_EQ(c.max_nodes, 2);
+         EXPECT_EQ(c.nproc_per_node, 8);
+       }},
   };
 }
 
-TEST(CliOptions, EveryValueOptionInEverySpellingAndForm) {
-  for (const auto& vc : value_cases()) {
-    std::vector<std::string> spellings = {vc.dash};
-    if (!vc.underscore.empty()) spellings.push_back(vc.underscore);
-    for (const auto& s : spellings) {
-      SCOPED_TRACE(s);
-      vc.check(cfg({s, vc.value, "train.py"}));
-      vc.check(cfg({s + "=" + vc.value, "train.py"}));
+// The table entry whose spellings include `spelling` (nullptr if none).
+const detail::OptionSpec* table_option(const std::string& spelling) {
+  for (const auto& spec : detail::options()) {
+    if (std::find(spec.strings.begin(), spec.strings.end(), spelling) != spec.strings.end()) {
+      return &spec;
     }
+  }
+  return nullptr;
+}
+
+TEST(CliOptions, EveryValueOptionInEverySpellingAndForm) {
+  const auto cases = value_cases();
+  for (const auto& spec : detail::options()) {
+    if (spec.arity != detail::Arity::kValue) continue;
+    const auto vc = std::find_if(cases.begin(), cases.end(), [&](const ValueCase& c) {
+      return std::find(spec.strings.begin(), spec.strings.end(), c.dash) != spec.strings.end();
+    });
+    ASSERT_NE(vc, cases.end()) << spec.display() << " has no case in value_cases()";
+    for (const auto& s : spec.strings) {
+      SCOPED_TRACE(s);
+      vc->check(cfg({s, vc->value, "train.py"}));
+      vc->check(cfg({s + "=" + vc->value, "train.py"}));
+    }
+  }
+  for (const auto& vc : cases) {
+    const auto* spec = table_option(vc.dash);
+    ASSERT_NE(spec, nullptr) << vc.dash << " is not an option of the table";
+    EXPECT_EQ(spec->arity, detail::Arity::kValue) << vc.dash;
   }
 }
 
 TEST(CliOptions, EveryFlagInEverySpelling) {
-  struct FlagCase {
-    std::string spelling;
-    bool LaunchConfig::*field;
+  // argparse dest -> the LaunchConfig field the flag sets; the spellings come from the table.
+  const std::map<std::string, bool LaunchConfig::*> fields = {
+      {"standalone", &LaunchConfig::standalone},
+      {"module", &LaunchConfig::module},
+      {"no_python", &LaunchConfig::no_python},
+      {"run_path", &LaunchConfig::run_path},
+      {"virtual_local_rank", &LaunchConfig::virtual_local_rank},
+      {"dry_run", &LaunchConfig::dry_run},
   };
-  const std::vector<FlagCase> cases = {
-      {"--standalone", &LaunchConfig::standalone},
-      {"-m", &LaunchConfig::module},
-      {"--module", &LaunchConfig::module},
-      {"--no-python", &LaunchConfig::no_python},
-      {"--no_python", &LaunchConfig::no_python},
-      {"--run-path", &LaunchConfig::run_path},
-      {"--run_path", &LaunchConfig::run_path},
-      {"--virtual-local-rank", &LaunchConfig::virtual_local_rank},
-      {"--virtual_local_rank", &LaunchConfig::virtual_local_rank},
-      {"--dry-run", &LaunchConfig::dry_run},
-      {"--dry_run", &LaunchConfig::dry_run},
-  };
-  for (const auto& fc : cases) {
-    SCOPED_TRACE(fc.spelling);
-    EXPECT_TRUE(cfg({fc.spelling, "train.py"}).*fc.field);
-    EXPECT_FALSE(cfg({"train.py"}).*fc.field);
+  int flags = 0;
+  for (const auto& spec : detail::options()) {
+    if (spec.arity != detail::Arity::kFlag) continue;
+    ++flags;
+    const auto field = fields.find(spec.dest);
+    ASSERT_NE(field, fields.end()) << spec.display() << " has no field in this test";
+    for (const auto& spelling : spec.strings) {
+      SCOPED_TRACE(spelling);
+      EXPECT_TRUE(cfg({spelling, "train.py"}).*field->second);
+      EXPECT_FALSE(cfg({"train.py"}).*field->second);
+    }
   }
+  EXPECT_EQ(flags, static_cast<int>(fields.size())) << "a field above names no flag of the table";
 }
 
 TEST(CliOptions, ShortOptionForms) {
