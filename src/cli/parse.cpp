@@ -1,5 +1,6 @@
 // tzrun::cli::parse — torchrun 2.11's argparse front end (torch/distributed/run.py,
-// torch/distributed/argparse_util.py) and config_from_args validation.
+// torch/distributed/argparse_util.py): the argv scanner and the defaults below the command
+// line (PET_<DEST>, -j, the platform). resolve.cpp turns the result into the LaunchConfig.
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -26,20 +27,6 @@ namespace {
 
 constexpr std::string_view kHelpHint = "see 'tzrun --help'";
 
-}  // namespace
-
-/// argparse-shaped width: $COLUMNS - 2 (argparse's HelpFormatter), default 80 - 2.
-int format_width(const std::map<std::string, std::string>& env) {
-  if (auto it = env.find("COLUMNS"); it != env.end()) {
-    if (auto n = python_int(it->second); n && *n > 2 && *n < 10000) {
-      return static_cast<int>(*n) - 2;
-    }
-  }
-  return 78;
-}
-
-namespace {
-
 /// argparse's _negative_number_matcher: '^-\d+$|^-\d*\.\d+$'.
 bool looks_like_negative_number(std::string_view s) {
   if (s.size() < 2 || s[0] != '-') return false;
@@ -53,6 +40,15 @@ bool looks_like_negative_number(std::string_view s) {
 }
 
 }  // namespace
+
+int format_width(const std::map<std::string, std::string>& env) {
+  if (auto it = env.find("COLUMNS"); it != env.end()) {
+    if (auto n = python_int(it->second); n && *n > 2 && *n < 10000) {
+      return static_cast<int>(*n) - 2;
+    }
+  }
+  return 78;
+}
 
 const OptionSpec* Parser::exact(std::string_view s) const {
   for (const auto& opt : options()) {
@@ -111,11 +107,11 @@ std::optional<Match> Parser::classify(const std::string& tok) const {
       if (!m.opt->extension) native.push_back(m);
     }
     if (native.size() == 1) return native.front();
-    std::string names;
-    for (const auto& m : tuples) names += (names.empty() ? "" : ", ") + m.option_string;
+    std::vector<std::string> names;
+    for (const auto& m : tuples) names.push_back(m.option_string);
     const auto eq = tok.find('=');
     fail("ambiguous option: " + (eq == std::string::npos ? tok : tok.substr(0, eq)) +
-         " could match " + names + " (type more of the option name)");
+         " could match " + base::join(names, ", ") + " (type more of the option name)");
   }
   if (tuples.size() == 1) return tuples.front();
   if (looks_like_negative_number(tok)) return std::nullopt;
@@ -135,8 +131,9 @@ void Parser::check_value(const OptionSpec& opt, const std::string& value,
   }
   if (!opt.choices.empty() &&
       std::find(opt.choices.begin(), opt.choices.end(), value) == opt.choices.end()) {
-    std::string list;
-    for (const auto& c : opt.choices) list += (list.empty() ? "" : ", ") + py_repr(c);
+    std::vector<std::string> shown;
+    for (const auto& c : opt.choices) shown.push_back(py_repr(c));
+    const std::string list = base::join(shown, ", ");
     fail(where_prefix + ": invalid choice: " + py_repr(value) + " (choose from " + list + fix +
          ")");
   }
@@ -362,10 +359,8 @@ ParseOutcome Parser::run() {
         "the program to launch after the options, e.g. 'tzrun --nproc-per-node=2 train.py')");
   }
   if (!extras_.empty()) {
-    std::string list;
-    for (const auto& e : extras_) list += (list.empty() ? "" : " ") + e;
-    fail("unrecognized arguments: " + list + " (options must come before the training script; " +
-         std::string(kHelpHint) + ")");
+    fail("unrecognized arguments: " + base::join(extras_, " ") +
+         " (options must come before the training script; " + std::string(kHelpHint) + ")");
   }
   apply_platform(out);
   resolve(out.config, out.warnings);

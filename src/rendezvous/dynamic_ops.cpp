@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tzrun/base/strings.hpp"
 #include "tzrun/base/system.hpp"
 
 namespace tzrun::rendezvous::detail {
@@ -200,14 +201,9 @@ milliseconds min_read_gap(const RendezvousState& s, const DynamicOptions& o) {
 std::string describe(const RendezvousState& s) {
   std::string out = std::to_string(s.participants.size()) + " participant(s)";
   if (!s.participants.empty()) {
-    out += " [";
-    bool first = true;
-    for (const auto& [n, p] : s.participants) {
-      if (!first) out += ", ";
-      first = false;
-      out += n.str();
-    }
-    out += "]";
+    std::vector<std::string> names;
+    for (const auto& [n, p] : s.participants) names.push_back(n.str());
+    out += " [" + base::join(names, ", ") + "]";
   }
   if (!s.wait_list.empty()) out += ", " + std::to_string(s.wait_list.size()) + " waiting";
   return out;
@@ -259,14 +255,14 @@ std::optional<MembershipChange> membership_change(const RendezvousState& s, cons
         "this node is no longer a participant of round " + round + " (its heartbeats were late?)",
         false};
   }
-  std::string gone;
+  std::vector<std::string> gone;
   for (const auto& n : my_participants) {
-    if (!s.participants.contains(n)) gone += (gone.empty() ? "" : ", ") + n.str();
+    if (!s.participants.contains(n)) gone.push_back(n.str());
   }
   if (!gone.empty()) {
-    return MembershipChange{
-        "node(s) " + gone + " left round " + round + " (stopped, or missed their heartbeats)",
-        false};
+    return MembershipChange{"node(s) " + base::join(gone, ", ") + " left round " + round +
+                                " (stopped, or missed their heartbeats)",
+                            false};
   }
   if (!s.wait_list.empty() && !scale_up_reported) {
     return MembershipChange{

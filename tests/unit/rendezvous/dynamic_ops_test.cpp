@@ -159,7 +159,12 @@ TEST_F(DynamicOpsTest, TimeoutMessages) {
   RendezvousState s;
   s.participants[a_] = {0, 0};
   s.wait_list.insert(b_);
+  EXPECT_EQ(describe(RendezvousState{}), "0 participant(s)");
   EXPECT_EQ(describe(s), "1 participant(s) [a_1_0], 1 waiting");
+  RendezvousState two = s;
+  two.participants[c_] = {1, 0};
+  two.wait_list.clear();
+  EXPECT_EQ(describe(two), "2 participant(s) [a_1_0, c_3_0]");
   const std::string join_text = timeout_message(Op::kJoin, s, a_, o);
   EXPECT_NE(join_text.find("did not complete within join_timeout"), std::string::npos);
   EXPECT_NE(join_text.find("1 participant(s) [a_1_0], 1 waiting, need 2..4 node(s)"),
@@ -234,6 +239,12 @@ TEST_F(DynamicOpsTest, MembershipChanges) {
   EXPECT_TRUE(up->scale_up);
   EXPECT_EQ(up->why, "detected 1 new node(s) waiting to join");
   EXPECT_FALSE(membership_change(s, a_, 2, mine, true).has_value());
+
+  RendezvousState empty = s;
+  empty.participants = {{a_, {0, 0}}};
+  auto both = membership_change(empty, a_, 2, {a_, b_, c_}, true);
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->why, "node(s) b_2_0, c_3_0 left round 2 (stopped, or missed their heartbeats)");
 
   s.participants.erase(b_);
   auto gone = membership_change(s, a_, 2, mine, true);
