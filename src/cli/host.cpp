@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "text.hpp"
+#include "tzrun/base/strings.hpp"
 #include "tzrun/cli/cli.hpp"
 
 namespace tzrun::cli {
@@ -48,14 +49,14 @@ int count_gpus(const std::map<std::string, std::string>& env, const fs::path& sy
   const int physical = physical_gpus(sysroot);
   const auto it = env.find("CUDA_VISIBLE_DEVICES");
   if (it == env.end()) return physical;
-  const std::string_view value = detail::strip(it->second);
+  const std::string value = base::strip(it->second);
   if (value.empty() || value == "NoDevFiles") return 0;
   // Like the CUDA runtime: take entries up to the first invalid one.
   int visible = 0;
   std::set<std::int64_t> seen_ids;
   std::set<std::string> seen_uuids;
-  for (const auto& raw : detail::split(value, ',')) {
-    const std::string token(detail::strip(raw));
+  for (const auto& raw : base::split(value, ',')) {
+    const std::string token = base::strip(raw);
     if (auto id = detail::python_int(token)) {
       if (*id < 0 || *id >= physical || !seen_ids.insert(*id).second) break;
     } else if (token.rfind("GPU-", 0) == 0 || token.rfind("MIG-", 0) == 0) {

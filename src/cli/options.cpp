@@ -14,342 +14,229 @@ using enum ValueType;
 std::vector<OptionSpec> build_options() {
   // Help strings of torchrun's options are torch/distributed/run.py's, verbatim.
   std::vector<OptionSpec> o;
-  o.push_back({{"-h", "--help"},
-               "help",
-               kHelp,
-               kString,
-               false,
-               false,
-               {},
-               "show this help message and exit"});
-  o.push_back({{"--nnodes"},
-               "nnodes",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Number of nodes, or the range of nodes in form "
-               "<minimum_nodes>:<maximum_nodes>."});
-  o.push_back({{"--nproc-per-node", "--nproc_per_node"},
-               "nproc_per_node",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Number of workers per node; supported values: [auto, cpu, gpu, int] (xpu "
-               "is not supported by tzrun)."});
-  o.push_back({{"--rdzv-backend", "--rdzv_backend"},
-               "rdzv_backend",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Rendezvous backend."});
-  o.push_back({{"--rdzv-endpoint", "--rdzv_endpoint"},
-               "rdzv_endpoint",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Rendezvous backend endpoint; usually in form <host>:<port>."});
-  o.push_back({{"--rdzv-id", "--rdzv_id"},
-               "rdzv_id",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "User-defined group id."});
-  o.push_back({{"--rdzv-conf", "--rdzv_conf"},
-               "rdzv_conf",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Additional rendezvous configuration (<key1>=<value1>,<key2>=<value2>,...)."});
-  o.push_back({{"--standalone"},
-               "standalone",
-               kFlag,
-               kString,
-               true,
-               false,
-               {},
-               "Start a local standalone rendezvous backend that is represented by a C10d "
-               "TCP store on a free port. Useful when launching single-node, multi-worker "
-               "job. If specified --rdzv-backend, --rdzv-endpoint, --rdzv-id are "
-               "auto-assigned and any explicitly set values are ignored."});
-  o.push_back({{"--max-restarts", "--max_restarts"},
-               "max_restarts",
-               kValue,
-               kInt,
-               true,
-               false,
-               {},
-               "Maximum number of worker group restarts before failing."});
-  o.push_back({{"--monitor-interval", "--monitor_interval"},
-               "monitor_interval",
-               kValue,
-               kFloat,
-               true,
-               false,
-               {},
-               "Interval, in seconds, to monitor the state of workers."});
-  o.push_back({{"--start-method", "--start_method"},
-               "start_method",
-               kValue,
-               kString,
-               true,
-               false,
-               {"spawn", "fork", "forkserver"},
-               "Multiprocessing start method to use when creating workers."});
-  o.push_back({{"--event-log-handler", "--event_log_handler"},
-               "event_log_handler",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "name of a registered event logging handler (see: "
-               "https://docs.pytorch.org/docs/stable/elastic/events.html)"});
+  o.push_back({.strings = {"-h", "--help"},
+               .dest = "help",
+               .arity = kHelp,
+               .pet = false,
+               .help = "show this help message and exit"});
+  o.push_back({.strings = {"--nnodes"},
+               .dest = "nnodes",
+               .arity = kValue,
+               .help = "Number of nodes, or the range of nodes in form "
+                       "<minimum_nodes>:<maximum_nodes>."});
+  o.push_back({.strings = {"--nproc-per-node", "--nproc_per_node"},
+               .dest = "nproc_per_node",
+               .arity = kValue,
+               .help = "Number of workers per node; supported values: [auto, cpu, gpu, int] (xpu "
+                       "is not supported by tzrun)."});
+  o.push_back({.strings = {"--rdzv-backend", "--rdzv_backend"},
+               .dest = "rdzv_backend",
+               .arity = kValue,
+               .help = "Rendezvous backend."});
+  o.push_back({.strings = {"--rdzv-endpoint", "--rdzv_endpoint"},
+               .dest = "rdzv_endpoint",
+               .arity = kValue,
+               .help = "Rendezvous backend endpoint; usually in form <host>:<port>."});
+  o.push_back({.strings = {"--rdzv-id", "--rdzv_id"},
+               .dest = "rdzv_id",
+               .arity = kValue,
+               .help = "User-defined group id."});
+  o.push_back(
+      {.strings = {"--rdzv-conf", "--rdzv_conf"},
+       .dest = "rdzv_conf",
+       .arity = kValue,
+       .help = "Additional rendezvous configuration (<key1>=<value1>,<key2>=<value2>,...)."});
+  o.push_back({.strings = {"--standalone"},
+               .dest = "standalone",
+               .arity = kFlag,
+               .help = "Start a local standalone rendezvous backend that is represented by a C10d "
+                       "TCP store on a free port. Useful when launching single-node, multi-worker "
+                       "job. If specified --rdzv-backend, --rdzv-endpoint, --rdzv-id are "
+                       "auto-assigned and any explicitly set values are ignored."});
+  o.push_back({.strings = {"--max-restarts", "--max_restarts"},
+               .dest = "max_restarts",
+               .arity = kValue,
+               .type = kInt,
+               .help = "Maximum number of worker group restarts before failing."});
+  o.push_back({.strings = {"--monitor-interval", "--monitor_interval"},
+               .dest = "monitor_interval",
+               .arity = kValue,
+               .type = kFloat,
+               .help = "Interval, in seconds, to monitor the state of workers."});
+  o.push_back({.strings = {"--start-method", "--start_method"},
+               .dest = "start_method",
+               .arity = kValue,
+               .choices = {"spawn", "fork", "forkserver"},
+               .help = "Multiprocessing start method to use when creating workers."});
+  o.push_back({.strings = {"--event-log-handler", "--event_log_handler"},
+               .dest = "event_log_handler",
+               .arity = kValue,
+               .help = "name of a registered event logging handler (see: "
+                       "https://docs.pytorch.org/docs/stable/elastic/events.html)"});
   o.push_back(
       {{"--role"}, "role", kValue, kString, true, false, {}, "User-defined role for the workers."});
-  o.push_back({{"-m", "--module"},
-               "module",
-               kFlag,
-               kString,
-               true,
-               false,
-               {},
-               "Change each process to interpret the launch script as a Python module, "
-               "executing with the same behavior as 'python -m'."});
-  o.push_back({{"--no-python", "--no_python"},
-               "no_python",
-               kFlag,
-               kString,
-               true,
-               false,
-               {},
-               "Skip prepending the training script with 'python' - just execute it "
-               "directly. Useful when the script is not a Python script."});
-  o.push_back({{"--run-path", "--run_path"},
-               "run_path",
-               kFlag,
-               kString,
-               true,
-               false,
-               {},
-               "Run the training script with runpy.run_path in the same interpreter. Script "
-               "must be provided as an abs path (e.g. /abs/path/script.py). Takes "
-               "precedence over --no-python."});
-  o.push_back({{"--log-dir", "--log_dir"},
-               "log_dir",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Base directory to use for log files (e.g. /var/log/torch/elastic). The same "
-               "directory is reused for multiple runs (a unique job-level sub-directory is "
-               "created with rdzv_id as the prefix)."});
-  o.push_back({{"-r", "--redirects"},
-               "redirects",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Redirect std streams into a log file in the log directory (e.g. [-r 3] "
-               "redirects both stdout+stderr for all workers, [-r 0:1,1:2] redirects stdout "
-               "for local rank 0 and stderr for local rank 1)."});
-  o.push_back({{"-t", "--tee"},
-               "tee",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Tee std streams into a log file and also to console (see --redirects for "
-               "format)."});
-  o.push_back({{"--local-ranks-filter", "--local_ranks_filter"},
-               "local_ranks_filter",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Only show logs from specified ranks in console (e.g. "
-               "[--local_ranks_filter=0,1,2] will only show logs from rank 0, 1 and 2). This "
-               "will only apply to stdout and stderr, not tolog files saved via --redirect "
-               "or --tee"});
-  o.push_back({{"--duplicate-stdout-filters", "--duplicate_stdout_filters"},
-               "duplicate_stdout_filters",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Duplicates logs streamed to stdout to another specified file with a list of "
-               "filters (e.g. [--duplicate_stdout_filters 'apple,orange'] will duplicate log "
-               "lines matching 'apple' OR 'orange'. An empty filters list won't duplicate "
-               "any lines. Use double comma to escape a comma)"});
-  o.push_back({{"--duplicate-stderr-filters", "--duplicate_stderr_filters"},
-               "duplicate_stderr_filters",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Duplicates logs streamed to stderr to another specified file with a list of "
-               "filters (e.g. [--duplicate_stdout_filters 'apple,orange'] will duplicate log "
-               "lines matching 'apple' OR 'orange'. An empty filters list won't duplicate "
-               "any lines. Use double comma to escape a comma)"});
-  o.push_back({{"--node-rank", "--node_rank"},
-               "node_rank",
-               kValue,
-               kInt,
-               true,
-               false,
-               {},
-               "Rank of the node for multi-node distributed training."});
-  o.push_back({{"--master-addr", "--master_addr"},
-               "master_addr",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Address of the master node (rank 0) that only used for static rendezvous. "
-               "It should be either the IP address or the hostname of rank 0. For single "
-               "node multi-proc training the --master-addr can simply be 127.0.0.1; IPv6 "
-               "should have the pattern `[0:0:0:0:0:0:0:1]`."});
-  o.push_back({{"--master-port", "--master_port"},
-               "master_port",
-               kValue,
-               kInt,
-               true,
-               false,
-               {},
-               "Port on the master node (rank 0) to be used for communication during "
-               "distributed training. It is only used for static rendezvous."});
-  o.push_back({{"--local-addr", "--local_addr"},
-               "local_addr",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Address of the local node. If specified, will use the given address for "
-               "connection. Else, will look up the local node address instead. Else, it "
-               "will be default to local machine's FQDN."});
-  o.push_back({{"--logs-specs", "--logs_specs"},
-               "logs_specs",
-               kValue,
-               kString,
-               false,
-               false,
-               {},
-               "torchrun.logs_specs group entrypoint name, value must be type of LogsSpecs. "
-               "Can be used to override custom logging behavior."});
-  o.push_back({{"--numa-binding", "--numa_binding"},
-               "numa_binding",
-               kValue,
-               kString,
-               false,
-               false,
-               {"node", "socket", "exclusive", "core-complex"},
-               "Bind worker processes to CPUs near their assigned GPUs for better "
-               "performance. See torch/numa/binding.py for available modes and details."});
-  o.push_back({{"--signals-to-handle", "--signals_to_handle"},
-               "signals_to_handle",
-               kValue,
-               kString,
-               true,
-               false,
-               {},
-               "Comma-separated list of signals to handle and forward to subprocesses. "
-               "Default: SIGTERM,SIGINT,SIGHUP,SIGQUIT. Common additional signals: "
-               "SIGUSR1,SIGUSR2 (used in SLURM environments)."});
-  o.push_back({{"--virtual-local-rank", "--virtual_local_rank"},
-               "virtual_local_rank",
-               kFlag,
-               kString,
-               true,
-               false,
-               {},
-               "Enable virtual local rank mode for workers. When enabled, LOCAL_RANK is set "
-               "to 0 for all workers and CUDA_VISIBLE_DEVICES is adjusted so each worker "
-               "accesses its assigned GPU at device index 0."});
+  o.push_back({.strings = {"-m", "--module"},
+               .dest = "module",
+               .arity = kFlag,
+               .help = "Change each process to interpret the launch script as a Python module, "
+                       "executing with the same behavior as 'python -m'."});
+  o.push_back({.strings = {"--no-python", "--no_python"},
+               .dest = "no_python",
+               .arity = kFlag,
+               .help = "Skip prepending the training script with 'python' - just execute it "
+                       "directly. Useful when the script is not a Python script."});
+  o.push_back({.strings = {"--run-path", "--run_path"},
+               .dest = "run_path",
+               .arity = kFlag,
+               .help =
+                   "Run the training script with runpy.run_path in the same interpreter. Script "
+                   "must be provided as an abs path (e.g. /abs/path/script.py). Takes "
+                   "precedence over --no-python."});
+  o.push_back({.strings = {"--log-dir", "--log_dir"},
+               .dest = "log_dir",
+               .arity = kValue,
+               .help =
+                   "Base directory to use for log files (e.g. /var/log/torch/elastic). The same "
+                   "directory is reused for multiple runs (a unique job-level sub-directory is "
+                   "created with rdzv_id as the prefix)."});
+  o.push_back({.strings = {"-r", "--redirects"},
+               .dest = "redirects",
+               .arity = kValue,
+               .help =
+                   "Redirect std streams into a log file in the log directory (e.g. [-r 3] "
+                   "redirects both stdout+stderr for all workers, [-r 0:1,1:2] redirects stdout "
+                   "for local rank 0 and stderr for local rank 1)."});
+  o.push_back({.strings = {"-t", "--tee"},
+               .dest = "tee",
+               .arity = kValue,
+               .help = "Tee std streams into a log file and also to console (see --redirects for "
+                       "format)."});
+  o.push_back({.strings = {"--local-ranks-filter", "--local_ranks_filter"},
+               .dest = "local_ranks_filter",
+               .arity = kValue,
+               .help =
+                   "Only show logs from specified ranks in console (e.g. "
+                   "[--local_ranks_filter=0,1,2] will only show logs from rank 0, 1 and 2). This "
+                   "will only apply to stdout and stderr, not tolog files saved via --redirect "
+                   "or --tee"});
+  o.push_back({.strings = {"--duplicate-stdout-filters", "--duplicate_stdout_filters"},
+               .dest = "duplicate_stdout_filters",
+               .arity = kValue,
+               .help =
+                   "Duplicates logs streamed to stdout to another specified file with a list of "
+                   "filters (e.g. [--duplicate_stdout_filters 'apple,orange'] will duplicate log "
+                   "lines matching 'apple' OR 'orange'. An empty filters list won't duplicate "
+                   "any lines. Use double comma to escape a comma)"});
+  o.push_back({.strings = {"--duplicate-stderr-filters", "--duplicate_stderr_filters"},
+               .dest = "duplicate_stderr_filters",
+               .arity = kValue,
+               .help =
+                   "Duplicates logs streamed to stderr to another specified file with a list of "
+                   "filters (e.g. [--duplicate_stdout_filters 'apple,orange'] will duplicate log "
+                   "lines matching 'apple' OR 'orange'. An empty filters list won't duplicate "
+                   "any lines. Use double comma to escape a comma)"});
+  o.push_back({.strings = {"--node-rank", "--node_rank"},
+               .dest = "node_rank",
+               .arity = kValue,
+               .type = kInt,
+               .help = "Rank of the node for multi-node distributed training."});
+  o.push_back({.strings = {"--master-addr", "--master_addr"},
+               .dest = "master_addr",
+               .arity = kValue,
+               .help = "Address of the master node (rank 0) that only used for static rendezvous. "
+                       "It should be either the IP address or the hostname of rank 0. For single "
+                       "node multi-proc training the --master-addr can simply be 127.0.0.1; IPv6 "
+                       "should have the pattern `[0:0:0:0:0:0:0:1]`."});
+  o.push_back({.strings = {"--master-port", "--master_port"},
+               .dest = "master_port",
+               .arity = kValue,
+               .type = kInt,
+               .help = "Port on the master node (rank 0) to be used for communication during "
+                       "distributed training. It is only used for static rendezvous."});
+  o.push_back({.strings = {"--local-addr", "--local_addr"},
+               .dest = "local_addr",
+               .arity = kValue,
+               .help = "Address of the local node. If specified, will use the given address for "
+                       "connection. Else, will look up the local node address instead. Else, it "
+                       "will be default to local machine's FQDN."});
+  o.push_back({.strings = {"--logs-specs", "--logs_specs"},
+               .dest = "logs_specs",
+               .arity = kValue,
+               .pet = false,
+               .help =
+                   "torchrun.logs_specs group entrypoint name, value must be type of LogsSpecs. "
+                   "Can be used to override custom logging behavior."});
+  o.push_back({.strings = {"--numa-binding", "--numa_binding"},
+               .dest = "numa_binding",
+               .arity = kValue,
+               .pet = false,
+               .choices = {"node", "socket", "exclusive", "core-complex"},
+               .help = "Bind worker processes to CPUs near their assigned GPUs for better "
+                       "performance. See torch/numa/binding.py for available modes and details."});
+  o.push_back({.strings = {"--signals-to-handle", "--signals_to_handle"},
+               .dest = "signals_to_handle",
+               .arity = kValue,
+               .help = "Comma-separated list of signals to handle and forward to subprocesses. "
+                       "Default: SIGTERM,SIGINT,SIGHUP,SIGQUIT. Common additional signals: "
+                       "SIGUSR1,SIGUSR2 (used in SLURM environments)."});
+  o.push_back({.strings = {"--virtual-local-rank", "--virtual_local_rank"},
+               .dest = "virtual_local_rank",
+               .arity = kFlag,
+               .help =
+                   "Enable virtual local rank mode for workers. When enabled, LOCAL_RANK is set "
+                   "to 0 for all workers and CUDA_VISIBLE_DEVICES is adjusted so each worker "
+                   "accesses its assigned GPU at device index 0."});
   // --- tzrun extensions ---
-  o.push_back({{"--shutdown-timeout", "--shutdown_timeout"},
-               "shutdown_timeout",
-               kValue,
-               kFloat,
-               true,
-               true,
-               {},
-               "Seconds between forwarding a termination signal to the workers and "
-               "SIGKILLing the survivors (>= 0). Default: $TORCH_ELASTIC_SHUTDOWN_TIMEOUT, "
-               "else 30. Same flag as torchrun 2.12."});
-  o.push_back({{"--summary-json", "--summary_json"},
-               "summary_json",
-               kValue,
-               kString,
-               true,
-               true,
-               {},
-               "Write a machine-readable JSON summary of the run (configuration, worker exit "
-               "codes, restarts) to this file when tzrun exits."});
-  o.push_back({{"--dry-run", "--dry_run"},
-               "dry_run",
-               kFlag,
-               kString,
-               true,
-               true,
-               {},
-               "Print the resolved configuration and each worker's command and environment, "
-               "then exit without starting anything."});
-  o.push_back({{"--log-level", "--log_level"},
-               "log_level",
-               kValue,
-               kString,
-               true,
-               true,
-               {},
-               "Level of tzrun's own log messages: trace, debug, info, warning, error, "
-               "critical or off (any case). Default: $LOGLEVEL, else warning."});
-  o.push_back({{"--platform"},
-               "platform",
-               kValue,
-               kString,
-               true,
-               true,
-               {"auto", "dlc", "kubeflow", "slurm", "none"},
-               "Cluster platform whose environment variables supply defaults for the "
-               "node/rendezvous settings; auto detects it, none disables detection. "
-               "Explicit flags and PET_ variables always win."});
-  o.push_back({{"-j"},
-               "job_shape",
-               kValue,
-               kString,
-               false,
-               true,
-               {},
-               "TorchX-style job shape [[MIN:]MAX x]NPROC, e.g. 2x8 (2 nodes, 8 workers "
-               "each), 1:4x8 (elastic 1 to 4 nodes) or 8 (one node): sets --nnodes and "
-               "--nproc-per-node, which must not be given with it."});
-  o.push_back({{"-V", "--version"},
-               "version",
-               kVersion,
-               kString,
-               false,
-               true,
-               {},
-               "show program's version number and exit"});
+  o.push_back({.strings = {"--shutdown-timeout", "--shutdown_timeout"},
+               .dest = "shutdown_timeout",
+               .arity = kValue,
+               .type = kFloat,
+               .extension = true,
+               .help = "Seconds between forwarding a termination signal to the workers and "
+                       "SIGKILLing the survivors (>= 0). Default: $TORCH_ELASTIC_SHUTDOWN_TIMEOUT, "
+                       "else 30. Same flag as torchrun 2.12."});
+  o.push_back({.strings = {"--summary-json", "--summary_json"},
+               .dest = "summary_json",
+               .arity = kValue,
+               .extension = true,
+               .help =
+                   "Write a machine-readable JSON summary of the run (configuration, worker exit "
+                   "codes, restarts) to this file when tzrun exits."});
+  o.push_back({.strings = {"--dry-run", "--dry_run"},
+               .dest = "dry_run",
+               .arity = kFlag,
+               .extension = true,
+               .help =
+                   "Print the resolved configuration and each worker's command and environment, "
+                   "then exit without starting anything."});
+  o.push_back({.strings = {"--log-level", "--log_level"},
+               .dest = "log_level",
+               .arity = kValue,
+               .extension = true,
+               .help = "Level of tzrun's own log messages: trace, debug, info, warning, error, "
+                       "critical or off (any case). Default: $LOGLEVEL, else warning."});
+  o.push_back({.strings = {"--platform"},
+               .dest = "platform",
+               .arity = kValue,
+               .extension = true,
+               .choices = {"auto", "dlc", "kubeflow", "slurm", "none"},
+               .help = "Cluster platform whose environment variables supply defaults for the "
+                       "node/rendezvous settings; auto detects it, none disables detection. "
+                       "Explicit flags and PET_ variables always win."});
+  o.push_back({.strings = {"-j"},
+               .dest = "job_shape",
+               .arity = kValue,
+               .pet = false,
+               .extension = true,
+               .help = "TorchX-style job shape [[MIN:]MAX x]NPROC, e.g. 2x8 (2 nodes, 8 workers "
+                       "each), 1:4x8 (elastic 1 to 4 nodes) or 8 (one node): sets --nnodes and "
+                       "--nproc-per-node, which must not be given with it."});
+  o.push_back({.strings = {"-V", "--version"},
+               .dest = "version",
+               .arity = kVersion,
+               .pet = false,
+               .extension = true,
+               .help = "show program's version number and exit"});
   return o;
 }
 

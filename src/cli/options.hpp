@@ -22,9 +22,9 @@ struct OptionSpec {
   std::string dest;                  ///< argparse destination, e.g. "nproc_per_node"
   Arity arity = Arity::kValue;
   ValueType type = ValueType::kString;
-  bool pet = true;                   ///< has a PET_<DEST> fallback
-  bool extension = false;            ///< tzrun-only (not in torchrun 2.11)
-  std::vector<std::string> choices;  ///< validated at parse time when non-empty
+  bool pet = true;                     ///< has a PET_<DEST> fallback
+  bool extension = false;              ///< tzrun-only (not in torchrun 2.11)
+  std::vector<std::string> choices{};  ///< validated at parse time when non-empty
   std::string help;
 
   [[nodiscard]] std::string pet_name() const;  ///< "PET_" + upper(dest)

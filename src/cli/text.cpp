@@ -7,6 +7,8 @@
 #include <limits>
 #include <system_error>
 
+#include "tzrun/base/strings.hpp"
+
 namespace tzrun::cli::detail {
 namespace {
 
@@ -72,28 +74,9 @@ void split_hyphenated(std::string_view word, std::vector<std::string>& chunks) {
 
 }  // namespace
 
-std::string_view strip(std::string_view text) {
-  while (!text.empty() && is_space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back())) text.remove_suffix(1);
-  return text;
-}
-
-std::vector<std::string> split(std::string_view text, char sep) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (true) {
-    const auto pos = text.find(sep, start);
-    if (pos == std::string_view::npos) {
-      out.emplace_back(text.substr(start));
-      return out;
-    }
-    out.emplace_back(text.substr(start, pos - start));
-    start = pos + 1;
-  }
-}
-
-std::optional<std::int64_t> python_int(std::string_view text) {
-  text = strip(text);
+std::optional<std::int64_t> python_int(std::string_view text_in) {
+  const std::string stripped = base::strip(text_in);
+  std::string_view text = stripped;
   bool negative = false;
   if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
     negative = text.front() == '-';
@@ -116,8 +99,9 @@ std::optional<std::int64_t> python_int(std::string_view text) {
   return static_cast<std::int64_t>(magnitude);
 }
 
-std::optional<double> python_float(std::string_view text) {
-  text = strip(text);
+std::optional<double> python_float(std::string_view text_in) {
+  const std::string stripped = base::strip(text_in);
+  std::string_view text = stripped;
   bool negative = false;
   if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
     negative = text.front() == '-';
@@ -156,7 +140,8 @@ std::vector<std::string> wrap(std::string_view text, int width) {
   // Chunks: words (split further at hyphens) and single-space separators,
   // after collapsing whitespace as argparse's _split_lines does.
   std::vector<std::string> chunks;
-  std::string_view rest = strip(text);
+  const std::string stripped = base::strip(text);
+  std::string_view rest = stripped;
   while (!rest.empty()) {
     std::size_t end = 0;
     while (end < rest.size() && !is_space(rest[end])) ++end;
@@ -164,7 +149,7 @@ std::vector<std::string> wrap(std::string_view text, int width) {
     rest.remove_prefix(end);
     if (!rest.empty()) {
       chunks.emplace_back(" ");
-      rest = strip(rest);
+      while (!rest.empty() && is_space(rest.front())) rest.remove_prefix(1);
     }
   }
 

@@ -1,5 +1,6 @@
 // Internal helpers of tzrun::cli: Python-compatible number parsing and
-// argparse/textwrap-compatible line wrapping.
+// argparse/textwrap-compatible line wrapping. (Trimming and splitting are tzrun::base's,
+// include/tzrun/base/strings.hpp.)
 #pragma once
 
 #include <cstdint>
@@ -17,12 +18,6 @@ std::optional<std::int64_t> python_int(std::string_view text);
 /// Python's float(str): whitespace, sign, decimal/exponent forms, '_' between
 /// digits, inf/infinity/nan (any case). No hex floats. nullopt if invalid.
 std::optional<double> python_float(std::string_view text);
-
-/// ASCII whitespace strip (Python str.strip() for the ASCII range).
-std::string_view strip(std::string_view text);
-
-/// Splits on every occurrence of `sep` (Python str.split(sep)): "" -> {""}.
-std::vector<std::string> split(std::string_view text, char sep);
 
 /// textwrap.wrap(text, width) with Python 3.11 defaults (whitespace collapsed,
 /// break_long_words, break_on_hyphens), as argparse's HelpFormatter uses it.

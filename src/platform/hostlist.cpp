@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tzrun/base/strings.hpp"
 #include "tzrun/platform/platform.hpp"
 
 namespace tzrun::platform {
@@ -134,13 +135,7 @@ std::vector<std::string> expand_hostlist(std::string_view list, std::size_t limi
       --depth;
     }
     if (i == list.size() || (list[i] == ',' && depth == 0)) {
-      auto expr = list.substr(start, i - start);
-      while (!expr.empty() && std::isspace(static_cast<unsigned char>(expr.front())) != 0) {
-        expr.remove_prefix(1);
-      }
-      while (!expr.empty() && std::isspace(static_cast<unsigned char>(expr.back())) != 0) {
-        expr.remove_suffix(1);
-      }
+      const std::string expr = base::strip(list.substr(start, i - start));
       expand_one(list, expr, limit, out);
       start = i + 1;
     }

@@ -13,10 +13,6 @@
 
 namespace tzrun::rendezvous::detail {
 
-std::string ms_text(milliseconds d) {
-  return base::duration_text(d);
-}
-
 void log(const store::LogSink& sink, store::LogLevel level, const std::string& message) {
   if (sink) sink(level, message);
 }
@@ -80,7 +76,7 @@ std::shared_ptr<store::Client> connect(const std::string& host, int port,
     if (left <= milliseconds(0)) {
       throw RendezvousConnectionError(
           what + ": cannot connect to the store at " + host + ":" + std::to_string(port) +
-          " within " + ms_text(connect_timeout) + " (last error: " + last +
+          " within " + base::duration_text(connect_timeout) + " (last error: " + last +
           "); check that the node hosting it is up and that the address is right and reachable "
           "(firewall, DNS), or raise the timeout");
     }
@@ -149,7 +145,7 @@ BarrierOutcome exit_barrier(store::Store& round_store, int world_size, milliseco
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
       if (left <= milliseconds(0)) {
         out.kind = BarrierOutcome::Kind::kTimedOut;
-        out.detail = "not every node finished within " + ms_text(timeout) + " (" +
+        out.detail = "not every node finished within " + base::duration_text(timeout) + " (" +
                      std::to_string(round_store.add(prefix + "/num_members", 0)) + " of " +
                      std::to_string(world_size) + " arrived)";
         return out;
@@ -206,7 +202,7 @@ void depart(store::Store& round_store, int world_size, bool wait_for_all, millis
       log(sink, store::LogLevel::kWarning,
           "stopping the rendezvous store although only " + std::to_string(n) + " of " +
               std::to_string(world_size) + " nodes have finished with it after " +
-              ms_text(timeout));
+              base::duration_text(timeout));
     }
   } catch (const std::exception& e) {
     log(sink, store::LogLevel::kDebug, std::string("departure bookkeeping failed: ") + e.what());

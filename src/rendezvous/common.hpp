@@ -20,8 +20,6 @@ namespace tzrun::rendezvous::detail {
 using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 
-std::string ms_text(milliseconds d);
-
 /// Thread-safe event queue with an eventfd that is readable while events are queued.
 /// Events carry the generation of the watcher that produced them; reset() starts a new
 /// generation and drops everything older, so a watcher that is still winding down after

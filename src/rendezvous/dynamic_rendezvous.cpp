@@ -1,19 +1,19 @@
-// The c10d (dynamic) backend (see include/tzrun/rendezvous/dynamic_rendezvous.hpp).
-// The decision tables below follow torch/distributed/elastic/rendezvous/dynamic_rendezvous.py
-// (_RendezvousExitOp, _RendezvousJoinOp, _RendezvousCloseOp, _RendezvousKeepAliveOp and
-// _DistributedRendezvousOpExecutor) rule by rule.
+// The c10d (dynamic) backend (see include/tzrun/rendezvous/dynamic_rendezvous.hpp): the store
+// I/O, the ops loop of torch/distributed/elastic/rendezvous/dynamic_rendezvous.py's
+// _DistributedRendezvousOpExecutor, and the watcher thread. The decisions themselves are the
+// pure functions of dynamic_ops.hpp.
 #include "tzrun/rendezvous/dynamic_rendezvous.hpp"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <mutex>
 #include <random>
 #include <thread>
 
 #include "common.hpp"
+#include "dynamic_ops.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/ranks.hpp"
 #include "tzrun/store/errors.hpp"
@@ -28,36 +28,11 @@ using TimePoint = SteadyClock::time_point;
 
 constexpr std::string_view kNullState = "null";
 
-enum class Action {
-  kKeepAlive,
-  kAddToParticipants,
-  kAddToWaitList,
-  kAddToRedundancyList,
-  kRemoveFromParticipants,
-  kRemoveFromWaitList,
-  kRemoveFromRedundancyList,
-  kMarkComplete,
-  kMarkClosed,
-  kSync,
-  kErrorClosed,
-  kErrorTimeout,
-  kFinish,
-};
-
-enum class Op { kExit, kJoin, kClose, kKeepAlive };
+using detail::Action;
+using detail::Op;
 
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-double seconds(milliseconds d) {
-  return static_cast<double>(d.count()) / 1000.0;
-}
-
-milliseconds ms_until(double wall_time) {
-  const double left = wall_time - wall_now();
-  if (left <= 0) return milliseconds(0);
-  return milliseconds(static_cast<std::int64_t>(std::ceil(left * 1000.0)));
 }
 
 std::atomic<std::int64_t> g_next_local_id{0};
@@ -292,182 +267,21 @@ class DynamicRendezvous final : public detail::WatchingHandler {
   }
 
   void sanitize() {
-    const double expire = wall_now() - seconds(o_.keep_alive_interval) * o_.keep_alive_max_attempt;
-    bool participant_removed = false;
-    for (auto it = state_.last_heartbeats.begin(); it != state_.last_heartbeats.end();) {
-      if (it->second >= expire) {
-        ++it;
-        continue;
-      }
-      const NodeDesc dead = it->first;
+    for (const auto& dead : detail::remove_dead_nodes(state_, o_, wall_now())) {
       detail::log(o_.log, LogLevel::kDebug,
                   "Detected dead node '" + dead.str() + "', removing it from the rendezvous");
-      it = state_.last_heartbeats.erase(it);
-      participant_removed |= state_.participants.erase(dead) > 0;
-      state_.wait_list.erase(dead);
-      state_.redundancy_list.erase(dead);
-    }
-    if (participant_removed) remove_participant_epilogue();
-  }
-
-  void remove_participant_epilogue() {
-    if (state_.complete) {
-      if (state_.participants.empty()) {
-        state_.complete = false;
-        state_.round += 1;
-      }
-    } else if (static_cast<int>(state_.participants.size()) < o_.min_nodes) {
-      state_.deadline.reset();
     }
   }
 
   [[nodiscard]] bool keep_alive_due() const {
-    auto it = state_.last_heartbeats.find(me_);
-    if (it == state_.last_heartbeats.end()) return false;
-    return it->second <= wall_now() - seconds(o_.keep_alive_interval);
-  }
-
-  // ---- decisions --------------------------------------------------------------------------
-  Action decide(Op op, TimePoint deadline) const {
-    const auto& s = state_;
-    const bool participant = s.participants.contains(me_);
-    const auto now = SteadyClock::now();
-    const auto n = static_cast<int>(s.participants.size());
-    switch (op) {
-      case Op::kExit:
-        if (participant)
-          return now > deadline ? Action::kErrorTimeout : Action::kRemoveFromParticipants;
-        return Action::kFinish;
-      case Op::kClose:
-        if (s.closed) return Action::kFinish;
-        return now > deadline ? Action::kErrorTimeout : Action::kMarkClosed;
-      case Op::kKeepAlive:
-        if (keep_alive_due()) return now > deadline ? Action::kErrorTimeout : Action::kKeepAlive;
-        return Action::kFinish;
-      case Op::kJoin:
-        break;
-    }
-    // Join (_RendezvousJoinOp), rule by rule.
-    if (s.closed) {
-      if (s.redundancy_list.contains(me_)) {
-        throw RendezvousGracefulExit("the rendezvous '" + o_.run_id +
-                                     "' is closed; this node was not needed (it waited in the "
-                                     "redundancy list) and exits");
-      }
-      return Action::kErrorClosed;
-    }
-    if (s.redundancy_list.contains(me_)) {
-      if (n == o_.max_nodes) return keep_alive_due() ? Action::kKeepAlive : Action::kSync;
-      return Action::kRemoveFromRedundancyList;
-    }
-    if (s.complete && participant) return Action::kFinish;
-    if (now > deadline) {
-      if (now <= deadline + std::chrono::seconds(5)) {
-        if (participant) return Action::kRemoveFromParticipants;
-        if (s.wait_list.contains(me_)) return Action::kRemoveFromWaitList;
-      }
-      return Action::kErrorTimeout;
-    }
-    if (s.complete) {
-      if (n < o_.max_nodes) {
-        if (!s.wait_list.contains(me_)) return Action::kAddToWaitList;
-      } else if (!s.redundancy_list.contains(me_) && !s.wait_list.contains(me_)) {
-        return Action::kAddToRedundancyList;
-      }
-    } else if (participant) {
-      if (n >= o_.min_nodes && n <= o_.max_nodes && s.deadline && *s.deadline < wall_now()) {
-        return Action::kMarkComplete;
-      }
-    } else {
-      return Action::kAddToParticipants;
-    }
-    return keep_alive_due() ? Action::kKeepAlive : Action::kSync;
-  }
-
-  void keep_alive() { state_.last_heartbeats[me_] = wall_now(); }
-
-  void mark_complete() {
-    state_.complete = true;
-    state_.deadline.reset();
-    int rank = 0;
-    for (auto& [node, p] : state_.participants) p.rank = rank++;  // std::map: sorted order
-  }
-
-  void apply(Action a, int restart_count, std::optional<int> close_code, TimePoint& deadline) {
-    auto& s = state_;
-    switch (a) {
-      case Action::kKeepAlive:
-        keep_alive();
-        break;
-      case Action::kAddToParticipants:
-        s.wait_list.erase(me_);
-        s.participants[me_] = {0, restart_count};
-        keep_alive();
-        if (static_cast<int>(s.participants.size()) == o_.min_nodes) {
-          s.deadline = wall_now() + seconds(o_.last_call_timeout);
-        }
-        if (static_cast<int>(s.participants.size()) == o_.max_nodes) mark_complete();
-        break;
-      case Action::kAddToWaitList:
-        s.redundancy_list.erase(me_);
-        s.wait_list.insert(me_);
-        keep_alive();
-        break;
-      case Action::kAddToRedundancyList:
-        s.redundancy_list.insert(me_);
-        keep_alive();
-        break;
-      case Action::kRemoveFromParticipants:
-        s.participants.erase(me_);
-        s.last_heartbeats.erase(me_);
-        remove_participant_epilogue();
-        break;
-      case Action::kRemoveFromWaitList:
-        s.wait_list.erase(me_);
-        s.last_heartbeats.erase(me_);
-        break;
-      case Action::kRemoveFromRedundancyList:
-        s.redundancy_list.erase(me_);
-        s.last_heartbeats.erase(me_);
-        deadline = SteadyClock::now() + o_.join_timeout;
-        break;
-      case Action::kMarkComplete:
-        mark_complete();
-        break;
-      case Action::kMarkClosed:
-        s.closed = true;
-        s.closed_exit_code = close_code;
-        s.closed_by = me_.str();
-        break;
-      default:
-        break;
-    }
+    return detail::keep_alive_due(state_, me_, o_, wall_now());
   }
 
   // How long a SYNC may sleep before something time-based can change the decision.
   [[nodiscard]] milliseconds next_wake(TimePoint deadline) const {
-    milliseconds w = o_.poll_interval;
-    const auto slack = milliseconds(5);
-    if (state_.deadline) w = std::min(w, ms_until(*state_.deadline) + slack);
-    const double dead_after = seconds(o_.keep_alive_interval) * o_.keep_alive_max_attempt;
-    for (const auto& [node, t] : state_.last_heartbeats) {
-      const double due = node == me_ ? t + seconds(o_.keep_alive_interval) : t + dead_after;
-      w = std::min(w, ms_until(due) + slack);
-    }
-    const auto op_left =
-        std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()) + slack;
-    w = std::min(w, op_left);
-    return std::max(w, milliseconds(1));
-  }
-
-  // Reads of the shared state are at least this far apart per node: 5 ms per known node,
-  // capped by poll_interval. Small jobs react to every change at once; large ones batch
-  // (every write wakes every waiter, so without a gap N nodes would read N^2 states per
-  // round of writes; with it the whole job reads at most ~200 states per second).
-  [[nodiscard]] milliseconds min_read_gap() const {
-    const auto nodes =
-        state_.participants.size() + state_.wait_list.size() + state_.redundancy_list.size();
-    return std::min(o_.poll_interval, milliseconds(5 * static_cast<std::int64_t>(nodes)));
+    const auto now = SteadyClock::now();
+    return detail::next_wake(state_, me_, o_,
+                             std::chrono::duration_cast<milliseconds>(deadline - now), wall_now());
   }
 
   // What a wait for the next state change needs, computed under mu_.
@@ -476,7 +290,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
     SteadyClock::time_point not_before;  // last read + min_read_gap()
   };
   [[nodiscard]] ChangeWait change_wait() const {
-    return {notify_key(state_.version + 1), last_read_ + min_read_gap()};
+    return {notify_key(state_.version + 1), last_read_ + detail::min_read_gap(state_, o_)};
   }
 
   // Waits until the state changes (its notify key appears) or `max_wait` passes, then
@@ -505,79 +319,35 @@ class DynamicRendezvous final : public detail::WatchingHandler {
     }
   }
 
-  std::string describe() const {
-    std::string out = std::to_string(state_.participants.size()) + " participant(s)";
-    if (!state_.participants.empty()) {
-      out += " [";
-      bool first = true;
-      for (const auto& [n, p] : state_.participants) {
-        if (!first) out += ", ";
-        first = false;
-        out += n.str();
-      }
-      out += "]";
-    }
-    if (!state_.wait_list.empty())
-      out += ", " + std::to_string(state_.wait_list.size()) + " waiting";
-    return out;
-  }
-
   void run_op(store::Store& s, Op op, TimePoint deadline, bool interruptible, int restart_count,
               std::optional<int> close_code) {
     while (true) {
       if (interruptible) check_interrupt();
       sync(s);
-      const Action a = decide(op, deadline);
+      const Action a =
+          detail::decide(op, state_, me_, o_, SteadyClock::now(), deadline, wall_now());
       switch (a) {
         case Action::kFinish:
           return;
-        case Action::kErrorClosed: {
-          std::string by = state_.closed_by.empty() ? "" : " by node '" + state_.closed_by + "'";
-          std::string code = state_.closed_exit_code
-                                 ? " after its workers failed (exit code " +
-                                       std::to_string(*state_.closed_exit_code) + ")"
-                                 : "";
-          throw RendezvousClosedError("the rendezvous '" + o_.run_id + "' was closed" + by + code +
-                                          "; the job has ended, start a new one (with a new "
-                                          "--rdzv-id) to run again",
-                                      state_.closed_exit_code);
-        }
+        case Action::kErrorClosed:
+          throw RendezvousClosedError(detail::closed_message(state_, o_), state_.closed_exit_code);
+        case Action::kExitRedundant:
+          throw RendezvousGracefulExit("the rendezvous '" + o_.run_id +
+                                       "' is closed; this node was not needed (it waited in the "
+                                       "redundancy list) and exits");
         case Action::kErrorTimeout:
-          throw timeout_error(op);
+          throw RendezvousTimeoutError(detail::timeout_message(op, state_, me_, o_));
         case Action::kSync:
           wait_for_change(s, change_wait(), next_wake(deadline), interruptible);
           break;
         default:
-          apply(a, restart_count, close_code, deadline);
+          if (detail::apply(a, state_, me_, o_, restart_count, close_code, wall_now())) {
+            deadline = SteadyClock::now() + o_.join_timeout;
+          }
           dirty_ = true;
           break;
       }
     }
-  }
-
-  RendezvousTimeoutError timeout_error(Op op) const {
-    switch (op) {
-      case Op::kJoin:
-        return RendezvousTimeoutError(
-            "the rendezvous '" + o_.run_id + "' did not complete within join_timeout (" +
-            detail::ms_text(o_.join_timeout) + "): " + describe() + ", need " +
-            std::to_string(o_.min_nodes) +
-            (o_.min_nodes == o_.max_nodes ? "" : ".." + std::to_string(o_.max_nodes)) +
-            " node(s); start the missing nodes with the same --rdzv-id/--rdzv-endpoint, lower "
-            "--nnodes MIN, or raise --rdzv-conf join_timeout=SECONDS");
-      case Op::kClose:
-        return RendezvousTimeoutError("could not close the rendezvous '" + o_.run_id +
-                                      "' within close_timeout (" +
-                                      detail::ms_text(o_.close_timeout) + ")");
-      case Op::kExit:
-        return RendezvousTimeoutError("could not leave the previous round of the rendezvous '" +
-                                      o_.run_id + "' in time");
-      case Op::kKeepAlive:
-        break;
-    }
-    return RendezvousTimeoutError("the keep-alive heartbeat of node '" + me_.str() +
-                                  "' did not reach the rendezvous store within " +
-                                  detail::ms_text(o_.heartbeat_timeout));
   }
 
   void close(std::optional<int> exit_code) {
@@ -596,13 +366,17 @@ class DynamicRendezvous final : public detail::WatchingHandler {
   }
 
   // ---- watcher ----------------------------------------------------------------------------
+  // What the watcher already reported this round.
+  struct Reported {
+    bool membership = false;
+    bool scale_up = false;
+    bool closed = false;
+  };
+
   void watch_loop(const std::atomic<bool>& stop, std::uint64_t gen) {
-    std::unique_ptr<store::Store> conn;
-    bool reported_membership = false;
-    bool reported_scale_up = false;
-    bool reported_closed = false;
+    Reported reported;
     try {
-      conn = client_->clone();
+      std::unique_ptr<store::Store> conn = client_->clone();
       while (!stop) {
         milliseconds wake = o_.poll_interval;
         ChangeWait cw;
@@ -610,52 +384,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
           std::lock_guard lock(mu_);
           if (stop) return;  // unwatch(): the main thread owns the state now
           sync(*conn);
-          if (state_.closed && !reported_closed) {
-            reported_closed = true;
-            WatchEvent ev;
-            ev.kind = WatchEvent::Kind::kJobFailed;
-            ev.exit_code = state_.closed_exit_code.value_or(125);
-            ev.detail =
-                "the rendezvous '" + o_.run_id + "' was closed by node '" + state_.closed_by + "'" +
-                (state_.closed_exit_code ? " after its workers failed (exit code " +
-                                               std::to_string(*state_.closed_exit_code) + ")"
-                                         : "") +
-                ": stopping this node too";
-            events_.push(std::move(ev), gen);
-          }
-          if (!reported_membership) {
-            std::string why;
-            bool scale_up = false;
-            if (state_.round != my_round_) {
-              why = "round " + std::to_string(my_round_) + " of the rendezvous ended (round " +
-                    std::to_string(state_.round) + " is forming)";
-            } else if (!state_.participants.contains(me_)) {
-              why = "this node is no longer a participant of round " + std::to_string(my_round_) +
-                    " (its heartbeats were late?)";
-            } else {
-              std::string gone;
-              for (const auto& n : my_participants_) {
-                if (!state_.participants.contains(n)) gone += (gone.empty() ? "" : ", ") + n.str();
-              }
-              if (!gone.empty()) {
-                why = "node(s) " + gone + " left round " + std::to_string(my_round_) +
-                      " (stopped, or missed their heartbeats)";
-              } else if (!state_.wait_list.empty() && !reported_scale_up) {
-                why = "detected " + std::to_string(state_.wait_list.size()) +
-                      " new node(s) waiting to join";
-                scale_up = true;
-              }
-            }
-            if (!why.empty()) {
-              // A scale-up is reported once; a lost participant or a new round still is later.
-              (scale_up ? reported_scale_up : reported_membership) = true;
-              WatchEvent ev;
-              ev.kind = WatchEvent::Kind::kMembershipChanged;
-              ev.scale_up = scale_up;
-              ev.detail = why;
-              events_.push(std::move(ev), gen);
-            }
-          }
+          report_changes(gen, reported);
           if (keep_alive_due()) {
             try {
               run_op(*conn, Op::kKeepAlive, SteadyClock::now() + o_.heartbeat_timeout, false, 0,
@@ -677,6 +406,30 @@ class DynamicRendezvous final : public detail::WatchingHandler {
       ev.detail = connection_lost(e).what();
       events_.push(std::move(ev), gen);
     }
+  }
+
+  // Queues the watcher's events for the state just read (mu_ held): the job closed, or the
+  // round changed. A scale-up is reported once; a lost participant or a new round still is
+  // later.
+  void report_changes(std::uint64_t gen, Reported& reported) {
+    if (state_.closed && !reported.closed) {
+      reported.closed = true;
+      WatchEvent ev;
+      ev.kind = WatchEvent::Kind::kJobFailed;
+      ev.exit_code = state_.closed_exit_code.value_or(125);
+      ev.detail = detail::closed_event_detail(state_, o_);
+      events_.push(std::move(ev), gen);
+    }
+    if (reported.membership) return;
+    const auto change =
+        detail::membership_change(state_, me_, my_round_, my_participants_, reported.scale_up);
+    if (!change) return;
+    (change->scale_up ? reported.scale_up : reported.membership) = true;
+    WatchEvent ev;
+    ev.kind = WatchEvent::Kind::kMembershipChanged;
+    ev.scale_up = change->scale_up;
+    ev.detail = change->why;
+    events_.push(std::move(ev), gen);
   }
 
   DynamicOptions o_;

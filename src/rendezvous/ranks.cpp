@@ -19,10 +19,6 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr std::string_view kRoleInfoPrefix = "torchelastic/role_info/";
 constexpr std::string_view kAssignedRanksPrefix = "torchelastic/assigned_ranks/";
 
-std::string join_keys(const std::vector<std::string>& keys) {
-  return base::quoted_list(keys, 4);
-}
-
 int json_int(const nlohmann::json& j) {
   if (!j.is_number_integer()) throw std::invalid_argument("not an integer");
   return j.get<int>();
@@ -104,7 +100,7 @@ void wait_keys(store::Store& store, const std::vector<std::string>& keys, millis
     if (interrupt) interrupt();
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
     if (left <= milliseconds(0)) {
-      throw RendezvousTimeoutError(what + ": keys " + join_keys(keys) +
+      throw RendezvousTimeoutError(what + ": keys " + base::quoted_list(keys, 4) +
                                    " did not appear in the rendezvous store within " +
                                    base::duration_text(timeout) +
                                    "; another node is missing or slow (check that every node "

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common.hpp"
+#include "tzrun/base/system.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/params.hpp"
 #include "tzrun/rendezvous/ranks.hpp"
@@ -211,7 +212,7 @@ class StaticRendezvous final : public detail::WatchingHandler {
           if (detail::SteadyClock::now() >= deadline) {
             throw RendezvousTimeoutError(
                 "restart " + std::to_string(attempt_) + ": not every node came back within " +
-                detail::ms_text(o_.timeout) + " (" +
+                base::duration_text(o_.timeout) + " (" +
                 std::to_string(round_store_->add("tzrun/stopped", 0)) + " of " +
                 std::to_string(o_.nnodes) +
                 "); a node probably died: the static backend cannot continue without it");

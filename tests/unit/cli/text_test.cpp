@@ -56,6 +56,8 @@ TEST(TextWrap, MatchesPythonTextwrap) {
                           "when launching single-node, multi-worker job."));
   EXPECT_THAT(wrap("aaaa bbbb-cccc", 10), ElementsAre("aaaa bbbb-", "cccc"));
   EXPECT_THAT(wrap("  a   b  ", 10), ElementsAre("a b"));
+  EXPECT_THAT(wrap("\ta\n\n b\r\v\fc\t", 10), ElementsAre("a b c"));
+  EXPECT_TRUE(wrap(" \t\n ", 10).empty());
   EXPECT_TRUE(wrap("", 10).empty());
 }
 
