@@ -16,18 +16,20 @@
 #include <cstddef>
 #include <mutex>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tzrun/error.hpp"
+
 namespace tzrun::agent {
 
 /// Raised when the log directory cannot be created or reset (message names the path,
-/// the OS error and what to do).
-class LogDirError : public std::runtime_error {
+/// the OS error and what to do). Exit code 125 (infrastructure).
+class LogDirError : public tzrun::Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit LogDirError(const std::string& what)
+      : Error(what, ::tzrun::exit_code::kInfrastructure) {}
 };
 
 /// torchrun's DefaultLogsSpecs layout:

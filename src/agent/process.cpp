@@ -148,15 +148,18 @@ Guardian::~Guardian() {
 void Guardian::start() {
   std::array<int, 2> sv{-1, -1};
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv.data()) != 0) {
-    throw std::system_error(errno, std::generic_category(),
-                            "cannot create the guardian socket pair");
+    const int err = errno;
+    throw SpawnError(
+        "cannot create the guardian socket pair: " + std::generic_category().message(err),
+        exit_code::kInfrastructure, err);
   }
   const pid_t pid = ::fork();
   if (pid < 0) {
     int err = errno;
     ::close(sv[0]);
     ::close(sv[1]);
-    throw std::system_error(err, std::generic_category(), "cannot fork the guardian process");
+    throw SpawnError("cannot fork the guardian process: " + std::generic_category().message(err),
+                     exit_code::kInfrastructure, err);
   }
   if (pid == 0) {
     // Guardian: own session (signals to tzrun's group or terminal do not reach it),

@@ -8,23 +8,22 @@
 #include <sys/types.h>
 
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <vector>
+
+#include "tzrun/error.hpp"
 
 namespace tzrun::agent::detail {
 
 /// exec/fork of a worker failed. exit_code(): 127 (not found), 126 (not executable or
-/// other exec error), 125 (fork/pipe failure).
-class SpawnError : public std::runtime_error {
+/// other exec error), 125 (fork/pipe failure, the guardian cannot be started).
+class SpawnError : public tzrun::Error {
  public:
   SpawnError(const std::string& what, int exit_code, int err)
-      : std::runtime_error(what), exit_code_(exit_code), errno_(err) {}
-  [[nodiscard]] int exit_code() const noexcept { return exit_code_; }
+      : Error(what, exit_code), errno_(err) {}
   [[nodiscard]] int error_number() const noexcept { return errno_; }
 
  private:
-  int exit_code_;
   int errno_;
 };
 
@@ -54,7 +53,7 @@ class Guardian {
   Guardian& operator=(const Guardian&) = delete;
   ~Guardian();
 
-  /// Forks the guardian. Throws std::system_error on failure.
+  /// Forks the guardian. Throws SpawnError (125) on failure.
   void start();
   void add(pid_t pgid);
   void remove(pid_t pgid);

@@ -38,17 +38,20 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tzrun/error.hpp"
+
 namespace tzrun::agent {
 
 /// Raised when a report artefact (summary JSON, copied error file) cannot be written.
-class ReportError : public std::runtime_error {
+/// Exit code 125 (infrastructure); the agent logs it and keeps its exit status.
+class ReportError : public tzrun::Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit ReportError(const std::string& what)
+      : Error(what, ::tzrun::exit_code::kInfrastructure) {}
 };
 
 /// What a worker left in its TORCHELASTIC_ERROR_FILE.

@@ -10,8 +10,25 @@
 #include "store_command.hpp"
 #include "tzrun/agent/agent.hpp"
 #include "tzrun/cli/cli.hpp"
+#include "tzrun/error.hpp"
 #include "tzrun/launch_config.hpp"
 #include "tzrun/platform/platform.hpp"
+
+namespace {
+
+/// The one place a tzrun::Error becomes the process exit status: its message on stderr
+/// (cli::UsageError's what() is already the complete argparse text: usage block, then
+/// "tzrun: error: <message>"; every other error is one line that gets that prefix).
+int report(const tzrun::Error& e) {
+  if (dynamic_cast<const tzrun::cli::UsageError*>(&e) != nullptr) {
+    std::fprintf(stderr, "%s\n", e.what());
+  } else {
+    std::fprintf(stderr, "tzrun: error: %s\n", e.what());
+  }
+  return e.exit_code();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "store") {
@@ -38,11 +55,11 @@ int main(int argc, char** argv) {
       std::fflush(stderr);
     }
     return tzrun::agent::run(outcome.config);
-  } catch (const tzrun::cli::UsageError& e) {
-    std::fprintf(stderr, "%s\n", e.what());
-    return e.exit_code();
+  } catch (const tzrun::Error& e) {
+    return report(e);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tzrun: error: %s\n", e.what());
-    return tzrun::ExitCode::kInfrastructure;
+    // Not a typed error: a bug in tzrun, not the user's input.
+    std::fprintf(stderr, "tzrun: error: internal error: %s\n", e.what());
+    return tzrun::exit_code::kInternal;
   }
 }

@@ -370,7 +370,7 @@ ParseOutcome Parser::run() {
 }  // namespace detail
 
 UsageError::UsageError(const std::string& message, const std::string& usage)
-    : std::runtime_error(usage + "tzrun: error: " + message), message_(message) {}
+    : Error(usage + "tzrun: error: " + message, ::tzrun::exit_code::kUsage), message_(message) {}
 
 ParseOutcome parse(const std::vector<std::string>& args,
                    const std::map<std::string, std::string>& env, const HostProbe& host) {

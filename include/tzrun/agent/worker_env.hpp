@@ -10,11 +10,11 @@
 #pragma once
 
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tzrun/error.hpp"
 #include "tzrun/launch_config.hpp"
 
 namespace tzrun::agent {
@@ -35,14 +35,9 @@ struct WorkerSpec {
 /// A worker cannot be configured or started (bad CUDA_VISIBLE_DEVICES for
 /// --virtual-local-rank, missing script, program not found / not executable).
 /// exit_code() is the tzrun exit status to use (ExitCode::kUsage / kNotFound / ...).
-class WorkerSetupError : public std::runtime_error {
+class WorkerSetupError : public tzrun::Error {
  public:
-  WorkerSetupError(const std::string& what, int exit_code)
-      : std::runtime_error(what), exit_code_(exit_code) {}
-  [[nodiscard]] int exit_code() const noexcept { return exit_code_; }
-
- private:
-  int exit_code_;
+  using Error::Error;
 };
 
 /// OMP_NUM_THREADS default torchrun applies: returns true (and the value "1") when the

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "tzrun/error.hpp"
 #include "tzrun/launch_config.hpp"
 #include "tzrun/platform/platform.hpp"
 
@@ -42,10 +43,9 @@ namespace tzrun::cli {
 /// print on stderr: the usage block, then `tzrun: error: <message>`;
 /// message() is just the one-line reason, which names the flag (or the PET_
 /// variable), the bad value and how to fix it.
-class UsageError : public std::runtime_error {
+class UsageError : public tzrun::Error {
  public:
   UsageError(const std::string& message, const std::string& usage);
-  [[nodiscard]] int exit_code() const noexcept { return ExitCode::kUsage; }
   [[nodiscard]] const std::string& message() const noexcept { return message_; }
 
  private:

@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tzrun/error.hpp"
 #include "tzrun/launch_config.hpp"
 
 namespace tzrun::platform {
@@ -51,9 +52,9 @@ std::string_view name(Kind kind) noexcept;
 /// A platform variable or a --platform value that cannot be used. what() is one
 /// line naming the variable, its value and what to do; the CLI reports it as a
 /// usage error (exit 2).
-class PlatformError : public std::runtime_error {
+class PlatformError : public tzrun::Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit PlatformError(const std::string& what) : Error(what, ::tzrun::exit_code::kUsage) {}
 };
 
 /// What the CLI already knows when the platform is consulted.

@@ -2,63 +2,71 @@
 //
 // Mirrors torch/distributed/elastic/rendezvous/api.py (RendezvousError and subclasses).
 // Every message says what failed, with which value (run id, endpoint, timeout) and what to
-// do. The agent maps them to exit codes: ConfigError → 2 (usage), GracefulExit → 0, all
-// others → 125 (infrastructure).
+// do. Each carries the exit code tzrun ends with (tzrun::Error, include/tzrun/error.hpp):
+// ConfigError → 2 (usage), GracefulExit → 0 (not an error for the user: the agent logs it
+// and exits successfully), RendezvousClosedError → the closing node's exit code when it
+// sent one, all others → 125 (infrastructure).
 #pragma once
 
 #include <optional>
-#include <stdexcept>
 #include <string>
+
+#include "tzrun/error.hpp"
 
 namespace tzrun::rendezvous {
 
-class RendezvousError : public std::runtime_error {
+class RendezvousError : public tzrun::Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit RendezvousError(const std::string& what,
+                           int exit_code = ::tzrun::exit_code::kInfrastructure)
+      : Error(what, exit_code) {}
 };
 
 /// A bad --rdzv-* value (endpoint, rdzv-conf key, nnodes for the backend).
 class ConfigError : public RendezvousError {
  public:
-  using RendezvousError::RendezvousError;
+  explicit ConfigError(const std::string& what)
+      : RendezvousError(what, ::tzrun::exit_code::kUsage) {}
 };
 
 /// The rendezvous did not complete in time (join_timeout / static timeout).
 class RendezvousTimeoutError : public RendezvousError {
  public:
-  using RendezvousError::RendezvousError;
+  explicit RendezvousTimeoutError(const std::string& what) : RendezvousError(what) {}
 };
 
-/// The rendezvous was closed (the job ended) and admits no new nodes. exit_code() is the
-/// exit code of the node that closed it after its final failure, when it said so.
+/// The rendezvous was closed (the job ended) and admits no new nodes. closer_exit_code()
+/// is the exit code of the node that closed it after its final failure, when it said so;
+/// exit_code() is that code, or 125 when it did not.
 class RendezvousClosedError : public RendezvousError {
  public:
-  explicit RendezvousClosedError(const std::string& what, std::optional<int> exit_code = {})
-      : RendezvousError(what), exit_code_(exit_code) {}
-  [[nodiscard]] std::optional<int> exit_code() const noexcept { return exit_code_; }
+  explicit RendezvousClosedError(const std::string& what, std::optional<int> closer_exit_code = {})
+      : RendezvousError(what, closer_exit_code.value_or(::tzrun::exit_code::kInfrastructure)),
+        closer_exit_code_(closer_exit_code) {}
+  [[nodiscard]] std::optional<int> closer_exit_code() const noexcept { return closer_exit_code_; }
 
  private:
-  std::optional<int> exit_code_;
+  std::optional<int> closer_exit_code_;
 };
 
 /// The rendezvous store cannot be reached, or the connection to it broke.
 class RendezvousConnectionError : public RendezvousError {
  public:
-  using RendezvousError::RendezvousError;
+  explicit RendezvousConnectionError(const std::string& what) : RendezvousError(what) {}
 };
 
 /// The shared state in the store is not something tzrun wrote (corrupt, or a Python
 /// torchrun agent uses the same run id: the two cannot share a c10d rendezvous).
 class RendezvousStateError : public RendezvousError {
  public:
-  using RendezvousError::RendezvousError;
+  explicit RendezvousStateError(const std::string& what) : RendezvousError(what) {}
 };
 
 /// This node is not needed (it waited in the redundancy list and the job ended): the
-/// agent exits 0 without running anything.
+/// agent exits 0 without running anything (exit_code() is 0).
 class RendezvousGracefulExit : public RendezvousError {
  public:
-  using RendezvousError::RendezvousError;
+  explicit RendezvousGracefulExit(const std::string& what) : RendezvousError(what, 0) {}
 };
 
 }  // namespace tzrun::rendezvous

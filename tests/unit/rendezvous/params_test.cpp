@@ -49,50 +49,14 @@ TEST(Host, LoopbackAndLocalhostAreThisMachine) {
   EXPECT_FALSE(matches_machine_hostname("no-such-host.invalid"));
 }
 
-TEST(Factory, OptionsFromLaunchConfig) {
-  LaunchConfig cfg;
-  cfg.max_nodes = 3;
-  cfg.node_rank = 2;
-  cfg.master_addr = "[fe80::1]";
-  cfg.master_port = 4000;
-  cfg.rdzv_conf = {{"timeout", "12"}, {"read_timeout", "5"}};
-  auto s = static_options(cfg);
-  EXPECT_EQ(s.master_addr, "fe80::1");
-  EXPECT_EQ(s.master_port, 4000);
-  EXPECT_EQ(s.nnodes, 3);
-  EXPECT_EQ(s.node_rank, 2);
-  EXPECT_EQ(s.timeout, 12s);
-  EXPECT_EQ(s.read_timeout, 5s);
-  cfg.rdzv_endpoint = "node0:5000";
-  EXPECT_EQ(static_options(cfg).master_addr, "node0");
-  EXPECT_EQ(static_options(cfg).master_port, 5000);
-
-  LaunchConfig d;
-  d.rdzv_backend = "c10d";
-  d.rdzv_id = "job";
-  d.min_nodes = 2;
-  d.max_nodes = 4;
-  d.rdzv_endpoint = "head";
-  d.rdzv_conf = {{"join_timeout", "7"},        {"last_call_timeout", "1.5"},
-                 {"keep_alive_interval", "2"}, {"keep_alive_max_attempt", "4"},
-                 {"is_host", "false"},         {"read_timeout", "9"}};
-  auto o = dynamic_options(d, "me");
-  EXPECT_EQ(o.endpoint, (Endpoint{"head", 29400}));
-  EXPECT_EQ(o.join_timeout, 7s);
-  EXPECT_EQ(o.last_call_timeout, 1500ms);
-  EXPECT_EQ(o.keep_alive_interval, 2s);
-  EXPECT_EQ(o.keep_alive_max_attempt, 4);
-  EXPECT_EQ(o.is_host, false);
-  EXPECT_EQ(o.read_timeout, 9s);
-  EXPECT_EQ(o.close_timeout, 30s);  // torchrun defaults for the rest
-  EXPECT_EQ(o.heartbeat_timeout, 5s);
-  EXPECT_EQ(o.local_addr, "me");
-
-  d.rdzv_conf = {{"store_type", "file"}};
-  EXPECT_THROW((void)dynamic_options(d, "me"), ConfigError);
-  d.rdzv_conf = {};
-  d.rdzv_backend = "etcd-v2";
-  EXPECT_THROW((void)make_handler(d, "me", {}), ConfigError);
+// The LaunchConfig -> options conversion is the agent's
+// (tests/unit/agent/test_rendezvous_options.cpp).
+TEST(Factory, RejectsUnsupportedBackends) {
+  HandlerParams p;
+  p.backend = "etcd-v2";
+  EXPECT_THROW((void)make_handler(p, {}), ConfigError);
+  p.backend = "zookeeper";
+  EXPECT_THROW((void)make_handler(p, {}), ConfigError);
 }
 
 }  // namespace

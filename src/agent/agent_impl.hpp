@@ -1,0 +1,140 @@
+// tzrun agent internals: the Agent object behind tzrun::agent::run (include/tzrun/agent/
+// agent.hpp has the behaviour and the upstream files it follows).
+//
+// Structure: one thread, one poll() loop. Exits arrive as SIGCHLD and handled signals as
+// siginfo records on a signalfd (both blocked), tee'd worker output on pipes, news from
+// other nodes on the rendezvous watcher's eventfd. Nothing is polled on a timer except
+// while a group is being stopped (descendants that are not our children cannot be waited
+// for, so group emptiness is re-checked every 50 ms). Blocking rendezvous calls check the
+// signalfd between their (<= 1 s) slices through interrupt_check().
+//
+// Member definitions: agent.cpp (run, the job loop, starting workers), supervise.cpp
+// (monitoring, reaping, stopping a group), attempt_record.cpp (failure report, summary).
+//
+// Thread-safety: not thread-safe; one Agent per process at a time (see agent.hpp).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "logs.hpp"
+#include "process.hpp"
+#include "report.hpp"
+#include "restart_policy.hpp"
+#include "signals.hpp"
+#include "tzrun/agent/worker_env.hpp"
+#include "tzrun/launch_config.hpp"
+#include "tzrun/rendezvous/handler.hpp"
+#include "tzrun/rendezvous/ranks.hpp"
+#include "worker_stdio.hpp"
+
+namespace spdlog {
+class logger;
+}  // namespace spdlog
+
+namespace tzrun::agent {
+
+using SysClock = std::chrono::system_clock;
+
+struct Worker {
+  int local_rank = 0;
+  int global_rank = 0;
+  pid_t pid = -1;  // == its process group id (setsid)
+  bool reaped = false;
+  bool group_done = false;  // process group observed empty after the leader was reaped
+  int wait_status = 0;
+  SysClock::time_point start_time{};
+  SysClock::time_point end_time{};
+  std::string error_file;
+};
+
+class Agent {
+ public:
+  explicit Agent(LaunchConfig cfg);
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+  ~Agent();
+
+  int run();
+
+ private:
+  // agent.cpp
+  int run_job();
+  void prepare_job();
+  void find_program();
+  void open_log_dir();
+  void create_rendezvous();
+  void interrupt_check();
+  void next_round(int local_restarts, rendezvous::RendezvousInfo& info,
+                  rendezvous::AssignedRanks& ranks);
+  AttemptOutcome run_attempt(const rendezvous::RendezvousInfo& info,
+                             const rendezvous::AssignedRanks& ranks);
+  Action decide_next(AttemptOutcome& outcome, const RestartBudget& budget);
+  void say(const Action& a);
+  void start_workers(const rendezvous::RendezvousInfo& info,
+                     const rendezvous::AssignedRanks& ranks);
+  void start_worker(const WorkerSpec& spec, const std::string& prefix_template);
+  int finish_job(int code);
+  void cleanup(int code);
+  // supervise.cpp
+  AttemptResult monitor();
+  void stop_group(int sig);
+  void kill_group(int sig);
+  void wait_events(int timeout_ms, bool* escalate);
+  void read_signals(bool* escalate);
+  void reap_all();
+  void record_exit(Worker& w, int status);
+  bool all_gone();
+  void signal_targets(int sig, bool log_each);
+  void signal_strays(int sig);
+  [[nodiscard]] std::vector<pid_t> stray_children() const;
+  void drain_tees();
+  // attempt_record.cpp
+  void record_attempt();
+  void report_failure();
+  void write_summary(int code, const std::string& outcome);
+
+  LaunchConfig cfg_;
+  std::shared_ptr<spdlog::logger> log_;
+  std::map<std::string, std::string> base_env_;
+  std::string run_id_;
+  std::string program_;  // resolved path of argv[0]
+  std::string master_addr_;
+  int master_port_ = 0;
+  int world_size_ = 0;            // WORLD_SIZE of the current attempt
+  bool identical_ranks_ = false;  // TORCH_ELASTIC_WORKER_IDENTICAL=1
+  std::chrono::milliseconds rdzv_timeout_{std::chrono::seconds(900)};
+  std::optional<SignalState> signals_;
+  detail::Guardian guardian_;
+  std::unique_ptr<rendezvous::Handler> rdzv_;
+  std::optional<rendezvous::WatchEvent> pending_event_;  // from the rendezvous watcher
+  bool rdzv_done_ = false;                               // shutdown()/abandon() already called
+  std::optional<LogDir> log_dir_;
+  std::unique_ptr<ConsoleSink> console_;
+  UniqueFd devnull_;
+  std::set<pid_t> preexisting_children_;   // children tzrun inherited (exec from a shell)
+  std::map<pid_t, int> signalled_strays_;  // re-parented descendant -> last signal sent
+
+  // Current attempt.
+  int attempt_ = 0;
+  std::vector<Worker> workers_;
+  std::vector<WorkerFailure> failures_;
+  std::optional<AttemptStdio> stdio_;  // log files and tee pipes; reset closes them
+  int stop_signal_ = 0;                // handled signal received from outside
+
+  // Summary bookkeeping.
+  SysClock::time_point start_time_ = SysClock::now();
+  std::vector<std::vector<RankOutcome>> attempts_;
+  std::optional<std::size_t> root_global_rank_;
+  std::string hostname_;
+};
+
+}  // namespace tzrun::agent

@@ -1,0 +1,93 @@
+// What the agent records about its attempts: the per-attempt rank outcomes, the failure
+// report of the root cause and the --summary-json file (see report.hpp for the formats).
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <utility>
+
+#include "agent_impl.hpp"
+
+namespace tzrun::agent {
+namespace {
+
+double unix_seconds(SysClock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+RankOutcome rank_outcome(const Worker& w, int restarts) {
+  RankOutcome r;
+  r.local_rank = w.local_rank;
+  r.global_rank = w.global_rank;
+  r.pid = w.pid;
+  r.restarts = restarts;
+  r.start_time = unix_seconds(w.start_time);
+  r.end_time = unix_seconds(w.reaped ? w.end_time : SysClock::now());
+  if (w.reaped && WIFSIGNALED(w.wait_status)) {
+    r.signal = WTERMSIG(w.wait_status);
+    r.exit_code = 128 + r.signal;
+  } else if (w.reaped && WIFEXITED(w.wait_status)) {
+    r.exit_code = WEXITSTATUS(w.wait_status);
+  }
+  if (r.exit_code != 0) {
+    if (auto info = read_error_file(w.error_file)) r.error_message = info->message;
+  }
+  return r;
+}
+
+}  // namespace
+
+void Agent::record_attempt() {
+  std::vector<RankOutcome> ranks;
+  for (const auto& w : workers_) ranks.push_back(rank_outcome(w, attempt_));
+  attempts_.push_back(std::move(ranks));
+  root_global_rank_.reset();
+  if (!failures_.empty()) {
+    root_global_rank_ =
+        static_cast<std::size_t>(failures_[select_root_cause(failures_)].global_rank);
+  }
+}
+
+void Agent::report_failure() {
+  if (failures_.empty()) return;
+  const auto root = select_root_cause(failures_);
+  const std::string& entrypoint = cfg_.training_script;
+  log_->error("{}", format_failure_log_message(failures_[root], entrypoint));
+  if (hostname_.empty()) hostname_ = local_fqdn();
+  const std::string text = format_failure_report(entrypoint, failures_, root, hostname_);
+  std::fputs(text.c_str(), stderr);
+  std::fflush(stderr);
+  auto it = base_env_.find("TORCHELASTIC_ERROR_FILE");
+  if (it != base_env_.end() && !it->second.empty()) {
+    try {
+      if (!copy_root_error_file(failures_[root], it->second)) {
+        log_->info("no error file from the root-cause worker to copy to {}", it->second);
+      }
+    } catch (const ReportError& e) {
+      log_->error("{}", e.what());
+    }
+  }
+}
+
+void Agent::write_summary(int code, const std::string& outcome) {
+  RunSummary s;
+  s.run_id = run_id_.empty() ? cfg_.rdzv_id : run_id_;
+  s.outcome = outcome;
+  s.exit_code = code;
+  s.restarts = attempts_.empty() ? 0 : static_cast<int>(attempts_.size()) - 1;
+  s.world_size = world_size_ > 0 ? world_size_ : cfg_.nproc_per_node;
+  s.start_time = unix_seconds(start_time_);
+  s.end_time = unix_seconds(SysClock::now());
+  s.attempts = attempts_;
+  if (!attempts_.empty()) s.ranks = attempts_.back();
+  s.root_cause_rank = outcome == "failed" ? root_global_rank_ : std::nullopt;
+  s.hostname = hostname_;
+  try {
+    write_summary_json(*cfg_.summary_json, s);
+  } catch (const std::exception& e) {
+    log_->error("{}", e.what());
+  }
+}
+
+}  // namespace tzrun::agent

@@ -1,0 +1,142 @@
+#include "dry_run.hpp"
+
+#include <cstdio>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "rendezvous_options.hpp"
+#include "tzrun/agent/worker_env.hpp"
+#include "tzrun/base/strings.hpp"
+#include "tzrun/base/system.hpp"
+#include "tzrun/rendezvous/params.hpp"
+#include "tzrun/rendezvous/ranks.hpp"
+
+namespace tzrun::agent {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+using PlannedWorker = std::pair<std::vector<std::string>, Env>;
+
+/// Where the store would be: c10d picks a free port at run time.
+struct StorePlan {
+  std::string addr;
+  int port = 0;
+};
+
+StorePlan store_plan(const LaunchConfig& cfg) {
+  if (is_dynamic(cfg)) return {cfg.local_addr.value_or("<this host's FQDN>"), 0};
+  if (!cfg.rdzv_endpoint.empty()) {  // static: an explicit endpoint wins
+    const auto ep = rendezvous::parse_endpoint(cfg.rdzv_endpoint, -1);
+    return {ep.host, ep.port};
+  }
+  return {cfg.master_addr, cfg.master_port};
+}
+
+/// Every worker's argv and env, built first so an error for rank N is reported before
+/// anything is printed.
+std::vector<PlannedWorker> plan_workers(const LaunchConfig& cfg, const Env& base_env,
+                                        const StorePlan& store, int group_rank, int group_world) {
+  const bool dynamic = is_dynamic(cfg);
+  const auto ranks = rendezvous::identical_ranks(group_rank, group_world, cfg.nproc_per_node);
+  std::vector<PlannedWorker> workers;
+  for (int lr = 0; lr < cfg.nproc_per_node; ++lr) {
+    WorkerSpec spec{lr,
+                    ranks.base_global_rank + lr,
+                    ranks.base_role_rank + lr,
+                    group_rank,
+                    group_world,
+                    ranks.global_world_size,
+                    ranks.role_world_size,
+                    cfg.nproc_per_node,
+                    0};
+    auto env = build_worker_env(cfg, spec, base_env, store.addr, store.port,
+                                "<log dir>/attempt_0/" + std::to_string(lr) + "/error.json");
+    if (dynamic) env["MASTER_PORT"] = "<free port>";
+    auto argv = build_worker_argv(cfg, lr, env);
+    workers.emplace_back(std::move(argv), std::move(env));
+  }
+  return workers;
+}
+
+void print_configuration(const LaunchConfig& cfg) {
+  std::printf("resolved configuration:\n");
+  std::printf("  nnodes=%d:%d node_rank=%d nproc_per_node=%d (%s)\n", cfg.min_nodes, cfg.max_nodes,
+              cfg.node_rank, cfg.nproc_per_node, cfg.nproc_per_node_spec.c_str());
+  std::printf("  rdzv_backend=%s rdzv_endpoint=%s rdzv_id=%s\n",
+              is_dynamic(cfg) ? "c10d" : cfg.rdzv_backend.c_str(),
+              cfg.rdzv_endpoint.empty() ? "<derived>" : cfg.rdzv_endpoint.c_str(),
+              cfg.rdzv_id.c_str());
+  std::printf("  max_restarts=%d shutdown_timeout=%gs log_dir=%s\n", cfg.max_restarts,
+              cfg.shutdown_timeout, cfg.log_dir.value_or("<temporary>").c_str());
+  std::printf("  signals_to_handle=%s\n", base::join(cfg.signals_to_handle, ",").c_str());
+}
+
+/// Every variable torchrun sets is shown, even when it equals the agent's own value
+/// (e.g. a platform RANK that happens to match); other inherited variables are not.
+void print_workers(const std::vector<PlannedWorker>& workers, const Env& agent_env) {
+  static const std::set<std::string> kTorchrunKeys = {"RANK",
+                                                      "LOCAL_RANK",
+                                                      "GROUP_RANK",
+                                                      "ROLE_RANK",
+                                                      "ROLE_NAME",
+                                                      "LOCAL_WORLD_SIZE",
+                                                      "WORLD_SIZE",
+                                                      "GROUP_WORLD_SIZE",
+                                                      "ROLE_WORLD_SIZE",
+                                                      "MASTER_ADDR",
+                                                      "MASTER_PORT",
+                                                      "TORCHELASTIC_RESTART_COUNT",
+                                                      "TORCHELASTIC_MAX_RESTARTS",
+                                                      "TORCHELASTIC_RUN_ID",
+                                                      "TORCHELASTIC_USE_AGENT_STORE",
+                                                      "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+                                                      "TORCHELASTIC_ERROR_FILE",
+                                                      "TORCHELASTIC_SIGNALS_TO_HANDLE"};
+  for (std::size_t lr = 0; lr < workers.size(); ++lr) {
+    const auto& [argv, env] = workers[lr];
+    std::printf("[local_rank %zu] argv:", lr);
+    for (const auto& a : argv) std::printf(" %s", a.c_str());
+    std::printf("\n");
+    for (const auto& [k, v] : env) {
+      auto it = agent_env.find(k);
+      if (kTorchrunKeys.contains(k) || it == agent_env.end() || it->second != v) {
+        std::printf("  %s=%s\n", k.c_str(), v.c_str());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int dry_run(LaunchConfig cfg) {
+  validate_topology(cfg);
+  const auto agent_env = base::environ_map();
+  Env base_env = agent_env;
+  if (needs_omp_default(cfg, base_env)) base_env["OMP_NUM_THREADS"] = "1";
+  if (cfg.rdzv_id.empty() || (cfg.standalone && cfg.rdzv_id == "none")) {
+    cfg.rdzv_id = "<random uuid>";
+  }
+  const bool dynamic = is_dynamic(cfg);
+  const StorePlan store = store_plan(cfg);
+  std::printf("tzrun dry run: %d worker(s), run id %s, store on %s:%s\n", cfg.nproc_per_node,
+              cfg.rdzv_id.c_str(), store.addr.c_str(),
+              dynamic ? "<free port>" : std::to_string(store.port).c_str());
+  // Multi-node: static ranks assume the same --nproc-per-node on every node; c10d ranks are
+  // only known after the rendezvous (shown as node rank 0 of MIN nodes).
+  const int group_rank = dynamic ? 0 : cfg.node_rank;
+  const int group_world = dynamic ? cfg.min_nodes : cfg.max_nodes;
+  if (group_world > 1) {
+    std::printf("multi-node: ranks shown for node rank %d of %d%s\n", group_rank, group_world,
+                dynamic ? " (c10d assigns node ranks at the rendezvous)"
+                        : " (assuming the same --nproc-per-node on every node)");
+  }
+  const auto workers = plan_workers(cfg, base_env, store, group_rank, group_world);
+  print_configuration(cfg);
+  print_workers(workers, agent_env);
+  return ExitCode::kSuccess;
+}
+
+}  // namespace tzrun::agent

@@ -1,0 +1,87 @@
+#include "rendezvous_options.hpp"
+
+#include "agent_error.hpp"
+#include "tzrun/rendezvous/errors.hpp"
+#include "tzrun/rendezvous/params.hpp"
+
+namespace tzrun::agent {
+
+using rendezvous::conf_bool;
+using rendezvous::conf_positive_int;
+using rendezvous::conf_seconds;
+using rendezvous::parse_endpoint;
+
+bool is_dynamic(const LaunchConfig& cfg) {
+  return cfg.standalone || cfg.rdzv_backend != "static";
+}
+
+void validate_topology(const LaunchConfig& cfg) {
+  if (cfg.nproc_per_node < 1) {
+    throw AgentError("--nproc-per-node resolved to " + std::to_string(cfg.nproc_per_node) +
+                         "; pass a positive number of workers",
+                     exit_code::kUsage);
+  }
+  if (!is_dynamic(cfg) && (cfg.node_rank < 0 || cfg.node_rank >= cfg.max_nodes)) {
+    throw AgentError("--node-rank=" + std::to_string(cfg.node_rank) + " must be < --nnodes (" +
+                         std::to_string(cfg.max_nodes) +
+                         ") for the static rendezvous; give each node a distinct rank in 0.." +
+                         std::to_string(cfg.max_nodes - 1),
+                     exit_code::kUsage);
+  }
+}
+
+rendezvous::StaticOptions static_options(const LaunchConfig& cfg) {
+  rendezvous::StaticOptions o;
+  o.run_id = cfg.rdzv_id;
+  o.nnodes = cfg.max_nodes;
+  o.node_rank = cfg.node_rank;
+  if (!cfg.rdzv_endpoint.empty()) {
+    const auto ep = parse_endpoint(cfg.rdzv_endpoint, -1);
+    o.master_addr = ep.host;
+    o.master_port = ep.port;
+  } else {
+    o.master_addr = cfg.master_addr;
+    if (o.master_addr.size() >= 2 && o.master_addr.front() == '[' && o.master_addr.back() == ']') {
+      o.master_addr = o.master_addr.substr(1, o.master_addr.size() - 2);
+    }
+    o.master_port = cfg.master_port;
+  }
+  if (auto t = conf_seconds(cfg.rdzv_conf, "timeout")) o.timeout = *t;
+  if (auto t = conf_seconds(cfg.rdzv_conf, "read_timeout")) o.read_timeout = *t;
+  if (auto t = conf_seconds(cfg.rdzv_conf, "close_timeout")) o.close_timeout = *t;
+  return o;
+}
+
+rendezvous::DynamicOptions dynamic_options(const LaunchConfig& cfg, const std::string& local_addr) {
+  rendezvous::DynamicOptions o;
+  o.run_id = cfg.rdzv_id;
+  o.min_nodes = cfg.min_nodes;
+  o.max_nodes = cfg.max_nodes;
+  o.endpoint = parse_endpoint(cfg.rdzv_endpoint, 29400);
+  o.local_addr = local_addr;
+  const auto& c = cfg.rdzv_conf;
+  if (auto it = c.find("store_type"); it != c.end() && it->second != "tcp") {
+    throw rendezvous::ConfigError("--rdzv-conf store_type=" + it->second +
+                                  ": tzrun supports only store_type=tcp (the FileStore variant "
+                                  "is not implemented); drop the key");
+  }
+  o.is_host = conf_bool(c, "is_host");
+  if (auto t = conf_seconds(c, "join_timeout")) o.join_timeout = *t;
+  if (auto t = conf_seconds(c, "last_call_timeout")) o.last_call_timeout = *t;
+  if (auto t = conf_seconds(c, "close_timeout")) o.close_timeout = *t;
+  if (auto t = conf_seconds(c, "read_timeout")) o.read_timeout = *t;
+  if (auto t = conf_seconds(c, "heartbeat_timeout")) o.heartbeat_timeout = *t;
+  if (auto t = conf_seconds(c, "keep_alive_interval")) o.keep_alive_interval = *t;
+  if (auto n = conf_positive_int(c, "keep_alive_max_attempt")) o.keep_alive_max_attempt = *n;
+  return o;
+}
+
+rendezvous::HandlerParams handler_params(const LaunchConfig& cfg, const std::string& local_addr) {
+  rendezvous::HandlerParams p;
+  p.backend = cfg.standalone ? "c10d" : cfg.rdzv_backend;
+  if (p.backend == "static") p.static_options = static_options(cfg);
+  if (p.backend == "c10d") p.dynamic_options = dynamic_options(cfg, local_addr);
+  return p;
+}
+
+}  // namespace tzrun::agent

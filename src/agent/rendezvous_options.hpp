@@ -1,0 +1,47 @@
+// tzrun agent internals: the launcher configuration as the rendezvous sees it.
+//
+// Upstream: torch/distributed/launcher/api.py (launch_agent builds RendezvousParameters
+// from LaunchConfig). The rendezvous library (include/tzrun/rendezvous/factory.hpp) takes
+// only rendezvous-level parameters; this is where the launcher's flags become them.
+//
+// rdzv-conf keys read (others are ignored, as torchrun does):
+//   static: timeout (900), read_timeout (60), close_timeout (30; end-of-job wait of node 0)
+//   c10d:   join_timeout (600), last_call_timeout (30), close_timeout (30), read_timeout (60),
+//           heartbeat_timeout (5), keep_alive_interval (5), keep_alive_max_attempt (3),
+//           is_host (inferred), store_type (tcp only)
+// Durations are seconds and may have fractions.
+//
+// Pure functions of their arguments; thread-safe.
+#pragma once
+
+#include <string>
+
+#include "tzrun/launch_config.hpp"
+#include "tzrun/rendezvous/factory.hpp"
+
+namespace tzrun::agent {
+
+/// True for the elastic c10d rendezvous (--rdzv-backend other than static, or --standalone).
+[[nodiscard]] bool is_dynamic(const LaunchConfig& cfg);
+
+/// Checks what needs no rendezvous: a positive --nproc-per-node and, for the static
+/// backend, --node-rank < --nnodes. Throws AgentError (usage, 2).
+void validate_topology(const LaunchConfig& cfg);
+
+/// Options of the static backend for `cfg` (endpoint: --rdzv-endpoint HOST:PORT or
+/// --master-addr/--master-port, brackets of an IPv6 --master-addr removed).
+/// Throws rendezvous::ConfigError.
+[[nodiscard]] rendezvous::StaticOptions static_options(const LaunchConfig& cfg);
+
+/// Options of the c10d backend for `cfg`; `local_addr` is --local-addr or the FQDN.
+/// Throws rendezvous::ConfigError (e.g. store_type other than tcp).
+[[nodiscard]] rendezvous::DynamicOptions dynamic_options(const LaunchConfig& cfg,
+                                                         const std::string& local_addr);
+
+/// What rendezvous::make_handler needs for `cfg` (--standalone → c10d). Only the chosen
+/// backend's options are filled; an unknown backend is left to make_handler to reject.
+/// Throws rendezvous::ConfigError.
+[[nodiscard]] rendezvous::HandlerParams handler_params(const LaunchConfig& cfg,
+                                                       const std::string& local_addr);
+
+}  // namespace tzrun::agent

@@ -1,0 +1,244 @@
+// The agent's supervision loop: waiting for events, reaping workers, stopping a group
+// (see agent_impl.hpp for the structure).
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <utility>
+#include <vector>
+
+#include "agent_error.hpp"
+#include "agent_impl.hpp"
+#include "tzrun/base/system.hpp"
+
+namespace tzrun::agent {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+}  // namespace
+
+AttemptResult Agent::monitor() {
+  while (true) {
+    if (stop_signal_ != 0) return AttemptResult::kSignaled;
+    if (!failures_.empty()) return AttemptResult::kFailed;
+    if (std::all_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.reaped; })) {
+      return AttemptResult::kSucceeded;
+    }
+    if (pending_event_) return AttemptResult::kPeerEvent;
+    wait_events(-1, nullptr);
+  }
+}
+
+void Agent::wait_events(int timeout_ms, bool* escalate) {
+  std::vector<pollfd> fds;
+  fds.push_back({signals_->fd(), POLLIN, 0});
+  const std::size_t streams = stdio_ ? stdio_->streams() : 0;
+  for (std::size_t i = 0; i < streams; ++i) {
+    const int fd = stdio_->fd(i);
+    fds.push_back({fd, static_cast<short>(fd >= 0 ? POLLIN : 0), 0});
+  }
+  // Rendezvous watcher events (other nodes failed / joined / left, store lost): only
+  // looked at while workers run; the first one is kept for monitor().
+  const int event_fd = rdzv_ && !workers_.empty() && !pending_event_ ? rdzv_->event_fd() : -1;
+  fds.push_back({event_fd, static_cast<short>(event_fd >= 0 ? POLLIN : 0), 0});
+  int rc = ::poll(fds.data(), fds.size(), timeout_ms);
+  if (rc < 0) {
+    if (errno == EINTR) return;
+    throw AgentError("poll() failed: " + base::errno_text(errno), exit_code::kInfrastructure);
+  }
+  if ((fds[0].revents & POLLIN) != 0) read_signals(escalate);
+  for (std::size_t i = 1; i + 1 < fds.size(); ++i) {
+    if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) stdio_->pump(i - 1);
+  }
+  if (event_fd >= 0 && (fds.back().revents & POLLIN) != 0) pending_event_ = rdzv_->take_event();
+}
+
+void Agent::read_signals(bool* escalate) {
+  signalfd_siginfo si{};
+  bool child = false;
+  while (::read(signals_->fd(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    const int sig = static_cast<int>(si.ssi_signo);
+    if (sig == SIGCHLD) {
+      child = true;
+    } else if (signals_->handled(sig)) {
+      if (stop_signal_ == 0) {
+        stop_signal_ = sig;
+        log_->warn("Received {} death signal, shutting down workers", signal_name(sig));
+      } else if (escalate != nullptr) {
+        log_->warn("Received {} again while shutting down: killing the workers now",
+                   signal_name(sig));
+        *escalate = true;
+      }
+    }
+  }
+  if (child) reap_all();
+}
+
+void Agent::reap_all() {
+  while (true) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid <= 0) return;
+    if (pid == guardian_.pid()) {
+      log_->warn(
+          "the guardian process {} exited unexpectedly: workers may outlive a "
+          "SIGKILLed tzrun",
+          pid);
+      guardian_.close();
+      continue;
+    }
+    auto it = std::find_if(workers_.begin(), workers_.end(),
+                           [pid](const Worker& w) { return w.pid == pid; });
+    if (it == workers_.end()) {
+      log_->debug("reaped orphaned descendant {}", pid);
+      continue;
+    }
+    record_exit(*it, status);
+  }
+}
+
+void Agent::record_exit(Worker& w, int status) {
+  w.reaped = true;
+  w.wait_status = status;
+  w.end_time = SysClock::now();
+  const bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (ok) {
+    log_->info("worker local_rank {} (pid {}) exited 0", w.local_rank, w.pid);
+    return;
+  }
+  WorkerFailure f;
+  f.local_rank = w.local_rank;
+  f.global_rank = w.global_rank;
+  f.pid = w.pid;
+  f.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+  f.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  f.error_file = w.error_file;
+  f.time = w.end_time;
+  log_->info("worker local_rank {} (pid {}) failed: {}", w.local_rank, w.pid,
+             f.signal != 0 ? "killed by " + signal_name(f.signal)
+                           : "exit code " + std::to_string(f.exit_code));
+  failures_.push_back(std::move(f));
+}
+
+std::vector<pid_t> Agent::stray_children() const {
+  std::vector<pid_t> out;
+  for (pid_t c : detail::list_children(::getpid())) {
+    if (c == guardian_.pid() || preexisting_children_.contains(c)) continue;
+    if (std::any_of(workers_.begin(), workers_.end(),
+                    [c](const Worker& w) { return w.pid == c; })) {
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+bool Agent::all_gone() {
+  for (auto& w : workers_) {
+    if (!w.reaped) return false;
+    if (!w.group_done) {
+      if (detail::group_alive(w.pid)) return false;
+      w.group_done = true;
+      guardian_.remove(w.pid);
+    }
+  }
+  return stray_children().empty();
+}
+
+void Agent::signal_targets(int sig, bool log_each) {
+  for (auto& w : workers_) {
+    if (w.group_done) continue;
+    if (!w.reaped && log_each) {
+      log_->warn("Sending process {} closing signal {}", w.pid, signal_name(sig));
+    }
+    if (::killpg(w.pid, sig) != 0 && w.reaped && errno == ESRCH) {
+      w.group_done = true;
+      guardian_.remove(w.pid);
+    }
+  }
+  signal_strays(sig);
+}
+
+void Agent::signal_strays(int sig) {
+  // Descendants re-parented to us (we are a child subreaper), e.g. daemonized grandchildren
+  // that left the worker's process group; new ones appear whenever their parent dies.
+  for (pid_t c : stray_children()) {
+    auto [it, inserted] = signalled_strays_.try_emplace(c, sig);
+    if (!inserted && it->second == sig) continue;
+    it->second = sig;
+    log_->debug("sending {} to re-parented descendant {}", signal_name(sig), c);
+    ::kill(c, sig);
+  }
+}
+
+void Agent::stop_group(int sig) {
+  reap_all();
+  signalled_strays_.clear();
+  if (all_gone()) return;
+  signal_targets(sig, true);
+  int forwarded = sig;
+  bool escalate = false;
+  const auto grace = std::chrono::duration_cast<milliseconds>(
+      std::chrono::duration<double>(std::max(0.0, cfg_.shutdown_timeout)));
+  const auto deadline = SteadyClock::now() + grace;
+  while (!all_gone() && !escalate) {
+    const auto now = SteadyClock::now();
+    if (now >= deadline) break;
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - now).count();
+    wait_events(static_cast<int>(std::min<long long>(50, left + 1)), &escalate);
+    if (stop_signal_ != 0 && stop_signal_ != forwarded) {  // e.g. Ctrl-C during a restart
+      forwarded = stop_signal_;
+      signal_targets(forwarded, true);
+    } else {
+      signal_strays(forwarded);
+    }
+  }
+  if (all_gone()) return;
+  kill_group(sig);
+}
+
+void Agent::kill_group(int sig) {
+  for (const auto& w : workers_) {
+    if (!w.reaped) {
+      log_->warn("Unable to shutdown process {} via {}, forcefully exiting via SIGKILL", w.pid,
+                 signal_name(sig));
+    }
+  }
+  const auto hard_deadline = SteadyClock::now() + std::chrono::seconds(10);
+  auto next_kill = SteadyClock::now();
+  while (!all_gone()) {
+    const auto now = SteadyClock::now();
+    if (now >= hard_deadline) {
+      log_->error(
+          "some worker processes did not die within 10 s of SIGKILL (stuck in the "
+          "kernel, e.g. uninterruptible I/O); giving up on them");
+      return;
+    }
+    if (now >= next_kill) {  // re-sent: a dying parent may re-parent more descendants to us
+      signal_targets(SIGKILL, false);
+      next_kill = now + milliseconds(200);
+    }
+    wait_events(20, nullptr);
+  }
+}
+
+void Agent::drain_tees() {
+  // All writers are dead by now (or stuck): read what is left, waiting at most 2 s for EOF.
+  if (!stdio_) return;
+  const auto deadline = SteadyClock::now() + std::chrono::seconds(2);
+  while (stdio_->any_open()) {
+    if (SteadyClock::now() >= deadline) break;
+    wait_events(50, nullptr);
+  }
+  stdio_->finish_all();
+}
+
+}  // namespace tzrun::agent

@@ -1,0 +1,104 @@
+// Unit tests of the LaunchConfig -> rendezvous options conversion
+// (src/agent/rendezvous_options.hpp).
+#include <gtest/gtest.h>
+
+#include "agent_error.hpp"
+#include "rendezvous_options.hpp"
+#include "tzrun/rendezvous/errors.hpp"
+
+namespace tzrun::agent {
+namespace {
+
+using namespace std::chrono_literals;
+using rendezvous::ConfigError;
+using rendezvous::Endpoint;
+
+TEST(RendezvousOptions, StaticFromLaunchConfig) {
+  LaunchConfig cfg;
+  cfg.max_nodes = 3;
+  cfg.node_rank = 2;
+  cfg.master_addr = "[fe80::1]";
+  cfg.master_port = 4000;
+  cfg.rdzv_conf = {{"timeout", "12"}, {"read_timeout", "5"}};
+  auto s = static_options(cfg);
+  EXPECT_EQ(s.master_addr, "fe80::1");
+  EXPECT_EQ(s.master_port, 4000);
+  EXPECT_EQ(s.nnodes, 3);
+  EXPECT_EQ(s.node_rank, 2);
+  EXPECT_EQ(s.timeout, 12s);
+  EXPECT_EQ(s.read_timeout, 5s);
+  cfg.rdzv_endpoint = "node0:5000";
+  EXPECT_EQ(static_options(cfg).master_addr, "node0");
+  EXPECT_EQ(static_options(cfg).master_port, 5000);
+}
+
+TEST(RendezvousOptions, DynamicFromLaunchConfig) {
+  LaunchConfig d;
+  d.rdzv_backend = "c10d";
+  d.rdzv_id = "job";
+  d.min_nodes = 2;
+  d.max_nodes = 4;
+  d.rdzv_endpoint = "head";
+  d.rdzv_conf = {{"join_timeout", "7"},        {"last_call_timeout", "1.5"},
+                 {"keep_alive_interval", "2"}, {"keep_alive_max_attempt", "4"},
+                 {"is_host", "false"},         {"read_timeout", "9"}};
+  auto o = dynamic_options(d, "me");
+  EXPECT_EQ(o.endpoint, (Endpoint{"head", 29400}));
+  EXPECT_EQ(o.join_timeout, 7s);
+  EXPECT_EQ(o.last_call_timeout, 1500ms);
+  EXPECT_EQ(o.keep_alive_interval, 2s);
+  EXPECT_EQ(o.keep_alive_max_attempt, 4);
+  EXPECT_EQ(o.is_host, false);
+  EXPECT_EQ(o.read_timeout, 9s);
+  EXPECT_EQ(o.close_timeout, 30s);  // torchrun defaults for the rest
+  EXPECT_EQ(o.heartbeat_timeout, 5s);
+  EXPECT_EQ(o.local_addr, "me");
+
+  d.rdzv_conf = {{"store_type", "file"}};
+  EXPECT_THROW((void)dynamic_options(d, "me"), ConfigError);
+  d.rdzv_conf = {};
+  d.rdzv_backend = "etcd-v2";
+  EXPECT_THROW((void)rendezvous::make_handler(handler_params(d, "me"), {}), ConfigError);
+}
+
+TEST(RendezvousOptions, HandlerParamsPickTheBackend) {
+  LaunchConfig cfg;
+  cfg.rdzv_id = "job";
+  auto p = handler_params(cfg, "me");
+  EXPECT_EQ(p.backend, "static");
+  EXPECT_EQ(p.static_options.run_id, "job");
+  cfg.standalone = true;
+  p = handler_params(cfg, "me");
+  EXPECT_EQ(p.backend, "c10d");
+  EXPECT_EQ(p.dynamic_options.local_addr, "me");
+  EXPECT_TRUE(is_dynamic(cfg));
+}
+
+TEST(RendezvousOptions, TopologyIsAUsageError) {
+  LaunchConfig cfg;
+  cfg.nproc_per_node = 0;
+  try {
+    validate_topology(cfg);
+    FAIL() << "expected an AgentError";
+  } catch (const AgentError& e) {
+    EXPECT_EQ(e.exit_code(), exit_code::kUsage);
+  }
+  cfg.nproc_per_node = 1;
+  cfg.max_nodes = 2;
+  cfg.node_rank = 2;
+  EXPECT_THROW(validate_topology(cfg), AgentError);
+  cfg.rdzv_backend = "c10d";  // c10d assigns node ranks itself
+  EXPECT_NO_THROW(validate_topology(cfg));
+}
+
+TEST(RendezvousOptions, ErrorsCarryTheirExitCodes) {
+  EXPECT_EQ(ConfigError("x").exit_code(), exit_code::kUsage);
+  EXPECT_EQ(rendezvous::RendezvousTimeoutError("x").exit_code(), exit_code::kInfrastructure);
+  EXPECT_EQ(rendezvous::RendezvousGracefulExit("x").exit_code(), 0);
+  EXPECT_EQ(rendezvous::RendezvousClosedError("x").exit_code(), exit_code::kInfrastructure);
+  EXPECT_FALSE(rendezvous::RendezvousClosedError("x").closer_exit_code());
+  EXPECT_EQ(rendezvous::RendezvousClosedError("x", 7).exit_code(), 7);
+}
+
+}  // namespace
+}  // namespace tzrun::agent
