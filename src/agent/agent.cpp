@@ -20,12 +20,12 @@
 #include "agent_logger.hpp"
 #include "dry_run.hpp"
 #include "rendezvous_options.hpp"
-#include "store_log.hpp"
 #include "tzrun/base/system.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/factory.hpp"
 #include "tzrun/rendezvous/params.hpp"
 #include "tzrun/store/errors.hpp"
+#include "tzrun/store/spdlog_sink.hpp"
 
 namespace tzrun::agent {
 namespace {
@@ -114,9 +114,9 @@ void Agent::interrupt_check() {
 void Agent::create_rendezvous() {
   std::string local_addr = cfg_.local_addr.value_or("");
   if (is_dynamic(cfg_) && local_addr.empty()) local_addr = hostname_ = local_fqdn();
-  rdzv_ =
-      rendezvous::make_handler(handler_params(cfg_, local_addr), make_store_log(log_, "rendezvous"),
-                               [this] { interrupt_check(); });
+  rdzv_ = rendezvous::make_handler(handler_params(cfg_, local_addr),
+                                   store::spdlog_sink(log_, "rendezvous"),
+                                   [this] { interrupt_check(); });
   if (is_dynamic(cfg_)) {
     log_->info("c10d rendezvous '{}' for {}..{} node(s) via store {}", run_id_, cfg_.min_nodes,
                cfg_.max_nodes, rendezvous::dynamic_store_endpoint(*rdzv_));
