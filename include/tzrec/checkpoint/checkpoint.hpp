@@ -48,7 +48,7 @@
 #include <vector>
 
 #include "tzrec/comm/comm.hpp"
-#include "tzrec/planner/planner.hpp"
+#include "tzrec/types/sharding_types.hpp"
 
 namespace tzrec {
 
@@ -71,7 +71,7 @@ struct NamedTensor {
 struct ShardState {
   std::string table;
   std::int64_t table_rows = 0, table_cols = 0;
-  Shard shard;        // offsets, sizes, rank (planner.hpp)
+  Shard shard;        // offsets, sizes, rank (tzrec/types/sharding_types.hpp)
   at::Tensor weight;  // [rows, cols]: Save reads it; Restore writes into it in place
   std::vector<NamedTensor> optimizer;  // "momentum1" [rows, cols] or [rows] or [rows, blocks],
                                        // "momentum2", "step" (scalar int64): Save reads; Restore

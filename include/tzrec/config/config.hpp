@@ -47,7 +47,7 @@
 #include <string>
 #include <vector>
 
-#include "tzrec/planner/planner.hpp"
+#include "tzrec/types/sharding_types.hpp"
 
 namespace tzrec {
 

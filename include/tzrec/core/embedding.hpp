@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "tzrec/core/kjt.hpp"
-#include "tzrec/planner/planner.hpp"
+#include "tzrec/types/sharding_types.hpp"
 
 namespace tzrec {
 

@@ -1,47 +1,40 @@
 // tzrec/planner/planner.hpp — TorchRec-style embedding sharding planner (no libtorch).
 //
-// Follows torchrec 1.4 `torchrec/distributed/planner/*` (notes: ../shared/reference/
-// torchrec-sharding.md §2.5–2.9): enumerate sharding options per table, estimate perf (ms) and
-// storage (bytes) per shard with TorchRec's formulas, reserve storage
+// Follows torchrec 1.4 `torchrec/distributed/planner/*` (one file per stage under
+// src/worker/planner/, listed in its planner_internal.hpp): enumerate sharding options per table,
+// estimate perf (ms) and storage (bytes) per shard with TorchRec's formulas, reserve storage
 // (HeuristicalStorageReservation), propose, partition greedily (GreedyPerfPartitioner), keep the
 // best-rated feasible plan. Differences from TorchRec, on purpose:
 //   * row_wise and table_row_wise are offered on CPU too (the worker emulates reduce-scatter on
 //     Gloo), so a CPU topology gets all five types;
-//   * the proposer is an exhaustive-then-greedy search over per-table options (see planner.cpp).
+//   * the proposer is an exhaustive-then-greedy search over per-table options
+//     (src/worker/planner/proposers.cpp).
+// The vocabulary (ShardingType, EmbeddingOptimizerKind, Shard, ParameterSharding, ShardingPlan,
+// FormatBytes) lives in include/tzrec/types/ (tzrec::types) so that libraries naming shards do
+// not link the planner; this header includes it, so planner users see one API.
 //
 // Units: bytes for storage, bytes per millisecond for bandwidths (TorchRec's convention;
 // GiB/s × 1024³ / 1000), milliseconds for perf.
-// Errors: PlannerError (a std::runtime_error) with a message naming the table and the fix.
+// Errors: PlannerError (a tzrec::Error, exit code 3 kNoPlan) with a message naming the table and
+// the fix; std::invalid_argument on a bad table spec, option or topology.
 // Thread-safety: all functions are pure; types are values.
 #pragma once
 
 #include <cstdint>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "tzrec/error.hpp"
+#include "tzrec/types/sharding_plan.hpp"
+#include "tzrec/types/sharding_types.hpp"
 
 namespace tzrec {
 
-// TorchRec ShardingType values, spelled as TorchRec spells them in plans and constraints.
-enum class ShardingType { kDataParallel, kTableWise, kColumnWise, kRowWise, kTableRowWise };
-
-std::string_view ToString(ShardingType type);  // "data_parallel", "table_wise", ...
-// Parses TorchRec's spelling; throws std::invalid_argument naming the valid values.
-ShardingType ParseShardingType(std::string_view text);
-// All five, in the order above.
-const std::vector<ShardingType>& AllShardingTypes();
-
 enum class ComputeDevice { kCpu, kCuda };
 std::string_view ToString(ComputeDevice device);  // "cpu", "cuda"
-
-// The embedding optimizer decides the optimizer-state storage multiplier
-// (TorchRec: SGD 0, Adam 2, row-wise Adagrad 1/D, Adagrad 1).
-enum class EmbeddingOptimizerKind { kSgd, kAdagrad, kRowWiseAdagrad, kAdam };
-std::string_view ToString(
-    EmbeddingOptimizerKind kind);  // "sgd", "adagrad", "rowwise_adagrad", "adam"
-EmbeddingOptimizerKind ParseEmbeddingOptimizerKind(std::string_view text);
 
 // torchrec.distributed.planner.types.Topology (+ constants.py defaults).
 struct Topology {
@@ -94,63 +87,16 @@ struct TableSpec {
   ParameterConstraints constraints;
 };
 
-// One shard of a table: rows [row_offset, row_offset+rows) × cols [col_offset, col_offset+cols)
-// living on `rank`. TorchRec ShardMetadata(shard_offsets, shard_sizes, placement).
-struct Shard {
-  std::int64_t row_offset = 0;
-  std::int64_t col_offset = 0;
-  std::int64_t rows = 0;
-  std::int64_t cols = 0;
-  int rank = 0;
-  double perf_ms = 0;          // estimated Perf.total of this shard
-  std::int64_t ddr_bytes = 0;  // estimated storage
-  std::int64_t hbm_bytes = 0;
-};
-
-// TorchRec ParameterSharding for one table.
-// Shard conventions (what ShardedEmbeddingBagCollection relies on):
-//   data_parallel   : one shard per rank, each the whole table ([0,0] .. [rows, dim]), rank = r.
-//   table_wise      : one shard, the whole table, on ranks[0].
-//   column_wise     : one shard per column block (full rows), ranks[i] = shards[i].rank.
-//   row_wise        : one shard per rank 0..W-1, block ceil(rows/W), trailing shards may be empty.
-//   table_row_wise  : one shard per local rank of ONE host, block ceil(rows/Lw); ranks = those
-//   ranks.
-struct ParameterSharding {
-  std::string table;
-  ShardingType sharding_type = ShardingType::kTableWise;
-  std::string compute_kernel = "fused";  // "dense" for data_parallel
-  std::vector<int> ranks;
-  std::vector<Shard> shards;
-};
-
-struct ShardingPlan {
-  int world_size = 1;
-  int local_world_size = 1;
-  std::vector<ParameterSharding> tables;  // in TableSpec order
-
-  const ParameterSharding& Get(std::string_view table) const;  // throws std::out_of_range
-  // JSON text: {"world_size":W,"local_world_size":L,"tables":{name:{sharding_type, compute_kernel,
-  // ranks, shards:[{offsets:[r,c], sizes:[rows,cols], rank, perf_ms, ddr_bytes, hbm_bytes}]}}}
-  // keyed in table order (stable, so the hash is reproducible).
-  std::string ToJson(int indent = 2) const;
-  // Throws std::invalid_argument naming the bad field.
-  static ShardingPlan FromJson(std::string_view json);
-  // 16 hex digits: FNV-1a 64 of ToJson(-1) without the estimate fields (placement only).
-  std::string Hash() const;
-  // Human table: table | type | kernel | ranks | shard sizes | perf | storage, plus per-rank
-  // totals.
-  std::string ToTable() const;
-};
-
 // Raised when no feasible plan exists. what() names the table and the missing bytes, e.g.
 // "table 'cat_0' (40000000 x 16, fp32) needs 5.2 GiB on one rank but the largest rank has 3.1 GiB
 //  free after reservation (2.1 GiB missing): allow row_wise/column_wise for it, add ranks, or lower
 //  STORAGE_RESERVE_PERCENT".
-class PlannerError : public std::runtime_error {
+// Exit code 3 (ExitCode::kNoPlan, include/tzrec/error.hpp).
+class PlannerError : public Error {
  public:
   enum class Kind { kInsufficientStorage, kStrictConstraints };
   PlannerError(Kind kind, std::string table, std::int64_t missing_bytes, const std::string& message)
-      : std::runtime_error(message),
+      : Error(message, ExitCode::kNoPlan),
         kind_(kind),
         table_(std::move(table)),
         missing_bytes_(missing_bytes) {}
@@ -178,7 +124,7 @@ std::vector<Shard> CalculateShards(const TableSpec& table, ShardingType type, co
 // Column-wise block width (MIN_CW_DIM 128 or min_partition rule).
 std::int64_t ColumnWiseBlock(const TableSpec& table);
 
-// --- Estimates (exposed for tests and for the `plan` command; planner.cpp) ---
+// --- Estimates (for tests and the `plan` command; src/worker/planner/estimators.cpp) ---
 
 // CalculateShards plus TorchRec's estimates: perf_ms (EmbeddingPerfEstimator, §2.6: fused kernel
 // at 1× device bandwidth, dense (data_parallel) at 0.5×; per-rank batch options.batch_size,
@@ -200,9 +146,6 @@ struct StorageCapacity {
 };
 StorageCapacity ReservedCapacity(const Topology& topo, const std::vector<TableSpec>& tables,
                                  const PlannerOptions& options);
-
-// "512 B", "3.0 KiB", "5.2 GiB" (binary units, one decimal) — used in messages and ToTable.
-std::string FormatBytes(std::int64_t bytes);
 
 // Plans `tables`. Throws PlannerError when nothing fits, std::invalid_argument on bad specs
 // (duplicate names, non-positive sizes, a constraint naming an unknown type).

@@ -31,6 +31,7 @@
 #include "tzrec/config/config.hpp"
 #include "tzrec/core/embedding.hpp"
 #include "tzrec/core/kjt.hpp"
+#include "tzrec/planner/planner.hpp"
 
 namespace tzrec {
 

@@ -17,7 +17,7 @@
 #include <iostream>
 #include <string>
 
-#include "tzrec/planner/plan_command.hpp"
+#include "plan_command.hpp"
 #ifdef TZREC_WITH_TRAIN
 #include "tzrec/config/config.hpp"
 #include "tzrec/train/train.hpp"

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "pt_file.hpp"
+#include "tzrec/types/sharding_plan.hpp"
 
 namespace tzrec {
 namespace {

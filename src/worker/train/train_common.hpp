@@ -13,18 +13,16 @@
 #include "tzrec/checkpoint/checkpoint.hpp"
 #include "tzrec/comm/comm.hpp"
 #include "tzrec/config/config.hpp"
+#include "tzrec/error.hpp"
 #include "tzrec/planner/planner.hpp"
 #include "tzrec/sharding/sharded_ebc.hpp"
 #include "tzrec/train/model.hpp"
 
 namespace tzrec {
 
-// Bad input data (a missing input file, a value a feature cannot take): exit code 2, like a bad
-// config. GuardInput turns the input library's std::runtime_error into it.
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// Bad input data (a missing input file, a value a feature cannot take) is tzrec::InputError
+// (include/tzrec/error.hpp): exit code 2, like a bad config. GuardInput turns the input library's
+// std::runtime_error into it.
 
 // Runs f (a Dataset constructor or Dataset::Next) and rethrows its std::runtime_error as
 // InputError.

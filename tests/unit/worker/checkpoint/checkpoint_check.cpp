@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tzrec/checkpoint/checkpoint.hpp"
+#include "tzrec/planner/planner.hpp"
 
 namespace {
 

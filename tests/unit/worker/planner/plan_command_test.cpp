@@ -1,5 +1,5 @@
 // `tzrec_train plan` (tzrec::RunPlanCommand): output, plan file, exit codes, environment defaults.
-#include "tzrec/planner/plan_command.hpp"
+#include "plan_command.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

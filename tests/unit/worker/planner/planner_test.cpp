@@ -89,6 +89,16 @@ TEST(PlannerNames, OptimizersAndDevices) {
   EXPECT_EQ(ToString(ComputeDevice::kCuda), "cuda");
 }
 
+TEST(PlannerNames, PlannerErrorExitsWithNoPlan) {
+  const PlannerError error(PlannerError::Kind::kInsufficientStorage, "t", 7, "too big");
+  const Error& base = error;  // tzrec::Error (include/tzrec/error.hpp)
+  EXPECT_EQ(base.code(), ExitCode::kNoPlan);
+  EXPECT_EQ(base.exit_code(), 3);
+  EXPECT_STREQ(base.what(), "too big");
+  EXPECT_EQ(error.table(), "t");
+  EXPECT_EQ(error.missing_bytes(), 7);
+}
+
 TEST(PlannerNames, FormatBytes) {
   EXPECT_EQ(FormatBytes(512), "512 B");
   EXPECT_EQ(FormatBytes(3 * 1024), "3.0 KiB");

@@ -1,4 +1,5 @@
-// tzrec/planner/plan_command.hpp — `tzrec_train plan`: compute and print a sharding plan offline.
+// src/worker/app/plan_command.hpp — `tzrec_train plan`: compute and print a sharding plan offline
+// (private to tzrec_train and its tests; target tzrec::app_plan).
 //
 //   tzrec_train plan --tables FILE [--world-size N] [--local-world-size N] [--device cpu|cuda]
 //                    [--hbm-cap-gb X] [--ddr-cap-gb X] [--batch-size N] [--optimizer NAME]
@@ -11,16 +12,36 @@
 //
 // Prints ShardingPlan::ToTable() and "plan hash: <16 hex>" on stdout; with --output also writes
 // ShardingPlan::ToJson() to FILE atomically (temp file in the same directory, then rename).
-// Exit codes: 0 success (and --help), 2 bad input (flags, file, JSON, environment values),
-// 3 no feasible plan (PlannerError; its message on stderr), 1 unexpected failure. Errors are one
-// "tzrec_train plan: error: ..." line on stderr, never a stack trace.
+// Exit codes: 0 success (and --help), 2 bad input (flags, file, JSON, environment values:
+// tzrec::InputError, std::invalid_argument), 3 no feasible plan (PlannerError; its message on
+// stderr), 1 unexpected failure. Errors are one "tzrec_train plan: error: ..." line on stderr,
+// never a stack trace.
 // Thread-safety: reads the environment (WORLD_SIZE, LOCAL_WORLD_SIZE, INTRA_NODE_BANDWIDTH,
 // CROSS_NODE_BANDWIDTH, STORAGE_RESERVE_PERCENT); call from one thread.
 #pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tzrec/planner/planner.hpp"
 
 namespace tzrec {
 
 // argv[0] is "plan". Returns the process exit code (see above).
 int RunPlanCommand(int argc, char** argv);
+
+// The --tables file (format above).
+struct TablesFile {
+  std::vector<TableSpec> tables;
+  std::optional<std::int64_t> batch_size;
+  std::optional<EmbeddingOptimizerKind> optimizer;
+  std::optional<std::int64_t> dense_parameter_bytes;
+};
+
+// Reads and checks the --tables file; throws tzrec::InputError naming the file, the field and the
+// fix (unreadable file, bad JSON, unknown key with the closest valid one, wrong type).
+TablesFile ReadTablesFile(const std::string& path);
 
 }  // namespace tzrec
