@@ -22,9 +22,36 @@
 
 namespace tzrec {
 
-int RunTrainEval(int argc, char** argv);  // argv[0] is the command name
-int RunExport(int argc, char** argv);
-int RunPredict(int argc, char** argv);
+// The commands, with their flags already parsed (src/worker/app/*_command.cpp parse argv). Each
+// returns the command's exit code; errors are reported on stderr, not thrown.
+
+// train_eval flags (TorchEasyRec tzrec.train_eval's); empty paths keep the config's value.
+struct TrainEvalOptions {
+  std::string pipeline_config_path;
+  std::string train_input_path;
+  std::string eval_input_path;
+  std::string model_dir;
+  std::string edit_config_json;  // JSON object of dotted-path overrides
+  bool continue_train = false;
+  bool ignore_restore_optimizer = false;
+};
+int TrainEval(const TrainEvalOptions& options);
+
+struct ExportOptions {
+  std::string pipeline_config_path;  // default: <model_dir>/pipeline.config
+  std::string model_dir;             // its newest checkpoint is exported
+  std::string checkpoint_path;       // or this model.ckpt-STEP directory
+  std::string export_dir;            // must not exist or be empty
+};
+int Export(ExportOptions options);
+
+struct PredictOptions {
+  std::string export_dir;       // written by export
+  std::string input_path;       // the config's format (globs, comma-separated)
+  std::string output_path;      // one probability per line; empty: none
+  std::int64_t batch_size = 0;  // <= 0: the config's eval batch size
+};
+int Predict(PredictOptions options);
 
 // torch.optim semantics (Adam without AMSGrad; Adagrad with initial_accumulator_value; SGD plain),
 // over the parameters' .grad(); state tensors are exposed for checkpoints.

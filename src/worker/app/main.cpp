@@ -19,8 +19,8 @@
 
 #include "plan_command.hpp"
 #ifdef TZREC_WITH_TRAIN
+#include "commands.hpp"
 #include "tzrec/config/config.hpp"
-#include "tzrec/train/train.hpp"
 #endif
 
 namespace {

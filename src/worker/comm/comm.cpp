@@ -1,6 +1,6 @@
-// comm.cpp — DistEnv, the Comm facade over c10d::Backend, PendingTensor and DenseSync
-// (include/tzrec/comm/comm.hpp). The process group itself is built in gloo_backend.cpp /
-// nccl_backend.cpp; this file only sees the c10d::Backend base class.
+// comm.cpp — DistEnv, the Comm facade over c10d::Backend and PendingTensor
+// (include/tzrec/comm/comm.hpp; DenseSync is in dense_sync.cpp). The process group itself is built
+// in gloo_backend.cpp / nccl_backend.cpp; this file only sees the c10d::Backend base class.
 #include "tzrec/comm/comm.hpp"
 
 #include <ATen/ATen.h>
@@ -282,6 +282,60 @@ std::shared_ptr<Comm> Comm::InitGroup(const DistEnv& env, BackendKind backend) {
   return Create(env, backend, /*group_at_world_one=*/true);
 }
 
+namespace {
+
+// kAuto as TZREC_BACKEND forces it (gloo, nccl or auto); other kinds unchanged.
+BackendKind ForcedBackend(BackendKind backend) {
+  if (backend == BackendKind::kAuto) {
+    if (const char* forced = GetEnv("TZREC_BACKEND"); forced != nullptr) {
+      const std::string_view f = forced;
+      if (f == "gloo") {
+        return BackendKind::kGloo;
+      } else if (f == "nccl") {
+        return BackendKind::kNccl;
+      } else if (f != "auto") {
+        throw CommError("environment variable TZREC_BACKEND='" + std::string(f) +
+                        "' is not one of gloo, nccl, auto; unset it to pick NCCL when a GPU is "
+                        "visible and Gloo otherwise");
+      }
+    }
+  }
+  return backend;
+}
+
+// The c10d process group of `env` on the launcher's store (torch 2.11's init_process_group chain
+// for the default group, comm.hpp); any failure becomes a CommError naming the store.
+c10::intrusive_ptr<c10d::Backend> MakeBackend(const DistEnv& env, bool nccl) {
+  const std::string device = nccl ? "cuda" : "cpu";
+  try {
+    c10d::TCPStoreOptions opts;
+    opts.port = env.master_port;
+    opts.isServer = false;
+    opts.numWorkers = static_cast<std::size_t>(env.world_size);
+    opts.waitWorkers = false;
+    opts.timeout = env.timeout;
+    auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
+    // torch 2.11's init_process_group chain for the default group (comm.hpp).
+    c10::intrusive_ptr<c10d::Store> store =
+        c10::make_intrusive<c10d::PrefixStore>("default_pg", tcp);
+    store = c10::make_intrusive<c10d::PrefixStore>("0/", store);
+    store = c10::make_intrusive<c10d::PrefixStore>(device + "/", store);
+    return nccl ? comm_detail::MakeNcclBackend(store, env.rank, env.world_size, env.timeout,
+                                               env.local_rank)
+                : comm_detail::MakeGlooBackend(store, env.rank, env.world_size, env.timeout);
+  } catch (const std::exception& e) {
+    throw CommError(
+        "Comm::Init: building the " + std::string(nccl ? "nccl" : "gloo") +
+        " process group failed on rank " + std::to_string(env.rank) + " of " +
+        std::to_string(env.world_size) + " (store " + env.master_addr + ":" +
+        std::to_string(env.master_port) + "): " + ErrorText(e) +
+        ". Check that every rank started (the other ranks' logs) and that MASTER_ADDR/MASTER_PORT "
+        "reach the launcher's store; PROCESS_GROUP_TIMEOUT_SECONDS bounds the wait");
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<Comm> Comm::Create(const DistEnv& env, BackendKind backend,
                                    bool group_at_world_one) {
   auto impl = std::make_unique<Impl>();
@@ -292,20 +346,7 @@ std::shared_ptr<Comm> Comm::Create(const DistEnv& env, BackendKind backend,
         std::to_string(env.world_size) +
         " is not a valid pair (need 0 <= rank < world_size); check RANK and WORLD_SIZE");
   }
-  if (backend == BackendKind::kAuto) {
-    if (const char* forced = GetEnv("TZREC_BACKEND"); forced != nullptr) {
-      const std::string_view f = forced;
-      if (f == "gloo") {
-        backend = BackendKind::kGloo;
-      } else if (f == "nccl") {
-        backend = BackendKind::kNccl;
-      } else if (f != "auto") {
-        throw CommError("environment variable TZREC_BACKEND='" + std::string(f) +
-                        "' is not one of gloo, nccl, auto; unset it to pick NCCL when a GPU is "
-                        "visible and Gloo otherwise");
-      }
-    }
-  }
+  backend = ForcedBackend(backend);
   // Asked only when needed: a forced Gloo run never touches the CUDA driver.
   const int gpus = backend == BackendKind::kGloo ? 0 : comm_detail::CudaDeviceCount();
   if (backend == BackendKind::kAuto) {
@@ -337,33 +378,7 @@ std::shared_ptr<Comm> Comm::Create(const DistEnv& env, BackendKind backend,
                     "with tzrun (or torchrun), or use Comm::Init for a single process");
   }
 
-  const std::string device = nccl ? "cuda" : "cpu";
-  try {
-    c10d::TCPStoreOptions opts;
-    opts.port = env.master_port;
-    opts.isServer = false;
-    opts.numWorkers = static_cast<std::size_t>(env.world_size);
-    opts.waitWorkers = false;
-    opts.timeout = env.timeout;
-    auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
-    // torch 2.11's init_process_group chain for the default group (comm.hpp).
-    c10::intrusive_ptr<c10d::Store> store =
-        c10::make_intrusive<c10d::PrefixStore>("default_pg", tcp);
-    store = c10::make_intrusive<c10d::PrefixStore>("0/", store);
-    store = c10::make_intrusive<c10d::PrefixStore>(device + "/", store);
-    impl->backend =
-        nccl ? comm_detail::MakeNcclBackend(store, env.rank, env.world_size, env.timeout,
-                                            env.local_rank)
-             : comm_detail::MakeGlooBackend(store, env.rank, env.world_size, env.timeout);
-  } catch (const std::exception& e) {
-    throw CommError(
-        "Comm::Init: building the " + std::string(nccl ? "nccl" : "gloo") +
-        " process group failed on rank " + std::to_string(env.rank) + " of " +
-        std::to_string(env.world_size) + " (store " + env.master_addr + ":" +
-        std::to_string(env.master_port) + "): " + ErrorText(e) +
-        ". Check that every rank started (the other ranks' logs) and that MASTER_ADDR/MASTER_PORT "
-        "reach the launcher's store; PROCESS_GROUP_TIMEOUT_SECONDS bounds the wait");
-  }
+  impl->backend = MakeBackend(env, nccl);
   impl->backend_name = nccl ? "nccl" : "gloo";
   return std::shared_ptr<Comm>(new Comm(std::move(impl)));
 }
@@ -557,115 +572,6 @@ std::string Comm::BroadcastString(const std::string& text, int root) {
   bytes = bytes.cpu();
   return std::string(reinterpret_cast<const char*>(bytes.data_ptr<std::uint8_t>()),
                      static_cast<std::size_t>(n));
-}
-
-// ---- DenseSync --------------------------------------------------------------------------------
-
-namespace {
-
-// Consecutive parameters of one dtype and device, at most `bucket_bytes` together (a parameter
-// larger than that gets a bucket of its own), as DDP's buckets.
-std::vector<std::vector<std::size_t>> MakeBuckets(const std::vector<at::Tensor>& params,
-                                                  std::int64_t bucket_bytes) {
-  std::vector<std::vector<std::size_t>> buckets;
-  std::int64_t bytes = 0;
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const at::Tensor& p = params[i];
-    const std::int64_t nbytes = p.numel() * static_cast<std::int64_t>(p.element_size());
-    bool fresh = buckets.empty();
-    if (!fresh) {
-      const at::Tensor& first = params[buckets.back().front()];
-      fresh = first.scalar_type() != p.scalar_type() || first.device() != p.device() ||
-              bytes + nbytes > bucket_bytes;
-    }
-    if (fresh) {
-      buckets.emplace_back();
-      bytes = 0;
-    }
-    buckets.back().push_back(i);
-    bytes += nbytes;
-  }
-  return buckets;
-}
-
-}  // namespace
-
-DenseSync::DenseSync(std::shared_ptr<Comm> comm, std::vector<at::Tensor> parameters,
-                     std::int64_t bucket_bytes)
-    : comm_(std::move(comm)), parameters_(std::move(parameters)), bucket_bytes_(bucket_bytes) {
-  if (!comm_) throw CommError("DenseSync: comm is null; pass the Comm from Comm::Init");
-  if (bucket_bytes_ < 1) {
-    throw CommError("DenseSync: bucket_bytes " + std::to_string(bucket_bytes_) +
-                    " must be positive (DDP's default is 25 MiB)");
-  }
-  for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    const at::Tensor& p = parameters_[i];
-    if (!p.defined()) {
-      throw CommError("DenseSync: parameter " + std::to_string(i) +
-                      " is undefined; pass only defined tensors");
-    }
-    if (!at::isFloatingType(p.scalar_type())) {
-      throw CommError("DenseSync: parameter " + std::to_string(i) + " has dtype " +
-                      std::string(c10::toString(p.scalar_type())) +
-                      "; only floating-point parameters can be averaged");
-    }
-  }
-}
-
-void DenseSync::BroadcastParameters(int root) {
-  if (comm_->world_size() == 1) return;
-  c10::NoGradGuard no_grad;
-  for (const auto& bucket : MakeBuckets(parameters_, bucket_bytes_)) {
-    std::vector<at::Tensor> flat;
-    flat.reserve(bucket.size());
-    for (std::size_t i : bucket) flat.push_back(parameters_[i].detach().reshape({-1}));
-    at::Tensor buffer = at::cat(flat, 0);
-    comm_->Broadcast(buffer, root);
-    std::int64_t at_offset = 0;
-    for (std::size_t i : bucket) {
-      at::Tensor& p = parameters_[i];
-      const std::int64_t n = p.numel();
-      p.detach().copy_(buffer.narrow(0, at_offset, n).view(p.sizes()));
-      at_offset += n;
-    }
-  }
-}
-
-void DenseSync::AllReduceGradients() {
-  c10::NoGradGuard no_grad;
-  const double world = comm_->world_size();
-  for (const auto& bucket : MakeBuckets(parameters_, bucket_bytes_)) {
-    std::vector<at::Tensor> flat;
-    flat.reserve(bucket.size());
-    for (std::size_t i : bucket) {
-      const at::Tensor& p = parameters_[i];
-      const at::Tensor& g = p.grad();
-      if (!g.defined()) {
-        flat.push_back(at::zeros({p.numel()}, p.options()));
-      } else {
-        if (g.is_sparse()) {
-          throw CommError("DenseSync::AllReduceGradients: parameter " + std::to_string(i) +
-                          " has a sparse gradient; DenseSync averages dense gradients only");
-        }
-        flat.push_back(g.detach().reshape({-1}));
-      }
-    }
-    at::Tensor buffer = at::cat(flat, 0);
-    comm_->AllReduceSum(buffer);
-    buffer.div_(world);
-    std::int64_t at_offset = 0;
-    for (std::size_t i : bucket) {
-      at::Tensor& p = parameters_[i];
-      const std::int64_t n = p.numel();
-      at::Tensor avg = buffer.narrow(0, at_offset, n).view(p.sizes());
-      if (p.grad().defined()) {
-        p.mutable_grad().detach().copy_(avg);
-      } else {
-        p.mutable_grad() = avg.clone();
-      }
-      at_offset += n;
-    }
-  }
 }
 
 }  // namespace tzrec

@@ -206,6 +206,13 @@ struct Dataset::Impl {
     return std::nullopt;
   }
 
+  // Construction steps (Dataset::Dataset runs them in this order).
+  void Configure(const DataConfig& data, int for_rank, int of_world, std::int64_t batch_rows);
+  int Need(const std::string& column, const std::string& who);
+  void AddFeatures(const PipelineConfig& config);
+  void OpenFiles(const PipelineConfig& config, const std::string& input_path);
+  void StartFrom(const std::optional<DataCursor>& resume, const std::string& input_path);
+
   void BeginEpoch() {
     assigned = base.Assign(rank, world);
     assigned_rows = 0;
@@ -369,22 +376,23 @@ std::optional<Batch> Dataset::Impl::Producer::NextBatch() {
 
 // ---------------------------------------------------------------------------------------------
 
-Dataset::Dataset(const PipelineConfig& config, const std::string& input_path, int rank, int world,
-                 std::int64_t batch_size, const std::optional<DataCursor>& resume)
-    : impl_(std::make_unique<Impl>()) {
-  auto& m = *impl_;
-  const auto& data = config.data_config;
-  if (world < 1 || rank < 0 || rank >= world) {
-    throw std::invalid_argument("Dataset: rank " + std::to_string(rank) +
-                                " is not in [0, world=" + std::to_string(world) + ")");
+// Dataset::Impl's construction steps, in the order the constructor runs them.
+
+// Rank, batch and reader options from data_config; throws for a bad rank, batch or dataset type.
+void Dataset::Impl::Configure(const DataConfig& data, int for_rank, int of_world,
+                              std::int64_t batch_rows) {
+  auto& m = *this;
+  if (of_world < 1 || for_rank < 0 || for_rank >= of_world) {
+    throw std::invalid_argument("Dataset: rank " + std::to_string(for_rank) +
+                                " is not in [0, world=" + std::to_string(of_world) + ")");
   }
-  if (batch_size < 1) {
+  if (batch_rows < 1) {
     throw std::invalid_argument("Dataset: batch_size must be >= 1, got " +
-                                std::to_string(batch_size) + "; set data_config.batch_size");
+                                std::to_string(batch_rows) + "; set data_config.batch_size");
   }
-  m.rank = rank;
-  m.world = world;
-  m.batch_size = batch_size;
+  m.rank = for_rank;
+  m.world = of_world;
+  m.batch_size = batch_rows;
   m.drop_remainder = data.drop_remainder;
   m.num_workers = std::max<std::int64_t>(0, data.num_workers);
   m.capacity = static_cast<std::size_t>(std::max<std::int64_t>(2, 2 * m.num_workers));
@@ -405,23 +413,29 @@ Dataset::Dataset(const PipelineConfig& config, const std::string& input_path, in
     throw std::runtime_error("data_config.dataset_type '" + data.dataset_type +
                              "' is not supported; use ParquetDataset or CsvDataset");
   }
+}
 
-  auto need = [&m](const std::string& column, const std::string& who) {
-    for (std::size_t i = 0; i < m.needed.size(); ++i) {
-      if (m.needed[i] == column) {
-        m.needed_by[i] += ", " + who;
-        return static_cast<int>(i);
-      }
+// The index of `column` in `needed`, added when new; `who` is appended to its users.
+int Dataset::Impl::Need(const std::string& column, const std::string& who) {
+  for (std::size_t i = 0; i < needed.size(); ++i) {
+    if (needed[i] == column) {
+      needed_by[i] += ", " + who;
+      return static_cast<int>(i);
     }
-    m.needed.push_back(column);
-    m.needed_by.push_back(who);
-    return static_cast<int>(m.needed.size()) - 1;
-  };
+  }
+  needed.push_back(column);
+  needed_by.push_back(who);
+  return static_cast<int>(needed.size()) - 1;
+}
 
+// Transforms of every feature config, the columns they need and the sparse / dense split.
+void Dataset::Impl::AddFeatures(const PipelineConfig& config) {
+  auto& m = *this;
+  const auto& data = config.data_config;
   for (const auto& fc : config.feature_configs) {
     m.transforms.emplace_back(fc);
     const std::size_t f = m.transforms.size() - 1;
-    m.feature_slot.push_back(need(fc.input_column(), "feature '" + fc.feature_name + "'"));
+    m.feature_slot.push_back(m.Need(fc.input_column(), "feature '" + fc.feature_name + "'"));
     if (m.transforms[f].sparse()) {
       m.sparse_features.push_back(f);
       m.sparse_names.push_back(fc.feature_name);
@@ -433,10 +447,14 @@ Dataset::Dataset(const PipelineConfig& config, const std::string& input_path, in
     }
   }
   if (!data.label_fields.empty()) {
-    m.label_slot = need(data.label_fields.front(), "data_config.label_fields[0]");
+    m.label_slot = m.Need(data.label_fields.front(), "data_config.label_fields[0]");
   }
+}
 
-  // Files: open, count, check the columns.
+// Files: open, count, check the columns.
+void Dataset::Impl::OpenFiles(const PipelineConfig& config, const std::string& input_path) {
+  auto& m = *this;
+  const auto& data = config.data_config;
   m.file_names = input::ExpandInputPath(input_path);
   const std::string& group_key = config.model_config.grouped_auc_key;
   for (const auto& path : m.file_names) {
@@ -455,7 +473,7 @@ Dataset::Dataset(const PipelineConfig& config, const std::string& input_path, in
           if (fc.feature_name == group_key) column = fc.input_column();
         }
       }
-      m.group_slot = need(column, "model_config grouped_auc grouping_key '" + group_key + "'");
+      m.group_slot = m.Need(column, "model_config grouped_auc grouping_key '" + group_key + "'");
     }
     for (std::size_t c = 0; c < m.needed.size(); ++c) {
       const auto it = std::find(columns.begin(), columns.end(), m.needed[c]);
@@ -474,7 +492,12 @@ Dataset::Dataset(const PipelineConfig& config, const std::string& input_path, in
   m.file_starts.reserve(m.files.size() + 1);
   for (const auto& f : m.files) m.file_starts.push_back(f.start);
   m.file_starts.push_back(m.total);
+}
 
+// The cursor the first epoch starts from: `resume` when given (checked against the files' rows).
+void Dataset::Impl::StartFrom(const std::optional<DataCursor>& resume,
+                              const std::string& input_path) {
+  auto& m = *this;
   if (resume) {
     if (resume->total_rows != m.total) {
       throw std::invalid_argument(
@@ -487,7 +510,16 @@ Dataset::Dataset(const PipelineConfig& config, const std::string& input_path, in
   } else {
     m.base = DataCursor{m.total, 0, {}};
   }
-  m.BeginEpoch();
+}
+
+Dataset::Dataset(const PipelineConfig& config, const std::string& input_path, int rank, int world,
+                 std::int64_t batch_size, const std::optional<DataCursor>& resume)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->Configure(config.data_config, rank, world, batch_size);
+  impl_->AddFeatures(config);
+  impl_->OpenFiles(config, input_path);
+  impl_->StartFrom(resume, input_path);
+  impl_->BeginEpoch();
 }
 
 Dataset::~Dataset() {

@@ -9,7 +9,6 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
-#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -67,27 +66,11 @@ struct SingleModel {
 
 }  // namespace
 
-int RunExport(int argc, char** argv) {
-  std::string config_path;
-  std::string model_dir;
-  std::string checkpoint_path;
-  std::string export_dir;
-  CLI::App app{
-      "tzrec_train export: write a single-process model from a checkpoint of any world size",
-      "tzrec_train export"};
-  app.add_option("--pipeline_config_path,--pipeline-config-path", config_path,
-                 "pipeline config (default: <model_dir>/pipeline.config)");
-  app.add_option("--model_dir,--model-dir", model_dir,
-                 "training model_dir (its newest checkpoint is exported)");
-  app.add_option("--checkpoint_path,--checkpoint-path", checkpoint_path,
-                 "a model.ckpt-STEP directory to export");
-  app.add_option("--export_dir,--export-dir", export_dir, "output directory (must not exist)")
-      ->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+int Export(ExportOptions options) {
+  std::string& config_path = options.pipeline_config_path;
+  std::string& model_dir = options.model_dir;
+  std::string& checkpoint_path = options.checkpoint_path;
+  const std::string& export_dir = options.export_dir;
   return RunGuarded("export", [&]() {
     if (model_dir.empty() && checkpoint_path.empty()) {
       throw ConfigError(
@@ -126,24 +109,11 @@ int RunExport(int argc, char** argv) {
   });
 }
 
-int RunPredict(int argc, char** argv) {
-  std::string export_dir;
-  std::string input_path;
-  std::string output_path;
-  std::int64_t batch_size = 0;
-  CLI::App app{"tzrec_train predict: score an input with an exported model", "tzrec_train predict"};
-  app.add_option("--export_dir,--export-dir", export_dir, "directory written by tzrec_train export")
-      ->required();
-  app.add_option("--input_path,--input-path", input_path,
-                 "input in the config's format (globs, comma-separated)")
-      ->required();
-  app.add_option("--output_path,--output-path", output_path, "write one probability per line here");
-  app.add_option("--batch_size,--batch-size", batch_size, "default: the config's eval batch size");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+int Predict(PredictOptions options) {
+  const std::string& export_dir = options.export_dir;
+  const std::string& input_path = options.input_path;
+  const std::string& output_path = options.output_path;
+  std::int64_t& batch_size = options.batch_size;
   return RunGuarded("predict", [&]() {
     const PipelineConfig config =
         LoadPipelineConfig((fs::path(export_dir) / "pipeline.config").string());

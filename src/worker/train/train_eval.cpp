@@ -3,7 +3,6 @@
 #include <ATen/autocast_mode.h>
 #include <c10/core/GradMode.h>
 
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -30,15 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Flags {
-  std::string pipeline_config_path;
-  std::string train_input_path;
-  std::string eval_input_path;
-  std::string model_dir;
-  std::string edit_config_json;
-  bool continue_train = false;
-  bool ignore_restore_optimizer = false;
-};
+using Flags = TrainEvalOptions;
 
 // A batch with the cursor of its rank right after it was read.
 struct Fetched {
@@ -247,6 +238,20 @@ class Trainer {
     return dense_->Forward(kt, dense).to(at::kFloat);
   }
 
+  // The running sums of a Train call: losses since the last log line, samples, the step timer.
+  struct Progress {
+    std::int64_t total_steps = 0;
+    double loss_sum = 0;
+    std::int64_t loss_count = 0;
+    std::int64_t samples = 0;
+    double last_loss = NAN;
+    std::chrono::steady_clock::time_point window_start = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point train_start = window_start;
+    std::int64_t window_samples = 0;
+    std::string last_cursor;
+    std::int64_t micro = 0;
+  };
+
   void Train(CheckpointManager& ckpt, const std::optional<DataCursor>& resume) {
     const auto& tc = config_.train_config;
     const std::int64_t batch = config_.data_config.batch_size;
@@ -256,23 +261,15 @@ class Trainer {
     // Steps still to run: this epoch's remaining rows (a resumed rank may hold fewer), then full
     // epochs; recomputed when an epoch starts.
     const std::int64_t full_epoch_steps = (ds.total_rows() / world_ + batch - 1) / batch;
-    std::int64_t total_steps = 0;
+    Progress p;
     auto plan_total = [&]() {
-      total_steps = tc.num_steps > 0
-                        ? tc.num_steps
-                        : global_step_ + (ds.rows_assigned() + batch - 1) / batch +
-                              std::max<std::int64_t>(0, epochs - epoch_ - 1) * full_epoch_steps;
+      p.total_steps = tc.num_steps > 0
+                          ? tc.num_steps
+                          : global_step_ + (ds.rows_assigned() + batch - 1) / batch +
+                                std::max<std::int64_t>(0, epochs - epoch_ - 1) * full_epoch_steps;
     };
     plan_total();
-    double loss_sum = 0;
-    std::int64_t loss_count = 0;
-    std::int64_t samples = 0;
-    double last_loss = NAN;
-    auto window_start = std::chrono::steady_clock::now();
-    const auto train_start = window_start;
-    std::int64_t window_samples = 0;
-    std::string last_cursor = ds.Cursor().ToJson();
-    std::int64_t micro = 0;
+    p.last_cursor = ds.Cursor().ToJson();
 
     auto done = [&]() { return tc.num_steps > 0 && global_step_ >= tc.num_steps; };
     while (!done() && (tc.num_steps > 0 || epoch_ < epochs)) {
@@ -287,43 +284,13 @@ class Trainer {
       while (cur && !done()) {
         if (step_barrier_) comm_->Barrier();  // CC < 7.0: TorchEasyRec's NCCL deadlock workaround
         std::optional<Fetched> next = Fetch(ds, true);  // input dist of batch k+1 overlaps batch k
-        at::Tensor logits = Logits(*cur);
-        at::Tensor loss =
-            at::binary_cross_entropy_with_logits(logits, cur->batch.labels.to(device_));
-        last_loss = loss.item<double>();
-        at::Tensor scaled = loss / static_cast<double>(accumulation_);
-        if (scale_ > 0) {
-          ebc_->set_gradient_scale(scale_);
-          scaled = scaled * scale_;
-        }
-        scaled.backward();
-        if (++micro % accumulation_ == 0) DenseStep();
-        ++global_step_;
-        samples += cur->batch.size;
-        window_samples += cur->batch.size;
-        loss_sum += last_loss;
-        ++loss_count;
-        last_cursor = cur->cursor_json;
+        TrainStep(*cur, p);
         if (tc.log_step_count_steps > 0 && global_step_ % tc.log_step_count_steps == 0) {
-          const auto now = std::chrono::steady_clock::now();
-          const double secs = std::chrono::duration<double>(now - window_start).count();
-          const double rate = static_cast<double>(window_samples) * world_ / std::max(secs, 1e-9);
-          const double per_step = secs / static_cast<double>(tc.log_step_count_steps);
-          if (rank_ == 0) {
-            std::cout << "step " << global_step_ << "/" << total_steps << "  loss " << std::fixed
-                      << std::setprecision(5) << loss_sum / static_cast<double>(loss_count)
-                      << "  samples/s " << std::setprecision(1) << rate << "  eta "
-                      << Hms(per_step * static_cast<double>(total_steps - global_step_))
-                      << std::defaultfloat << std::endl;
-          }
-          window_start = now;
-          window_samples = 0;
-          train_loss_ = loss_sum / static_cast<double>(loss_count);
-          loss_sum = 0;
-          loss_count = 0;
+          LogProgress(p);
         }
         if (tc.save_checkpoints_steps > 0 && global_step_ % tc.save_checkpoints_steps == 0) {
-          SaveAndEval(ckpt, last_cursor, samples, train_start, last_loss, loss_sum, loss_count);
+          SaveAndEval(ckpt, p.last_cursor, p.samples, p.train_start, p.last_loss, p.loss_sum,
+                      p.loss_count);
         }
         cur = std::move(next);
       }
@@ -331,11 +298,52 @@ class Trainer {
         ebc_->Drain(cur->dist);  // a batch fetched ahead of the last step: finish its input dist
       if (done()) break;
     }
-    if (micro % accumulation_ != 0) DenseStep();
-    if (loss_count > 0) train_loss_ = loss_sum / static_cast<double>(loss_count);
-    if (std::isnan(train_loss_)) train_loss_ = last_loss;
-    SaveAndEval(ckpt, last_cursor, samples, train_start, last_loss, loss_sum, loss_count,
-                /*final=*/true);
+    if (p.micro % accumulation_ != 0) DenseStep();
+    if (p.loss_count > 0) train_loss_ = p.loss_sum / static_cast<double>(p.loss_count);
+    if (std::isnan(train_loss_)) train_loss_ = p.last_loss;
+    SaveAndEval(ckpt, p.last_cursor, p.samples, p.train_start, p.last_loss, p.loss_sum,
+                p.loss_count, /*final=*/true);
+  }
+
+  // Forward, backward and (every accumulation_ micro-batches) the dense step of one batch.
+  void TrainStep(const Fetched& cur, Progress& p) {
+    at::Tensor logits = Logits(cur);
+    at::Tensor loss = at::binary_cross_entropy_with_logits(logits, cur.batch.labels.to(device_));
+    p.last_loss = loss.item<double>();
+    at::Tensor scaled = loss / static_cast<double>(accumulation_);
+    if (scale_ > 0) {
+      ebc_->set_gradient_scale(scale_);
+      scaled = scaled * scale_;
+    }
+    scaled.backward();
+    if (++p.micro % accumulation_ == 0) DenseStep();
+    ++global_step_;
+    p.samples += cur.batch.size;
+    p.window_samples += cur.batch.size;
+    p.loss_sum += p.last_loss;
+    ++p.loss_count;
+    p.last_cursor = cur.cursor_json;
+  }
+
+  // The log line of the last log_step_count_steps steps (rank 0), then a new window.
+  void LogProgress(Progress& p) {
+    const auto& tc = config_.train_config;
+    const auto now = std::chrono::steady_clock::now();
+    const double secs = std::chrono::duration<double>(now - p.window_start).count();
+    const double rate = static_cast<double>(p.window_samples) * world_ / std::max(secs, 1e-9);
+    const double per_step = secs / static_cast<double>(tc.log_step_count_steps);
+    if (rank_ == 0) {
+      std::cout << "step " << global_step_ << "/" << p.total_steps << "  loss " << std::fixed
+                << std::setprecision(5) << p.loss_sum / static_cast<double>(p.loss_count)
+                << "  samples/s " << std::setprecision(1) << rate << "  eta "
+                << Hms(per_step * static_cast<double>(p.total_steps - global_step_))
+                << std::defaultfloat << std::endl;
+    }
+    p.window_start = now;
+    p.window_samples = 0;
+    train_loss_ = p.loss_sum / static_cast<double>(p.loss_count);
+    p.loss_sum = 0;
+    p.loss_count = 0;
   }
 
   void DenseStep() {
@@ -570,29 +578,7 @@ void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainSta
   }
 }
 
-int RunTrainEval(int argc, char** argv) {
-  Flags flags;
-  CLI::App app{"tzrec_train train_eval: train and evaluate a model (TorchEasyRec tzrec.train_eval)",
-               "tzrec_train"};
-  app.add_option("--pipeline_config_path,--pipeline-config-path", flags.pipeline_config_path,
-                 "pipeline config (JSON)")
-      ->required();
-  app.add_option("--train_input_path,--train-input-path", flags.train_input_path,
-                 "overrides the config's");
-  app.add_option("--eval_input_path,--eval-input-path", flags.eval_input_path,
-                 "overrides the config's");
-  app.add_option("--model_dir,--model-dir", flags.model_dir, "overrides the config's");
-  app.add_option("--edit_config_json,--edit-config-json", flags.edit_config_json,
-                 "JSON object of dotted-path overrides, e.g. '{\"train_config.num_steps\": 100}'");
-  app.add_flag("--continue_train,--continue-train", flags.continue_train,
-               "resume from the newest checkpoint in model_dir");
-  app.add_flag("--ignore_restore_optimizer,--ignore-restore-optimizer",
-               flags.ignore_restore_optimizer, "restore weights but not optimizer state");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+int TrainEval(const TrainEvalOptions& flags) {
   return RunGuarded("train_eval", [&]() {
     PipelineConfig config = LoadPipelineConfig(flags.pipeline_config_path, flags.edit_config_json);
     if (!flags.train_input_path.empty()) config.train_input_path = flags.train_input_path;

@@ -173,6 +173,89 @@ std::string Compare(const std::string& what, const at::Tensor& got, const at::Te
   return o.str();
 }
 
+// The reference: one unsharded EBC per table (a column-wise table's row-wise Adagrad keeps one
+// accumulator per column block, as the shards do).
+std::vector<tzrec::EmbeddingBagCollection> ReferenceEbcs(
+    const std::vector<tzrec::EmbeddingBagConfig>& tables, const tzrec::ShardingPlan& plan,
+    const tzrec::EmbeddingOptimizerConfig& ocfg, const at::Device& device) {
+  std::vector<tzrec::EmbeddingBagCollection> reference;
+  for (const auto& t : tables) {
+    auto tcfg = ocfg;
+    const auto& ps = plan.Get(t.name);
+    if (ps.sharding_type == ShardingType::kColumnWise && ps.shards.size() > 1) {
+      tcfg.rowwise_block_cols = ps.shards.front().cols;
+    }
+    reference.emplace_back(std::vector<tzrec::EmbeddingBagConfig>{t}, tcfg, 42, device);
+  }
+  return reference;
+}
+
+// One plan x optimizer: args.steps sharded steps against the unsharded reference on the global
+// batch. Returns "" or the first mismatch; throws what the planner, the EBC or a collective throws.
+std::string CheckOne(const Args& args, const std::shared_ptr<tzrec::Comm>& comm,
+                     const tzrec::Topology& topo,
+                     const std::vector<tzrec::EmbeddingBagConfig>& tables,
+                     const std::string& plan_name, const std::string& opt_name) {
+  const int rank = comm->rank();
+  const int world = comm->world_size();
+  const at::Device device = comm->device();
+  const std::int64_t local_batch = args.global_batch / world;
+  std::string problem;
+  std::vector<tzrec::TableSpec> specs;
+  for (const auto& t : tables)
+    specs.push_back(tzrec::ToTableSpec(t, Constraint(plan_name, t.name)));
+  tzrec::PlannerOptions popts;
+  popts.batch_size = local_batch;
+  popts.optimizer = tzrec::ParseEmbeddingOptimizerKind(opt_name);
+  const tzrec::ShardingPlan plan = tzrec::CollectivePlan(*comm, topo, specs, popts);
+  const auto ocfg = OptimizerConfig(opt_name);
+  tzrec::ShardedEmbeddingBagCollection sharded(tables, plan, ocfg, 42, comm);
+  std::vector<tzrec::EmbeddingBagCollection> reference = ReferenceEbcs(tables, plan, ocfg, device);
+  std::int64_t dim = 0;
+  for (const auto& t : tables)
+    dim += t.embedding_dim * static_cast<std::int64_t>(t.feature_names.size());
+  Dense dense(dim, device);
+  Dense ref_dense(dim, device);
+  tzrec::DenseSync sync(comm, {dense.w, dense.b});
+  sync.BroadcastParameters(0);
+  for (int step = 0; step < args.steps && problem.empty(); ++step) {
+    at::Tensor labels;
+    const tzrec::KeyedJaggedTensor global = GlobalBatch(tables, args.global_batch, step, &labels);
+    const tzrec::KeyedJaggedTensor local = global.SliceBatch(rank * local_batch, local_batch);
+    const at::Tensor local_labels = labels.narrow(0, rank * local_batch, local_batch).to(device);
+    // Sharded step.
+    const tzrec::KeyedTensor kt = sharded.Forward(local);
+    at::Tensor loss = dense.Loss(kt.values(), local_labels);
+    loss.backward();
+    sync.AllReduceGradients();
+    dense.Step(0.1);
+    at::Tensor global_loss = loss.detach().clone().view({1});
+    comm->AllReduceSum(global_loss);
+    global_loss = global_loss / static_cast<double>(world);
+    // Reference step.
+    std::vector<at::Tensor> ref_parts;
+    const tzrec::KeyedJaggedTensor global_dev = global.To(device);
+    for (auto& ebc : reference) ref_parts.push_back(ebc.Forward(global_dev).values());
+    const at::Tensor ref_values = at::cat(ref_parts, 1);
+    at::Tensor ref_loss = ref_dense.Loss(ref_values, labels.to(device));
+    ref_loss.backward();
+    ref_dense.Step(0.1);
+    const std::string s = std::to_string(step);
+    problem = Compare("step " + s + " pooled output", kt.values(),
+                      ref_values.narrow(0, rank * local_batch, local_batch));
+    if (problem.empty()) problem = Compare("step " + s + " loss", global_loss, ref_loss.view({1}));
+  }
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    const at::Tensor full = sharded.GatherTable(tables[i].name);
+    if (problem.empty()) {
+      problem = Compare("table " + tables[i].name + " after training", full,
+                        reference[i].Weight(tables[i].name));
+    }
+  }
+  if (problem.empty()) problem = Compare("dense weight", dense.w, ref_dense.w);
+  return problem;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -190,13 +273,11 @@ int main(int argc, char** argv) {
   }
   const int rank = comm->rank();
   const int world = comm->world_size();
-  const at::Device device = comm->device();
   if (args.global_batch % world != 0) {
     std::cerr << "tzrec_sharding_check: --global-batch " << args.global_batch
               << " is not divisible by the world size " << world << '\n';
     return 2;
   }
-  const std::int64_t local_batch = args.global_batch / world;
   const auto tables = Tables();
   tzrec::Topology topo;
   topo.world_size = world;
@@ -212,71 +293,7 @@ int main(int argc, char** argv) {
       const std::string label = plan_name + "/" + opt_name;
       std::string problem;
       try {
-        std::vector<tzrec::TableSpec> specs;
-        for (const auto& t : tables)
-          specs.push_back(tzrec::ToTableSpec(t, Constraint(plan_name, t.name)));
-        tzrec::PlannerOptions popts;
-        popts.batch_size = local_batch;
-        popts.optimizer = tzrec::ParseEmbeddingOptimizerKind(opt_name);
-        const tzrec::ShardingPlan plan = tzrec::CollectivePlan(*comm, topo, specs, popts);
-        const auto ocfg = OptimizerConfig(opt_name);
-        tzrec::ShardedEmbeddingBagCollection sharded(tables, plan, ocfg, 42, comm);
-        // The reference: one unsharded EBC per table (a column-wise table's row-wise Adagrad keeps
-        // one accumulator per column block, as the shards do).
-        std::vector<tzrec::EmbeddingBagCollection> reference;
-        for (const auto& t : tables) {
-          auto tcfg = ocfg;
-          const auto& ps = plan.Get(t.name);
-          if (ps.sharding_type == ShardingType::kColumnWise && ps.shards.size() > 1) {
-            tcfg.rowwise_block_cols = ps.shards.front().cols;
-          }
-          reference.emplace_back(std::vector<tzrec::EmbeddingBagConfig>{t}, tcfg, 42, device);
-        }
-        std::int64_t dim = 0;
-        for (const auto& t : tables)
-          dim += t.embedding_dim * static_cast<std::int64_t>(t.feature_names.size());
-        Dense dense(dim, device);
-        Dense ref_dense(dim, device);
-        tzrec::DenseSync sync(comm, {dense.w, dense.b});
-        sync.BroadcastParameters(0);
-        for (int step = 0; step < args.steps && problem.empty(); ++step) {
-          at::Tensor labels;
-          const tzrec::KeyedJaggedTensor global =
-              GlobalBatch(tables, args.global_batch, step, &labels);
-          const tzrec::KeyedJaggedTensor local = global.SliceBatch(rank * local_batch, local_batch);
-          const at::Tensor local_labels =
-              labels.narrow(0, rank * local_batch, local_batch).to(device);
-          // Sharded step.
-          const tzrec::KeyedTensor kt = sharded.Forward(local);
-          at::Tensor loss = dense.Loss(kt.values(), local_labels);
-          loss.backward();
-          sync.AllReduceGradients();
-          dense.Step(0.1);
-          at::Tensor global_loss = loss.detach().clone().view({1});
-          comm->AllReduceSum(global_loss);
-          global_loss = global_loss / static_cast<double>(world);
-          // Reference step.
-          std::vector<at::Tensor> ref_parts;
-          const tzrec::KeyedJaggedTensor global_dev = global.To(device);
-          for (auto& ebc : reference) ref_parts.push_back(ebc.Forward(global_dev).values());
-          const at::Tensor ref_values = at::cat(ref_parts, 1);
-          at::Tensor ref_loss = ref_dense.Loss(ref_values, labels.to(device));
-          ref_loss.backward();
-          ref_dense.Step(0.1);
-          const std::string s = std::to_string(step);
-          problem = Compare("step " + s + " pooled output", kt.values(),
-                            ref_values.narrow(0, rank * local_batch, local_batch));
-          if (problem.empty())
-            problem = Compare("step " + s + " loss", global_loss, ref_loss.view({1}));
-        }
-        for (std::size_t i = 0; i < tables.size(); ++i) {
-          const at::Tensor full = sharded.GatherTable(tables[i].name);
-          if (problem.empty()) {
-            problem = Compare("table " + tables[i].name + " after training", full,
-                              reference[i].Weight(tables[i].name));
-          }
-        }
-        if (problem.empty()) problem = Compare("dense weight", dense.w, ref_dense.w);
+        problem = CheckOne(args, comm, topo, tables, plan_name, opt_name);
       } catch (const std::exception& e) {
         std::cerr << "tzrec_sharding_check: " << label << " rank " << rank << ": " << e.what()
                   << '\n';

@@ -1,0 +1,393 @@
+// The fused embedding optimizers' update (EmbeddingOptimizerState::Apply and ApplyPooled, see
+// tzrec/core/embedding.hpp): one per-row kernel for both (so sharded and unsharded tables round
+// identically), vectorised with omp simd and an AVX2 clone on x86-64. The state's construction and
+// checkpoint tensors are in embedding.cpp.
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/grad_mode.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "shape.hpp"
+#include "tzrec/core/embedding.hpp"
+
+namespace tzrec {
+namespace {
+
+using core_detail::Shape;
+
+}  // namespace
+
+namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
+#define TZREC_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define TZREC_SIMD_CLONES
+#endif
+
+// What the per-row update reads: the shard's weight and optimizer state and the step's constants.
+struct RowUpdateParams {
+  EmbeddingOptimizerKind kind;
+  std::int64_t cols;
+  float* w;
+  float* m1;
+  float* m2;
+  std::int64_t blocks;
+  float lr, eps, wd, b1, b2, c1, c2;
+};
+
+// The per-element loops vectorise (omp simd); on x86-64 an AVX2 clone runs where the CPU has it
+// (no FMA: results are identical to the baseline clone, element for element).
+TZREC_SIMD_CLONES void UpdateRowKernel(const RowUpdateParams& u, std::int64_t row, float* g) {
+  float* w = u.w + row * u.cols;
+  if (u.wd != 0.0F) {
+#pragma omp simd
+    for (std::int64_t c = 0; c < u.cols; ++c) g[c] += u.wd * w[c];
+  }
+  switch (u.kind) {
+    case EmbeddingOptimizerKind::kSgd:
+#pragma omp simd
+      for (std::int64_t c = 0; c < u.cols; ++c) w[c] -= u.lr * g[c];
+      break;
+    case EmbeddingOptimizerKind::kAdagrad: {
+      float* s = u.m1 + row * u.cols;
+#pragma omp simd
+      for (std::int64_t c = 0; c < u.cols; ++c) {
+        s[c] += g[c] * g[c];
+        w[c] -= u.lr * g[c] / (std::sqrt(s[c]) + u.eps);
+      }
+      break;
+    }
+    case EmbeddingOptimizerKind::kRowWiseAdagrad: {
+      const std::int64_t width = u.cols / u.blocks;
+      for (std::int64_t k = 0; k < u.blocks; ++k) {
+        float sq = 0.0F;
+        for (std::int64_t c = k * width; c < (k + 1) * width; ++c) sq += g[c] * g[c];
+        float& s = u.m1[row * u.blocks + k];
+        s += sq / static_cast<float>(width);
+        const float denom = std::sqrt(s) + u.eps;
+#pragma omp simd
+        for (std::int64_t c = k * width; c < (k + 1) * width; ++c) w[c] -= u.lr * g[c] / denom;
+      }
+      break;
+    }
+    case EmbeddingOptimizerKind::kAdam: {
+      float* m = u.m1 + row * u.cols;
+      float* v = u.m2 + row * u.cols;
+#pragma omp simd
+      for (std::int64_t c = 0; c < u.cols; ++c) {
+        m[c] = u.b1 * m[c] + (1.0F - u.b1) * g[c];
+        v[c] = u.b2 * v[c] + (1.0F - u.b2) * g[c] * g[c];
+        w[c] -= u.lr * (m[c] / u.c1) / (std::sqrt(v[c] / u.c2) + u.eps);
+      }
+      break;
+    }
+  }
+}
+
+// The fused optimizers' per-row update on CPU float32 (one implementation for Apply and
+// ApplyPooled, so sharded and unsharded tables round identically). `g` is the row's summed
+// gradient (cols floats; weight decay is added here).
+class RowUpdater {
+ public:
+  RowUpdater(const EmbeddingOptimizerConfig& config, std::int64_t step, at::Tensor& weight,
+             at::Tensor& m1, at::Tensor& m2)
+      : p_{config.kind,
+           weight.size(1),
+           weight.data_ptr<float>(),
+           m1.defined() ? m1.data_ptr<float>() : nullptr,
+           m2.defined() ? m2.data_ptr<float>() : nullptr,
+           config.kind == EmbeddingOptimizerKind::kRowWiseAdagrad && m1.defined() && m1.dim() == 2
+               ? m1.size(1)
+               : 1,
+           static_cast<float>(config.lr),
+           static_cast<float>(config.eps),
+           static_cast<float>(config.weight_decay),
+           static_cast<float>(config.beta1),
+           static_cast<float>(config.beta2),
+           static_cast<float>(1.0 - std::pow(config.beta1, static_cast<double>(step))),
+           static_cast<float>(1.0 - std::pow(config.beta2, static_cast<double>(step)))} {}
+
+  void operator()(std::int64_t row, float* g) const { UpdateRowKernel(p_, row, g); }
+
+ private:
+  RowUpdateParams p_;
+};
+
+}  // namespace
+
+namespace {
+
+// Throws std::invalid_argument unless weight is [shard_rows, cols], rows an int64 1-D tensor and
+// grads [rows.numel(), cols].
+void CheckApplyArgs(const at::Tensor& weight, const at::Tensor& rows, const at::Tensor& grads,
+                    std::int64_t shard_rows, std::int64_t cols) {
+  if (!weight.defined() || weight.dim() != 2 || weight.size(0) != shard_rows ||
+      weight.size(1) != cols) {
+    throw std::invalid_argument("EmbeddingOptimizerState::Apply: weight has shape " +
+                                Shape(weight) + " but the state was made for [" +
+                                std::to_string(shard_rows) + ", " + std::to_string(cols) + "]");
+  }
+  if (!rows.defined() || rows.dim() != 1 || rows.scalar_type() != at::kLong) {
+    throw std::invalid_argument(
+        "EmbeddingOptimizerState::Apply: rows must be an int64 1-D tensor, got " + Shape(rows));
+  }
+  const auto u = rows.numel();
+  if (!grads.defined() || grads.dim() != 2 || grads.size(0) != u || grads.size(1) != cols) {
+    throw std::invalid_argument("EmbeddingOptimizerState::Apply: grads have shape " + Shape(grads) +
+                                " but need [" + std::to_string(u) + ", " + std::to_string(cols) +
+                                "] (one row per id in rows)");
+  }
+}
+
+// The updated float32 rows `idx` of a weight by tensor ops (any device or dtype): w32 the rows'
+// weights, g their gradients (weight decay added). Updates the optimizer state rows in place.
+at::Tensor UpdatedRowsByTensors(const EmbeddingOptimizerConfig& config, std::int64_t step,
+                                std::int64_t cols, const at::Tensor& idx, const at::Tensor& w32,
+                                const at::Tensor& g, at::Tensor& momentum1, at::Tensor& momentum2) {
+  const auto lr = config.lr;
+  const auto eps = config.eps;
+  switch (config.kind) {
+    case EmbeddingOptimizerKind::kSgd:
+      return w32 - lr * g;
+    case EmbeddingOptimizerKind::kAdagrad: {
+      auto s = momentum1.index_select(0, idx) + g * g;
+      momentum1.index_copy_(0, idx, s);
+      return w32 - lr * g / (s.sqrt() + eps);
+    }
+    case EmbeddingOptimizerKind::kRowWiseAdagrad: {
+      if (momentum1.dim() == 2) {  // one accumulator per row and column block
+        const std::int64_t blocks = momentum1.size(1);
+        auto gb = g.view({g.size(0), blocks, cols / blocks});
+        auto s = momentum1.index_select(0, idx) + (gb * gb).mean(2);
+        momentum1.index_copy_(0, idx, s);
+        return w32 - (lr * gb / (s.sqrt() + eps).unsqueeze(2)).view({g.size(0), cols});
+      }
+      auto s = momentum1.index_select(0, idx) + (g * g).mean(1);
+      momentum1.index_copy_(0, idx, s);
+      return w32 - lr * g / (s.sqrt() + eps).unsqueeze(1);
+    }
+    case EmbeddingOptimizerKind::kAdam: {
+      const auto b1 = config.beta1;
+      const auto b2 = config.beta2;
+      auto m = momentum1.index_select(0, idx) * b1 + (1.0 - b1) * g;
+      auto v = momentum2.index_select(0, idx) * b2 + (1.0 - b2) * g * g;
+      momentum1.index_copy_(0, idx, m);
+      momentum2.index_copy_(0, idx, v);
+      const double t = static_cast<double>(step);
+      const double c1 = 1.0 - std::pow(b1, t);
+      const double c2 = 1.0 - std::pow(b2, t);
+      return w32 - lr * (m / c1) / ((v / c2).sqrt() + eps);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+void EmbeddingOptimizerState::Apply(at::Tensor& weight, const at::Tensor& rows,
+                                    const at::Tensor& grads) {
+  at::NoGradGuard no_grad;
+  CheckApplyArgs(weight, rows, grads, rows_, cols_);
+  const auto u = rows.numel();
+  ++step_;
+  if (u == 0 || cols_ == 0) return;
+  const auto device = weight.device();
+  auto idx = rows.to(device);
+  const auto [mn, mx] = at::aminmax(idx);
+  const auto lo = mn.item<std::int64_t>();
+  const auto hi = mx.item<std::int64_t>();
+  if (lo < 0 || hi >= rows_) {
+    throw std::out_of_range("EmbeddingOptimizerState::Apply: row id " +
+                            std::to_string(lo < 0 ? lo : hi) + " is outside the shard's rows [0, " +
+                            std::to_string(rows_) + ")");
+  }
+  if (weight.device().is_cpu() && weight.scalar_type() == at::kFloat && weight.is_contiguous()) {
+    // The same per-row kernel as ApplyPooled, so both round identically.
+    const RowUpdater update(config_, step_, weight, momentum1_, momentum2_);
+    at::Tensor g = grads.to(at::kCPU, at::kFloat).contiguous().clone();
+    const at::Tensor r = idx.contiguous();
+    const auto* rp = r.data_ptr<std::int64_t>();
+    float* gp = g.data_ptr<float>();
+    at::parallel_for(0, u, 64, [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t i = begin; i < end; ++i) update(rp[i], gp + i * cols_);
+    });
+    return;
+  }
+  auto w_rows = weight.index_select(0, idx);
+  auto w32 = w_rows.to(at::kFloat);
+  auto g = grads.to(device, at::kFloat);
+  if (config_.weight_decay != 0.0) g = g + config_.weight_decay * w32;
+  const at::Tensor updated =
+      UpdatedRowsByTensors(config_, step_, cols_, idx, w32, g, momentum1_, momentum2_);
+  weight.index_copy_(0, idx, updated.to(weight.scalar_type()));
+}
+
+namespace {
+
+// Occurrence keys (row << 32 | occurrence index) sorted by row and, within a row, by occurrence:
+// an LSD radix sort over the row bits only (the indices are already ascending and every pass is
+// stable). `row_of(i)` must be in [0, rows).
+template <typename RowOf>
+std::vector<std::uint64_t> SortOccurrencesByRow(std::size_t count, std::int64_t rows,
+                                                RowOf row_of) {
+  if (count > 0xFFFFFFFFU || rows > (std::int64_t{1} << 31)) {
+    throw std::length_error("EmbeddingOptimizerState::ApplyPooled: " + std::to_string(count) +
+                            " ids for a shard of " + std::to_string(rows) +
+                            " rows exceed the 2^32 ids / 2^31 rows one update handles; use a "
+                            "smaller batch or shard the table further");
+  }
+  std::vector<std::uint64_t> keys(count);
+  for (std::size_t i = 0; i < count; ++i) keys[i] = (row_of(i) << 32U) | i;
+  const auto bits = static_cast<int>(
+      std::bit_width(static_cast<std::uint64_t>(std::max<std::int64_t>(rows - 1, 1))));
+  constexpr int kDigit = 11;
+  constexpr std::size_t kBuckets = std::size_t{1} << kDigit;
+  std::vector<std::uint64_t> tmp(count);
+  std::vector<std::size_t> hist(kBuckets);
+  for (int shift = 0; shift < bits; shift += kDigit) {
+    std::fill(hist.begin(), hist.end(), 0);
+    const auto digit = [&](std::uint64_t k) {
+      return static_cast<std::size_t>((k >> (32U + static_cast<unsigned>(shift))) & (kBuckets - 1));
+    };
+    for (const std::uint64_t k : keys) ++hist[digit(k)];
+    std::size_t sum = 0;
+    for (std::size_t& h : hist) sum += std::exchange(h, sum);
+    for (const std::uint64_t k : keys) tmp[hist[digit(k)]++] = k;
+    keys.swap(tmp);
+  }
+  return keys;
+}
+
+// The CPU float32 path of ApplyPooled applies: a contiguous [rows, cols] weight and float32
+// gradients and weights.
+bool PooledFastPath(const at::Tensor& weight,
+                    const std::vector<EmbeddingOptimizerState::PooledGrad>& parts,
+                    std::int64_t shard_rows, std::int64_t cols) {
+  bool fast = weight.device().is_cpu() && weight.scalar_type() == at::kFloat &&
+              weight.is_contiguous() && weight.dim() == 2 && weight.size(0) == shard_rows &&
+              weight.size(1) == cols;
+  for (const auto& p : parts) {
+    fast = fast && p.grad_out.scalar_type() == at::kFloat &&
+           (!p.weights.defined() || p.weights.scalar_type() == at::kFloat);
+  }
+  return fast;
+}
+
+// Any other device or dtype: the pooled gradients per id, summed per row, through Apply.
+void ApplyPooledByRows(EmbeddingOptimizerState& state, at::Tensor& weight,
+                       const std::vector<EmbeddingOptimizerState::PooledGrad>& parts,
+                       std::int64_t cols) {
+  std::vector<at::Tensor> ids;
+  std::vector<at::Tensor> grads;
+  for (const auto& p : parts) {
+    if (p.ids.numel() == 0) continue;
+    ids.push_back(p.ids);
+    grads.push_back(
+        PooledSumBackward(p.grad_out.contiguous(), p.offsets, p.ids.numel(), p.weights));
+  }
+  if (ids.empty()) {
+    state.Apply(
+        weight, at::empty({0}, at::TensorOptions().dtype(at::kLong).device(weight.device())),
+        at::empty({0, cols}, at::TensorOptions().dtype(at::kFloat).device(weight.device())));
+    return;
+  }
+  auto [rows, g] = AggregateRowGradients(at::cat(ids), at::cat(grads));
+  state.Apply(weight, rows, g);
+}
+
+// One occurrence of a row in the pooled gradients of a step.
+struct Occ {
+  std::int64_t row;
+  const float* grad;  // the bag's grad_out row
+  float scale;
+};
+
+// Every id of `parts` as an occurrence of its row (checked against [0, shard_rows)), in part, bag
+// and id order; `keep` holds the contiguous CPU copies the occurrences point into.
+std::vector<Occ> CollectOccurrences(const std::vector<EmbeddingOptimizerState::PooledGrad>& parts,
+                                    std::int64_t shard_rows, std::int64_t cols,
+                                    std::vector<at::Tensor>& keep) {
+  std::vector<Occ> occ;
+  for (const auto& p : parts) {
+    const std::int64_t n = p.ids.numel();
+    if (n == 0) continue;
+    const at::Tensor ids = keep.emplace_back(p.ids.to(at::kCPU, at::kLong).contiguous());
+    const at::Tensor offs = keep.emplace_back(p.offsets.to(at::kCPU, at::kLong).contiguous());
+    // grad_out may be a column slice of a wider gradient: rows need unit stride only.
+    const at::Tensor g = keep.emplace_back(
+        p.grad_out.dim() == 2 && p.grad_out.stride(1) == 1 ? p.grad_out : p.grad_out.contiguous());
+    const std::int64_t g_stride = g.dim() == 2 ? g.stride(0) : cols;
+    const at::Tensor w =
+        p.weights.defined() ? keep.emplace_back(p.weights.contiguous()) : at::Tensor();
+    const auto* ip = ids.data_ptr<std::int64_t>();
+    const auto* op = offs.data_ptr<std::int64_t>();
+    const auto* gp = g.data_ptr<float>();
+    const float* wp = w.defined() ? w.data_ptr<float>() : nullptr;
+    const std::int64_t bags = offs.numel() - 1;
+    for (std::int64_t b = 0; b < bags; ++b) {
+      for (std::int64_t i = op[b]; i < op[b + 1]; ++i) {
+        if (ip[i] < 0 || ip[i] >= shard_rows) {
+          throw std::out_of_range("EmbeddingOptimizerState::ApplyPooled: row id " +
+                                  std::to_string(ip[i]) + " is outside the shard's rows [0, " +
+                                  std::to_string(shard_rows) + ")");
+        }
+        occ.push_back(Occ{ip[i], gp + b * g_stride, wp != nullptr ? wp[i] : 1.0F});
+      }
+    }
+  }
+  return occ;
+}
+
+}  // namespace
+
+void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight,
+                                          const std::vector<PooledGrad>& parts) {
+  at::NoGradGuard no_grad;
+  if (!PooledFastPath(weight, parts, rows_, cols_)) {
+    ApplyPooledByRows(*this, weight, parts, cols_);
+    return;
+  }
+  ++step_;
+  // Occurrences: (row, sequence number) sorted, so each row's gradient sums in occurrence order.
+  std::vector<at::Tensor> keep;  // contiguous CPU copies alive during the update
+  const std::vector<Occ> occ = CollectOccurrences(parts, rows_, cols_, keep);
+  if (occ.empty() || cols_ == 0) return;
+  const std::vector<std::uint64_t> keys = SortOccurrencesByRow(
+      occ.size(), rows_, [&](std::size_t i) { return static_cast<std::uint64_t>(occ[i].row); });
+  std::vector<std::size_t> starts;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    if (i == 0 || (keys[i] >> 32U) != (keys[i - 1] >> 32U)) starts.push_back(i);
+  }
+  starts.push_back(keys.size());
+  const auto unique = static_cast<std::int64_t>(starts.size()) - 1;
+  const RowUpdater UpdateRow(config_, step_, weight, momentum1_, momentum2_);
+  const std::int64_t cols = cols_;
+  at::parallel_for(0, unique, 64, [&](std::int64_t begin, std::int64_t end) {
+    std::vector<float> buffer(static_cast<std::size_t>(cols));
+    float* g = buffer.data();
+    for (std::int64_t u = begin; u < end; ++u) {
+      const std::size_t first = starts[static_cast<std::size_t>(u)];
+      const std::size_t last = starts[static_cast<std::size_t>(u) + 1];
+      const auto row = static_cast<std::int64_t>(keys[first] >> 32U);
+      std::fill(g, g + cols, 0.0F);
+      for (std::size_t k = first; k < last; ++k) {
+        const Occ& o = occ[keys[k] & 0xFFFFFFFFU];
+        const float* og = o.grad;
+        const float scale = o.scale;
+#pragma omp simd
+        for (std::int64_t c = 0; c < cols; ++c) g[c] += og[c] * scale;
+      }
+      UpdateRow(row, g);
+    }
+  });
+}
+
+}  // namespace tzrec

@@ -1,0 +1,331 @@
+// ShardedEmbeddingBagCollection lookup, output dist and backward (steps 2 and 3 of the data path
+// in include/tzrec/sharding/sharded_ebc.hpp, and the mirrored backward with the fused optimizer).
+#include <ATen/ATen.h>
+#include <ATen/core/ivalue.h>
+#include <torch/autograd.h>
+
+#include <string>
+#include <utility>
+
+#include "sharded_ebc_impl.hpp"
+
+namespace tzrec {
+
+using sharded_ebc_detail::I64;
+using sharded_ebc_detail::StepState;
+using sharded_ebc_detail::Sum;
+
+namespace {
+
+class ShardedLookupFunction : public torch::autograd::Function<ShardedLookupFunction> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& /*dummy*/,
+                            const at::Tensor& output, const c10::intrusive_ptr<StepState>& state) {
+    ctx->saved_data["state"] = c10::IValue::make_capsule(state);
+    return output.view(output.sizes());
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto state =
+        c10::static_intrusive_pointer_cast<StepState>(ctx->saved_data["state"].toCapsule());
+    state->backward(*state, grads.at(0));
+    return {at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+// The received lengths, ids and weights (undefined when unweighted), order (source, route,
+// sample): waits for the input dist's all-to-alls and unpacks the [lengths, ids] blocks.
+void ReceiveBags(ShardedEmbeddingBagCollection::Dist& dist, at::Tensor& lengths, at::Tensor& values,
+                 at::Tensor& weights) {
+  if (dist.packed.valid()) {
+    const at::Tensor recv = dist.packed.Wait();
+    std::vector<at::Tensor> ls;
+    std::vector<at::Tensor> vs;
+    std::int64_t at_elem = 0;
+    for (std::size_t q = 0; q < dist.packed_len.size(); ++q) {
+      ls.push_back(recv.narrow(0, at_elem, dist.packed_len[q]));
+      vs.push_back(recv.narrow(0, at_elem + dist.packed_len[q], dist.packed_val[q]));
+      at_elem += dist.packed_len[q] + dist.packed_val[q];
+    }
+    lengths = at::cat(ls);
+    values = at::cat(vs);
+  } else {
+    lengths = dist.lengths.Wait();
+    values = dist.values.Wait();
+  }
+  weights = dist.weighted ? dist.weights.Wait() : at::Tensor();
+}
+
+}  // namespace
+
+// Recat: received bags are (source, route, sample); make them (route, source, sample) and record
+// each local route's ids, offsets [B_global+1] and weights in `state`.
+void ShardedEmbeddingBagCollection::Impl::RecatRoutes(Dist& dist, StepState& state) const {
+  at::Tensor lengths;
+  at::Tensor values;
+  at::Tensor weights;
+  ReceiveBags(dist, lengths, values, weights);
+  const std::int64_t global_batch = dist.global_batch;
+  const auto num_routes = static_cast<std::int64_t>(routes[static_cast<std::size_t>(rank)].size());
+  std::vector<std::int64_t> perm;
+  perm.reserve(static_cast<std::size_t>(num_routes * global_batch));
+  std::vector<std::int64_t> base(static_cast<std::size_t>(world), 0);
+  for (int s = 1; s < world; ++s) {
+    base[static_cast<std::size_t>(s)] =
+        base[static_cast<std::size_t>(s - 1)] +
+        num_routes * dist.batch_per_rank[static_cast<std::size_t>(s - 1)];
+  }
+  for (std::int64_t ro = 0; ro < num_routes; ++ro) {
+    for (int s = 0; s < world; ++s) {
+      const std::int64_t bs = dist.batch_per_rank[static_cast<std::size_t>(s)];
+      const std::int64_t start = base[static_cast<std::size_t>(s)] + ro * bs;
+      for (std::int64_t b = 0; b < bs; ++b) perm.push_back(start + b);
+    }
+  }
+  const at::Tensor perm_t = at::tensor(perm, at::kLong).to(device);
+  const at::Tensor offsets = at::cat({at::zeros({1}, I64(device)), lengths.cumsum(0)});
+  const at::Tensor lengths_p = lengths.index_select(0, perm_t);
+  const at::Tensor starts_p = offsets.index_select(0, perm_t);
+  const at::Tensor offsets_p = at::cat({at::zeros({1}, I64(device)), lengths_p.cumsum(0)});
+  const std::int64_t total = values.numel();
+  const at::Tensor shift = at::repeat_interleave(
+      starts_p - offsets_p.narrow(0, 0, lengths_p.numel()), lengths_p, {}, total);
+  const at::Tensor gather = shift + at::arange(total, I64(device));
+  const at::Tensor values_p = values.index_select(0, gather);
+  const at::Tensor weights_p = weights.defined() ? weights.index_select(0, gather) : at::Tensor();
+  // Route boundaries on the host.
+  const at::Tensor bounds =
+      offsets_p
+          .index_select(0, at::arange(0, num_routes * global_batch + 1, global_batch, I64(device)))
+          .to(at::kCPU);
+  const auto* bp = bounds.data_ptr<std::int64_t>();
+  for (std::int64_t ro = 0; ro < num_routes; ++ro) {
+    state.route_ids.push_back(values_p.narrow(0, bp[ro], bp[ro + 1] - bp[ro]));
+    state.route_offsets.push_back(offsets_p.narrow(0, ro * global_batch, global_batch + 1) -
+                                  bp[ro]);
+    state.route_weights.push_back(
+        weights_p.defined() ? weights_p.narrow(0, bp[ro], bp[ro + 1] - bp[ro]) : at::Tensor());
+  }
+}
+
+// Local pooled sums of every route, then the output dist into `out` [B_local, total_dim].
+void ShardedEmbeddingBagCollection::Impl::LookupAndOutputDist(const Dist& dist,
+                                                              const StepState& state,
+                                                              at::Tensor& out) {
+  const std::int64_t batch = dist.batch;
+  const std::int64_t global_batch = dist.global_batch;
+  const auto& my_routes = routes[static_cast<std::size_t>(rank)];
+  std::vector<at::Tensor> a2a_parts;
+  std::vector<at::Tensor> rs_parts;
+  for (std::size_t ro = 0; ro < my_routes.size(); ++ro) {
+    const Unit& u = units[static_cast<std::size_t>(my_routes[ro].unit)];
+    at::Tensor partial =
+        PooledSum(local_weights[static_cast<std::size_t>(u.local)], state.route_ids[ro],
+                  state.route_offsets[ro], state.route_weights[ro]);
+    (u.group == OutGroup::kAllToAll ? a2a_parts : rs_parts).push_back(partial);
+  }
+  const auto fdev = at::TensorOptions().dtype(at::kFloat).device(device);
+  if (any_a2a) {
+    const std::int64_t my_cols = a2a_cols_per_rank[static_cast<std::size_t>(rank)];
+    at::Tensor send =
+        a2a_parts.empty() ? at::zeros({global_batch, 0}, fdev) : at::cat(a2a_parts, 1);
+    std::vector<std::int64_t> in_splits(static_cast<std::size_t>(world));
+    std::vector<std::int64_t> out_splits(static_cast<std::size_t>(world));
+    for (int q = 0; q < world; ++q) {
+      in_splits[static_cast<std::size_t>(q)] =
+          dist.batch_per_rank[static_cast<std::size_t>(q)] * my_cols;
+      out_splits[static_cast<std::size_t>(q)] =
+          batch * a2a_cols_per_rank[static_cast<std::size_t>(q)];
+    }
+    at::Tensor recv = comm->AllToAll(send.contiguous().view({-1}), in_splits, out_splits);
+    const std::vector<at::Tensor> blocks = A2aBlocks(recv, batch);
+    if (a2a_fills_output) {  // one pass of column runs
+      out = at::empty({batch, total_dim}, fdev);
+      CopyColumnRuns(blocks, &out, /*to_blocks=*/false);
+    } else {
+      out.index_add_(1, a2a_colmap_tensor, at::cat(blocks, 1));
+    }
+  }
+  if (rs_cols > 0) {
+    at::Tensor send = at::cat(rs_parts, 1).contiguous();
+    out.index_add_(1, rs_colmap_tensor, comm->ReduceScatterV(send, dist.batch_per_rank));
+  }
+}
+
+void ShardedEmbeddingBagCollection::Impl::AddDataParallel(const Dist& dist, at::Tensor& out) const {
+  for (std::size_t i = 0; i < dp_features.size(); ++i) {
+    const Feature& f = features[static_cast<std::size_t>(dp_features[i])];
+    const int di = dp_index.at(f.table);
+    at::Tensor pooled = PooledSum(dp_weights[static_cast<std::size_t>(di)], dist.dp_ids[i],
+                                  dist.dp_offsets[i], dist.dp_weights[i]);
+    out.narrow(1, f.col_base, pooled.size(1)).add_(pooled);
+  }
+}
+
+// Hooks the backward into autograd, divides MEAN features by their bag lengths and keys the
+// output.
+KeyedTensor ShardedEmbeddingBagCollection::Impl::Finish(
+    const Dist& dist, const at::Tensor& out, const c10::intrusive_ptr<StepState>& state) const {
+  const std::int64_t batch = dist.batch;
+  at::Tensor values_out = out;
+  if (at::GradMode::is_enabled()) {
+    values_out = ShardedLookupFunction::apply(dummy, out, state);
+  }
+  if (any_mean) {
+    std::vector<at::Tensor> divisors;
+    for (std::size_t fi = 0; fi < features.size(); ++fi) {
+      const auto& cfg = tables[static_cast<std::size_t>(features[fi].table)];
+      at::Tensor col =
+          features[fi].mean
+              ? dist.local_lengths[fi].clamp_min(1).to(at::kFloat)
+              : at::ones({batch}, at::TensorOptions().dtype(at::kFloat).device(device));
+      divisors.push_back(col.view({batch, 1}).expand({batch, cfg.embedding_dim}));
+    }
+    values_out = values_out / at::cat(divisors, 1);
+  }
+  std::vector<std::string> keys;
+  std::vector<std::int64_t> dims;
+  for (const Feature& f : features) {
+    keys.push_back(f.name);
+    dims.push_back(tables[static_cast<std::size_t>(f.table)].embedding_dim);
+  }
+  return KeyedTensor(std::move(keys), std::move(dims), values_out);
+}
+
+KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<Dist>& dist) {
+  auto state = c10::make_intrusive<StepState>();
+  state->dist = dist;
+  state->backward = [this](StepState& st, const at::Tensor& grad) { Backward(st, grad); };
+  at::Tensor out = any_a2a && a2a_fills_output
+                       ? at::Tensor()
+                       : at::zeros({dist->batch, total_dim},
+                                   at::TensorOptions().dtype(at::kFloat).device(device));
+  {
+    at::NoGradGuard no_grad;
+    if (any_sharded) {
+      RecatRoutes(*dist, *state);
+      LookupAndOutputDist(*dist, *state, out);
+    }
+    AddDataParallel(*dist, out);
+  }
+  return Finish(*dist, out, state);
+}
+
+// The output dist backward: this rank's pooled-sum gradients [B_global, C_rank] by the pooled
+// all-to-all back, and [B_global, rs_cols] by the all-gather mirroring the reduce-scatter.
+void ShardedEmbeddingBagCollection::Impl::OutputDistBackward(const Dist& dist,
+                                                             const at::Tensor& grad,
+                                                             at::Tensor& a2a_grad,
+                                                             at::Tensor& rs_grad) {
+  const std::int64_t batch = dist.batch;
+  const auto fdev = at::TensorOptions().dtype(at::kFloat).device(device);
+  if (any_a2a) {
+    std::vector<std::int64_t> in_splits(static_cast<std::size_t>(world));
+    std::vector<std::int64_t> out_splits(static_cast<std::size_t>(world));
+    const std::int64_t my_cols = a2a_cols_per_rank[static_cast<std::size_t>(rank)];
+    for (int q = 0; q < world; ++q) {
+      in_splits[static_cast<std::size_t>(q)] =
+          batch * a2a_cols_per_rank[static_cast<std::size_t>(q)];
+      out_splits[static_cast<std::size_t>(q)] =
+          dist.batch_per_rank[static_cast<std::size_t>(q)] * my_cols;
+    }
+    at::Tensor send;
+    if (device.is_cpu() && grad.scalar_type() == at::kFloat) {  // q-major [B, C_q] blocks, one pass
+      send = at::empty({Sum(in_splits)}, fdev);
+      at::Tensor source = grad;
+      CopyColumnRuns(A2aBlocks(send, batch), &source, /*to_blocks=*/true);
+    } else {
+      const at::Tensor g = grad.index_select(1, a2a_colmap_tensor);
+      std::vector<at::Tensor> parts;
+      std::int64_t col = 0;
+      for (int q = 0; q < world; ++q) {
+        const std::int64_t cq = a2a_cols_per_rank[static_cast<std::size_t>(q)];
+        parts.push_back(g.narrow(1, col, cq).contiguous().view({-1}));
+        col += cq;
+      }
+      send = at::cat(parts);
+    }
+    a2a_grad = comm->AllToAll(send, in_splits, out_splits).view({dist.global_batch, my_cols});
+  }
+  if (rs_cols > 0) {
+    rs_grad =
+        comm->AllGatherV(grad.index_select(1, rs_colmap_tensor).contiguous(), dist.batch_per_rank);
+  }
+}
+
+// Per local unit: the pooled gradients of every route, then the fused backward + update. Every
+// shard counts a step each backward, rows or not (Adam's step counter, as FBGEMM).
+void ShardedEmbeddingBagCollection::Impl::ApplyShards(const StepState& st,
+                                                      const at::Tensor& a2a_grad,
+                                                      const at::Tensor& rs_grad) {
+  const auto& my_routes = routes[static_cast<std::size_t>(rank)];
+  std::vector<std::vector<EmbeddingOptimizerState::PooledGrad>> unit_parts(local_units.size());
+  std::int64_t a2a_col = 0;
+  std::int64_t rs_col = 0;
+  for (std::size_t ro = 0; ro < my_routes.size(); ++ro) {
+    const Unit& u = units[static_cast<std::size_t>(my_routes[ro].unit)];
+    at::Tensor g;
+    if (u.group == OutGroup::kAllToAll) {
+      g = a2a_grad.narrow(1, a2a_col, u.shard.cols);
+      a2a_col += u.shard.cols;
+    } else {
+      g = rs_grad.narrow(1, rs_col, u.shard.cols);
+      rs_col += u.shard.cols;
+    }
+    if (st.route_ids[ro].numel() == 0) continue;
+    unit_parts[static_cast<std::size_t>(u.local)].push_back(
+        {st.route_ids[ro], st.route_offsets[ro], g, st.route_weights[ro]});  // rows strided
+  }
+  for (std::size_t li = 0; li < local_units.size(); ++li) {
+    local_states[li]->ApplyPooled(local_weights[li], unit_parts[li]);
+  }
+}
+
+// Data-parallel tables: all-reduce [rows, D+1] (gradient sums | occurrence counts), then update
+// the rows that occurred anywhere, identically on every rank.
+void ShardedEmbeddingBagCollection::Impl::ApplyDataParallel(const Dist& dist,
+                                                            const at::Tensor& grad) {
+  const auto fdev = at::TensorOptions().dtype(at::kFloat).device(device);
+  std::vector<std::vector<at::Tensor>> dp_ids(dp_tables.size());
+  std::vector<std::vector<at::Tensor>> dp_grads(dp_tables.size());
+  for (std::size_t i = 0; i < dp_features.size(); ++i) {
+    const Feature& f = features[static_cast<std::size_t>(dp_features[i])];
+    const auto di = static_cast<std::size_t>(dp_index.at(f.table));
+    const at::Tensor& ids = dist.dp_ids[i];
+    const std::int64_t dim = tables[static_cast<std::size_t>(f.table)].embedding_dim;
+    dp_ids[di].push_back(ids);
+    dp_grads[di].push_back(PooledSumBackward(grad.narrow(1, f.col_base, dim).contiguous(),
+                                             dist.dp_offsets[i], ids.numel(), dist.dp_weights[i]));
+  }
+  for (std::size_t di = 0; di < dp_tables.size(); ++di) {
+    const auto& cfg = tables[static_cast<std::size_t>(dp_tables[di])];
+    at::Tensor buffer = at::zeros({cfg.num_embeddings, cfg.embedding_dim + 1}, fdev);
+    if (!dp_ids[di].empty()) {
+      const at::Tensor ids = at::cat(dp_ids[di]);
+      const at::Tensor g = at::cat(dp_grads[di]);
+      buffer.index_add_(0, ids, at::cat({g, at::ones({ids.numel(), 1}, fdev)}, 1));
+    }
+    comm->AllReduceSum(buffer);
+    const at::Tensor rows = (buffer.select(1, cfg.embedding_dim) > 0).nonzero().view({-1});
+    const at::Tensor grads =
+        buffer.index_select(0, rows).narrow(1, 0, cfg.embedding_dim).contiguous();
+    dp_states[di]->Apply(dp_weights[di], rows, grads);
+  }
+}
+
+void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tensor& grad_in) {
+  at::NoGradGuard no_grad;
+  const Dist& dist = *st.dist;
+  const auto fdev = at::TensorOptions().dtype(at::kFloat).device(device);
+  // TorchRec's gradient division: every rank's loss is a mean over its own batch.
+  const at::Tensor grad =
+      grad_in.defined() ? (grad_in / (static_cast<double>(world) * gradient_scale)).contiguous()
+                        : at::zeros({dist.batch, total_dim}, fdev);
+  at::Tensor a2a_grad;  // [B_global, C_rank]
+  at::Tensor rs_grad;   // [B_global, rs_cols]
+  OutputDistBackward(dist, grad, a2a_grad, rs_grad);
+  ApplyShards(st, a2a_grad, rs_grad);
+  ApplyDataParallel(dist, grad);
+}
+
+}  // namespace tzrec
