@@ -55,9 +55,11 @@ namespace tzrec {
 // Raised for every checkpoint failure; what() names the file (or directory) and the problem, e.g.
 // "checkpoint file '/m/model.ckpt-10/model-000001-of-000002.pt' is truncated: 1234 bytes on disk,
 //  metadata.json records 5678; restore from an older checkpoint".
-class CheckpointError : public std::runtime_error {
+// Exit 4 (tzrec/error.hpp), like a failed collective.
+class CheckpointError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit CheckpointError(const std::string& what, ExitCode code = ExitCode::kCollective)
+      : Error(what, code, "checkpoint") {}
 };
 
 struct NamedTensor {

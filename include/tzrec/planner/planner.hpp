@@ -11,7 +11,7 @@
 //
 // Units: bytes for storage, bytes per millisecond for bandwidths (TorchRec's convention;
 // GiB/s × 1024³ / 1000), milliseconds for perf.
-// Errors: PlannerError (a std::runtime_error) with a message naming the table and the fix.
+// Errors: PlannerError (a tzrec::Error, exit 3) with a message naming the table and the fix.
 // Thread-safety: all functions are pure; types are values.
 #pragma once
 
@@ -21,6 +21,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "tzrec/error.hpp"
 
 namespace tzrec {
 
@@ -146,11 +148,11 @@ struct ShardingPlan {
 // "table 'cat_0' (40000000 x 16, fp32) needs 5.2 GiB on one rank but the largest rank has 3.1 GiB
 //  free after reservation (2.1 GiB missing): allow row_wise/column_wise for it, add ranks, or lower
 //  STORAGE_RESERVE_PERCENT".
-class PlannerError : public std::runtime_error {
+class PlannerError : public Error {  // exit 3 (tzrec/error.hpp)
  public:
   enum class Kind { kInsufficientStorage, kStrictConstraints };
   PlannerError(Kind kind, std::string table, std::int64_t missing_bytes, const std::string& message)
-      : std::runtime_error(message),
+      : Error(message, ExitCode::kNoPlan, "no feasible sharding plan"),
         kind_(kind),
         table_(std::move(table)),
         missing_bytes_(missing_bytes) {}

@@ -33,11 +33,7 @@ constexpr int kExitNoPlan = 3;
 
 using Json = nlohmann::json;
 
-// Input errors (exit 2).
-class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+// Input errors (exit 2): tzrec::InputError (tzrec/error.hpp).
 
 void CheckKeys(const Json& object, const std::vector<std::string>& valid, const std::string& where,
                const std::string& file) {

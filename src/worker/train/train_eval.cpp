@@ -21,6 +21,7 @@
 #include "tzrec/config/config.hpp"
 #include "tzrec/input/input.hpp"
 #include "tzrec/planner/planner.hpp"
+#include "tzrec/sharding/collective_plan.hpp"
 #include "tzrec/sharding/sharded_ebc.hpp"
 #include "tzrec/train/model.hpp"
 #include "tzrec/train/train.hpp"
@@ -593,19 +594,17 @@ int RunTrainEval(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  return RunGuarded("train_eval", [&]() {
-    PipelineConfig config = LoadPipelineConfig(flags.pipeline_config_path, flags.edit_config_json);
-    if (!flags.train_input_path.empty()) config.train_input_path = flags.train_input_path;
-    if (!flags.eval_input_path.empty()) config.eval_input_path = flags.eval_input_path;
-    if (!flags.model_dir.empty()) config.model_dir = flags.model_dir;
-    if (config.train_input_path.empty()) {
-      throw ConfigError(
-          "no train input: set train_input_path in the config or pass --train_input_path");
-    }
-    if (config.model_dir.empty())
-      throw ConfigError("no model_dir: set it in the config or pass --model_dir");
-    return Trainer(std::move(config), flags).Run();
-  });
+  PipelineConfig config = LoadPipelineConfig(flags.pipeline_config_path, flags.edit_config_json);
+  if (!flags.train_input_path.empty()) config.train_input_path = flags.train_input_path;
+  if (!flags.eval_input_path.empty()) config.eval_input_path = flags.eval_input_path;
+  if (!flags.model_dir.empty()) config.model_dir = flags.model_dir;
+  if (config.train_input_path.empty()) {
+    throw ConfigError(
+        "no train input: set train_input_path in the config or pass --train_input_path");
+  }
+  if (config.model_dir.empty())
+    throw ConfigError("no model_dir: set it in the config or pass --model_dir");
+  return Trainer(std::move(config), flags).Run();
 }
 
 }  // namespace tzrec
