@@ -33,9 +33,10 @@
 // overlaps the target shard (the largest value when several do).
 //
 // Collectives: Save and Restore must be called by every rank of `comm` in the same order. Errors on
-// one rank are agreed on, so every rank throws (CheckpointError) rather than leaving others
-// waiting. Thread-safety: a CheckpointManager is used from one thread; Latest() only reads the
-// filesystem.
+// one rank are agreed on (AgreeOnFirstError, tzrec/comm/agree.hpp), so every rank throws the lowest
+// failing rank's error, "checkpoint save (step S) failed on rank R: ..." (CheckpointError, exit 4),
+// rather than leaving others waiting. Thread-safety: a CheckpointManager is used from one
+// thread; Latest() only reads the filesystem.
 #pragma once
 
 #include <ATen/Tensor.h>

@@ -22,7 +22,10 @@
 
 namespace tzrec {
 
-int RunTrainEval(int argc, char** argv);  // argv[0] is the command name
+// The commands (argv[0] is the command name). Each returns 0, or 2 for a bad command line; every
+// other failure is thrown (a tzrec::Error subclass, include/tzrec/error.hpp) and mapped to its exit
+// code and one stderr line by the boundary in src/worker/app/main.cpp.
+int RunTrainEval(int argc, char** argv);
 int RunExport(int argc, char** argv);
 int RunPredict(int argc, char** argv);
 
