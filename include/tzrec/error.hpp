@@ -3,12 +3,19 @@
 // CLI11/gloo model: a typed error carries the exit code the process ends with, and its message
 // says what failed, with which value, and what to do. Libraries throw a subclass for domain
 // failures (a config value, an input row, a plan that does not fit, a peer that left); the one
-// boundary in src/worker/app/main.cpp prints `what()` and returns `exit_code()`. Anything else
-// that escapes (std::invalid_argument from a precondition check, c10::Error from libtorch) is a
-// bug: exit 1 "internal error", never reported as the user's mistake.
+// boundary in src/worker/app/main.cpp prints "tzrec_train <command> rank <R>: <label>: what()" and
+// returns `exit_code()`. Anything else that escapes (std::invalid_argument from a precondition
+// check, c10::Error from libtorch) is a bug: exit 1 "internal error", never reported as the user's
+// mistake.
 //
-// Exit codes (docs/troubleshooting.md "Exit codes"): 2 bad input, 3 no feasible sharding plan,
-// 4 a collective or checkpoint failure, 1 internal.
+// The subclasses and their labels (docs/troubleshooting.md "Exit codes"):
+//   InputError       (this file)                    exit 2, no label (bad data, flags)
+//   ConfigError      include/tzrec/config/config.hpp exit 2, "config"
+//   PlannerError     include/tzrec/planner/planner.hpp exit 3, "no feasible sharding plan"
+//   CommError        include/tzrec/comm/comm.hpp     exit 4, "collective failed"
+//   CheckpointError  include/tzrec/checkpoint/checkpoint.hpp exit 4, "checkpoint"
+//   InternalError    (this file)                    exit 1, "internal error"
+// Errors agreed on across ranks (include/tzrec/comm/agree.hpp) keep their class on every rank.
 //
 // Thread-safety: immutable after construction; safe to copy and read from any thread.
 #pragma once
@@ -29,18 +36,31 @@ enum class ExitCode : int {
 /// Base of tzrec_train's typed errors.
 class Error : public std::runtime_error {
  public:
-  Error(const std::string& what, ExitCode code) : std::runtime_error(what), code_(code) {}
+  /// `label` is the kind the boundary prints before the message ("config", "checkpoint", ...;
+  /// empty: none). It must be a string literal (it is kept as a pointer).
+  Error(const std::string& what, ExitCode code, const char* label = "")
+      : std::runtime_error(what), code_(code), label_(label) {}
   [[nodiscard]] ExitCode code() const noexcept { return code_; }
   [[nodiscard]] int exit_code() const noexcept { return static_cast<int>(code_); }
+  [[nodiscard]] const char* label() const noexcept { return label_; }
 
  private:
   ExitCode code_;
+  const char* label_;
 };
 
-/// The user's input (flags, config, data files, checkpoint directory) is wrong: exit 2.
+/// The user's input (flags, data files, rows) is wrong: exit 2.
 class InputError : public Error {
  public:
   explicit InputError(const std::string& what) : Error(what, ExitCode::kBadInput) {}
+};
+
+/// A failure that is not the user's (a precondition bug, a libtorch error) carried as a typed
+/// error, e.g. when another rank's unexpected exception is agreed on: exit 1.
+class InternalError : public Error {
+ public:
+  explicit InternalError(const std::string& what)
+      : Error(what, ExitCode::kInternal, "internal error") {}
 };
 
 }  // namespace tzrec

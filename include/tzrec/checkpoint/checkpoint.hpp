@@ -33,9 +33,10 @@
 // overlaps the target shard (the largest value when several do).
 //
 // Collectives: Save and Restore must be called by every rank of `comm` in the same order. Errors on
-// one rank are agreed on, so every rank throws (CheckpointError) rather than leaving others
-// waiting. Thread-safety: a CheckpointManager is used from one thread; Latest() only reads the
-// filesystem.
+// one rank are agreed on (AgreeOnFirstError, tzrec/comm/agree.hpp), so every rank throws the lowest
+// failing rank's error, "checkpoint save (step S) failed on rank R: ..." (CheckpointError, exit 4),
+// rather than leaving others waiting. Thread-safety: a CheckpointManager is used from one
+// thread; Latest() only reads the filesystem.
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -55,9 +56,11 @@ namespace tzrec {
 // Raised for every checkpoint failure; what() names the file (or directory) and the problem, e.g.
 // "checkpoint file '/m/model.ckpt-10/model-000001-of-000002.pt' is truncated: 1234 bytes on disk,
 //  metadata.json records 5678; restore from an older checkpoint".
-class CheckpointError : public std::runtime_error {
+// Exit 4 (tzrec/error.hpp), like a failed collective.
+class CheckpointError : public Error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit CheckpointError(const std::string& what, ExitCode code = ExitCode::kCollective)
+      : Error(what, code, "checkpoint") {}
 };
 
 struct NamedTensor {

@@ -38,11 +38,14 @@
 #include <string>
 #include <vector>
 
+#include "tzrec/error.hpp"
+
 namespace tzrec {
 
-class CommError : public std::runtime_error {
+class CommError : public Error {  // exit 4 (tzrec/error.hpp)
  public:
-  using std::runtime_error::runtime_error;
+  explicit CommError(const std::string& what)
+      : Error(what, ExitCode::kCollective, "collective failed") {}
 };
 
 // The launcher contract (torchrun/tzrun worker environment).

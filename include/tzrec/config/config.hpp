@@ -36,9 +36,9 @@
 //     "metrics": [{"auc": {}}, {"grouped_auc": {"grouping_key": "user_id"}}],
 //     "losses": [{"binary_cross_entropy": {}}] } }
 //
-// Errors: ConfigError (std::runtime_error) with the JSON path of the problem, the value, and for an
-// unknown or misspelt key the closest valid key ("train_config.num_step: unknown key; did you mean
-// 'num_steps'?"). Thread-safety: plain values.
+// Errors: ConfigError (tzrec::Error, exit 2) with the JSON path of the problem, the value, and
+// for an unknown or misspelt key the closest valid key ("train_config.num_step: unknown key; did
+// you mean 'num_steps'?"). Thread-safety: plain values.
 #pragma once
 
 #include <cstdint>
@@ -47,13 +47,14 @@
 #include <string>
 #include <vector>
 
+#include "tzrec/error.hpp"
 #include "tzrec/types/sharding_types.hpp"
 
 namespace tzrec {
 
-class ConfigError : public std::runtime_error {
+class ConfigError : public Error {  // exit 2 (tzrec/error.hpp)
  public:
-  using std::runtime_error::runtime_error;
+  explicit ConfigError(const std::string& what) : Error(what, ExitCode::kBadInput, "config") {}
 };
 
 // One optimizer (oneof *_optimizer) with a constant learning rate (TorchEasyRec offers schedules;

@@ -96,7 +96,7 @@ class PlannerError : public Error {
  public:
   enum class Kind { kInsufficientStorage, kStrictConstraints };
   PlannerError(Kind kind, std::string table, std::int64_t missing_bytes, const std::string& message)
-      : Error(message, ExitCode::kNoPlan),
+      : Error(message, ExitCode::kNoPlan, "no feasible sharding plan"),
         kind_(kind),
         table_(std::move(table)),
         missing_bytes_(missing_bytes) {}

@@ -53,12 +53,6 @@ namespace tzrec {
 TableSpec ToTableSpec(const EmbeddingBagConfig& config,
                       const ParameterConstraints& constraints = {});
 
-// TorchRec collective_plan: rank 0 plans, broadcasts the JSON with its hash; every rank checks the
-// hash of what it received and all-gathers it so a disagreeing rank stops the job. A PlannerError
-// on rank 0 is re-raised on every rank with rank 0's message.
-ShardingPlan CollectivePlan(Comm& comm, const Topology& topology,
-                            const std::vector<TableSpec>& tables, const PlannerOptions& options);
-
 class ShardedEmbeddingBagCollection {
  public:
   // Shards of `tables` that `plan` puts on this rank are initialised with InitTableSlice(seed), so

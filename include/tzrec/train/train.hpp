@@ -23,7 +23,8 @@
 namespace tzrec {
 
 // The commands, with their flags already parsed (src/worker/app/*_command.cpp parse argv). Each
-// returns the command's exit code; errors are reported on stderr, not thrown.
+// returns 0 on success; every failure is thrown (a tzrec::Error subclass, include/tzrec/error.hpp)
+// and mapped to its exit code and one stderr line by the boundary in src/worker/app/main.cpp.
 
 // train_eval flags (TorchEasyRec tzrec.train_eval's); empty paths keep the config's value.
 struct TrainEvalOptions {

@@ -10,14 +10,23 @@
 //   tzrec_train config-reference           the pipeline config keys as markdown
 //   tzrec_train --version
 // Exit codes: 0 success; 2 bad input (the message names it and the fix); 3 no feasible plan;
-// 4 a collective or checkpoint failure.
+// 4 a collective or checkpoint failure; 1 internal error.
+//
+// This file is the one exit-code boundary of tzrec_train (include/tzrec/error.hpp): a tzrec::Error
+// prints "tzrec_train <command> rank <R>: <label>: <message>" and exits with its code; c10::Error
+// and any other exception are internal errors (exit 1), never reported as the user's mistake.
+#include <c10/util/Exception.h>
 #include <malloc.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <functional>
 #include <iostream>
 #include <string>
 
 #include "plan_command.hpp"
+#include "tzrec/error.hpp"
 #ifdef TZREC_WITH_TRAIN
 #include "commands.hpp"
 #include "tzrec/config/config.hpp"
@@ -40,6 +49,56 @@ constexpr const char* kUsage =
     "\n"
     "  <command> --help  options of a command;  --version  the version\n";
 
+// "tzrec_train <command>[ rank <RANK>]": the prefix of every error line.
+std::string Who(const std::string& command) {
+  const char* rank = std::getenv("RANK");
+  return "tzrec_train " + command + (rank != nullptr ? std::string(" rank ") + rank : "");
+}
+
+// Runs a command and maps what escapes it to an exit code with a one-line message.
+int Report(const std::string& command, const std::function<int()>& body) {
+  const std::string who = Who(command);
+  try {
+    return body();
+  } catch (const tzrec::Error& e) {
+    const std::string label = e.label();
+    std::cerr << who << ": " << (label.empty() ? "" : label + ": ") << e.what() << std::endl;
+    return e.exit_code();
+  } catch (const c10::Error& e) {
+    // A libtorch error: its message without the C++ backtrace.
+    std::cerr << who << ": internal error in libtorch: " << e.what_without_backtrace() << std::endl;
+    return static_cast<int>(tzrec::ExitCode::kInternal);
+  } catch (const std::exception& e) {
+    std::cerr << who << ": internal error: " << e.what() << std::endl;
+    return static_cast<int>(tzrec::ExitCode::kInternal);
+  }
+}
+
+int Dispatch(const std::string& command, int argc, char** argv) {
+  if (command == "plan") return tzrec::RunPlanCommand(argc - 1, argv + 1);
+#ifdef TZREC_WITH_TRAIN
+  if (command == "train_eval" || command == "train") {
+    return Report("train_eval", [&] { return tzrec::RunTrainEval(argc - 1, argv + 1); });
+  }
+  if (command.rfind("--", 0) == 0) {
+    return Report("train_eval", [&] { return tzrec::RunTrainEval(argc, argv); });
+  }
+  if (command == "export") {
+    return Report("export", [&] { return tzrec::RunExport(argc - 1, argv + 1); });
+  }
+  if (command == "predict") {
+    return Report("predict", [&] { return tzrec::RunPredict(argc - 1, argv + 1); });
+  }
+  if (command == "config-reference") {
+    std::cout << tzrec::ConfigReferenceMarkdown();
+    return 0;
+  }
+#endif
+  std::cerr << "tzrec_train: unknown command '" << command
+            << "'; run 'tzrec_train --help' for the commands\n";
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,18 +115,5 @@ int main(int argc, char** argv) {
     std::cout << "tzrec_train " << TZRUN_VERSION << '\n';
     return 0;
   }
-  if (command == "plan") return tzrec::RunPlanCommand(argc - 1, argv + 1);
-#ifdef TZREC_WITH_TRAIN
-  if (command == "train_eval" || command == "train") return tzrec::RunTrainEval(argc - 1, argv + 1);
-  if (command.rfind("--", 0) == 0) return tzrec::RunTrainEval(argc, argv);
-  if (command == "export") return tzrec::RunExport(argc - 1, argv + 1);
-  if (command == "predict") return tzrec::RunPredict(argc - 1, argv + 1);
-  if (command == "config-reference") {
-    std::cout << tzrec::ConfigReferenceMarkdown();
-    return 0;
-  }
-#endif
-  std::cerr << "tzrec_train: unknown command '" << command
-            << "'; run 'tzrec_train --help' for the commands\n";
-  return 2;
+  return Dispatch(command, argc, argv);
 }

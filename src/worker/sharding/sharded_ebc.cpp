@@ -95,59 +95,6 @@ TableSpec ToTableSpec(const EmbeddingBagConfig& config, const ParameterConstrain
   return spec;
 }
 
-ShardingPlan CollectivePlan(Comm& comm, const Topology& topology,
-                            const std::vector<TableSpec>& tables, const PlannerOptions& options) {
-  std::string message;
-  if (comm.rank() == 0) {
-    try {
-      const ShardingPlan plan = Plan(topology, tables, options);
-      message = "OK\n" + plan.Hash() + "\n" + plan.ToJson(-1);
-    } catch (const PlannerError& e) {
-      message = "ERR\n" + std::to_string(static_cast<int>(e.kind())) + "\n" + e.table() + "\n" +
-                std::to_string(e.missing_bytes()) + "\n" + e.what();
-    }
-  }
-  message = comm.BroadcastString(message, 0);
-  std::istringstream in(message);
-  std::string status;
-  std::getline(in, status);
-  if (status == "ERR") {
-    std::string kind;
-    std::string table;
-    std::string missing;
-    std::getline(in, kind);
-    std::getline(in, table);
-    std::getline(in, missing);
-    std::string what((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    throw PlannerError(static_cast<PlannerError::Kind>(std::stoi(kind)), table, std::stoll(missing),
-                       what);
-  }
-  std::string hash;
-  std::getline(in, hash);
-  const std::string json((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ShardingPlan plan = ShardingPlan::FromJson(json);
-  const std::string mine = plan.Hash();
-  if (mine != hash) {
-    throw CommError("rank " + std::to_string(comm.rank()) +
-                    ": the sharding plan received from rank 0 hashes to " + mine +
-                    " but rank 0 sent " + hash + ": the ranks run different tzrec_train builds?");
-  }
-  // Every rank checks every other rank holds the same plan.
-  const auto h = static_cast<std::int64_t>(std::stoull(mine, nullptr, 16));
-  at::Tensor all =
-      comm.AllGather(at::full({1}, h, at::TensorOptions().dtype(at::kLong).device(comm.device())))
-          .to(at::kCPU);
-  for (int r = 0; r < comm.world_size(); ++r) {
-    if (all[r].item<std::int64_t>() != h) {
-      throw CommError("sharding plan disagreement: rank " + std::to_string(r) +
-                      " holds a plan whose hash differs from " + mine + " (rank " +
-                      std::to_string(comm.rank()) +
-                      "): make every rank run the same config and build");
-    }
-  }
-  return plan;
-}
-
 ShardedEmbeddingBagCollection::ShardedEmbeddingBagCollection(
     std::vector<EmbeddingBagConfig> tables, ShardingPlan plan,
     const EmbeddingOptimizerConfig& optimizer, std::uint64_t seed, std::shared_ptr<Comm> comm)

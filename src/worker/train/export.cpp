@@ -71,7 +71,6 @@ int Export(ExportOptions options) {
   std::string& model_dir = options.model_dir;
   std::string& checkpoint_path = options.checkpoint_path;
   const std::string& export_dir = options.export_dir;
-  return RunGuarded("export", [&]() {
     if (model_dir.empty() && checkpoint_path.empty()) {
       throw ConfigError(
           "nothing to export: pass --model_dir (newest checkpoint) or --checkpoint_path");
@@ -106,7 +105,6 @@ int Export(ExportOptions options) {
     std::cout << "tzrec_train export: " << checkpoint_path << " (step " << step << ") -> " << dir
               << std::endl;
     return 0;
-  });
 }
 
 int Predict(PredictOptions options) {
@@ -114,7 +112,6 @@ int Predict(PredictOptions options) {
   const std::string& input_path = options.input_path;
   const std::string& output_path = options.output_path;
   std::int64_t& batch_size = options.batch_size;
-  return RunGuarded("predict", [&]() {
     const PipelineConfig config =
         LoadPipelineConfig((fs::path(export_dir) / "pipeline.config").string());
     SingleModel model(config);
@@ -143,12 +140,11 @@ int Predict(PredictOptions options) {
       std::ofstream out(output_path);
       const auto acc = s.accessor<float, 1>();
       for (std::int64_t i = 0; i < s.numel(); ++i) out << acc[i] << '\n';
-      if (!out) throw std::runtime_error("could not write --output_path '" + output_path + "'");
+      if (!out) throw InputError("could not write --output_path '" + output_path + "'");
     }
     std::cout << "tzrec_train predict: " << s.numel() << " rows, auc " << std::fixed
               << std::setprecision(5) << Auc(s, l) << std::endl;
     return 0;
-  });
 }
 
 }  // namespace tzrec

@@ -2,11 +2,7 @@
 #pragma once
 
 #include <ATen/autocast_mode.h>
-#include <c10/util/Exception.h>
 
-#include <exception>
-#include <functional>
-#include <iostream>
 #include <stdexcept>
 #include <string>
 
@@ -15,64 +11,26 @@
 #include "tzrec/config/config.hpp"
 #include "tzrec/error.hpp"
 #include "tzrec/planner/planner.hpp"
+#include "tzrec/sharding/collective_plan.hpp"
 #include "tzrec/sharding/sharded_ebc.hpp"
 #include "tzrec/train/model.hpp"
 
 namespace tzrec {
 
-// Bad input data (a missing input file, a value a feature cannot take) is tzrec::InputError
-// (include/tzrec/error.hpp): exit code 2, like a bad config. GuardInput turns the input library's
-// std::runtime_error into it.
-
-// Runs f (a Dataset constructor or Dataset::Next) and rethrows its std::runtime_error as
-// InputError.
+// Runs f (a Dataset constructor or Dataset::Next) and rethrows the input library's errors as
+// InputError (tzrec/error.hpp: exit 2): std::runtime_error for bad files and rows,
+// std::invalid_argument for a damaged data cursor (src/worker/input/cursor.cpp). Typed errors pass
+// unchanged.
 template <typename F>
 auto GuardInput(F&& f) -> decltype(f()) {
   try {
     return f();
-  } catch (const InputError&) {
+  } catch (const Error&) {
     throw;
   } catch (const std::runtime_error& e) {
     throw InputError(e.what());
-  }
-}
-
-// Runs a command body and maps our exception types to exit codes with a one-line message:
-// 2 bad input (config, flags, data), 3 no feasible sharding plan, 4 collective/checkpoint failure.
-inline int RunGuarded(const char* command, const std::function<int()>& body) {
-  const char* rank = std::getenv("RANK");
-  const std::string who =
-      std::string("tzrec_train ") + command + (rank != nullptr ? std::string(" rank ") + rank : "");
-  try {
-    return body();
-  } catch (const PlannerError& e) {
-    std::cerr << who << ": no feasible sharding plan: " << e.what() << std::endl;
-    return 3;
-  } catch (const CommError& e) {
-    std::cerr << who << ": collective failed: " << e.what() << std::endl;
-    return 4;
-  } catch (const CheckpointError& e) {
-    std::cerr << who << ": checkpoint: " << e.what() << std::endl;
-    return 4;
-  } catch (const InputError& e) {
-    std::cerr << who << ": " << e.what() << std::endl;
-    return 2;
-  } catch (const ConfigError& e) {
-    std::cerr << who << ": config: " << e.what() << std::endl;
-    return 2;
   } catch (const std::invalid_argument& e) {
-    std::cerr << who << ": " << e.what() << std::endl;
-    return 2;
-  } catch (const std::out_of_range& e) {
-    std::cerr << who << ": " << e.what() << std::endl;
-    return 2;
-  } catch (const c10::Error& e) {
-    // A libtorch error: its message without the C++ backtrace.
-    std::cerr << who << ": internal error in libtorch: " << e.what_without_backtrace() << std::endl;
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << who << ": " << e.what() << std::endl;
-    return 1;
+    throw InputError(e.what());
   }
 }
 

@@ -20,6 +20,7 @@
 #include "tzrec/config/config.hpp"
 #include "tzrec/input/input.hpp"
 #include "tzrec/planner/planner.hpp"
+#include "tzrec/sharding/collective_plan.hpp"
 #include "tzrec/sharding/sharded_ebc.hpp"
 #include "tzrec/train/model.hpp"
 #include "tzrec/train/train.hpp"
@@ -579,7 +580,6 @@ void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainSta
 }
 
 int TrainEval(const TrainEvalOptions& flags) {
-  return RunGuarded("train_eval", [&]() {
     PipelineConfig config = LoadPipelineConfig(flags.pipeline_config_path, flags.edit_config_json);
     if (!flags.train_input_path.empty()) config.train_input_path = flags.train_input_path;
     if (!flags.eval_input_path.empty()) config.eval_input_path = flags.eval_input_path;
@@ -591,7 +591,6 @@ int TrainEval(const TrainEvalOptions& flags) {
     if (config.model_dir.empty())
       throw ConfigError("no model_dir: set it in the config or pass --model_dir");
     return Trainer(std::move(config), flags).Run();
-  });
 }
 
 }  // namespace tzrec

@@ -23,6 +23,7 @@
 
 #include "tzrec/comm/comm.hpp"
 #include "tzrec/core/embedding.hpp"
+#include "tzrec/sharding/collective_plan.hpp"
 #include "tzrec/sharding/sharded_ebc.hpp"
 
 int main(int argc, char** argv) {

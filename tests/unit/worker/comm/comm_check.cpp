@@ -2,7 +2,8 @@
 //   tzrun --standalone --nproc-per-node=N --no-python tzrec_comm_check
 // (TZREC_BACKEND=nccl on a machine with N GPUs runs the same checks on cuda:LOCAL_RANK).
 // One line per check and rank: "PASS <name> rank=R" or "FAIL <name> rank=R: <what differs>".
-// Exit status: 0 all passed; 1 a check failed; 2 set-up failed.
+// Exit status: 0 all passed; 1 a check failed; 2 set-up failed. The agree_* checks cover
+// AgreeOnFirstError (tzrec/comm/agree.hpp).
 //
 // `tzrec_comm_check --mixed-allreduce` is the C++ half of comm_mixed_python: it joins a group whose
 // other rank is Python (mixed_rank.py, torch.distributed with env://) and checks an all_reduce, a
@@ -22,7 +23,9 @@
 #include <string>
 #include <vector>
 
+#include "tzrec/comm/agree.hpp"
 #include "tzrec/comm/comm.hpp"
+#include "tzrec/config/config.hpp"
 
 namespace {
 
@@ -172,6 +175,66 @@ std::string CheckAllGatherV(Comm& comm, const std::vector<std::int64_t>& splits)
   for (int p = 0; p < w; ++p) parts.push_back(rows_of(p));
   at::Tensor want = at::cat(parts, 0);
   return Diff("output", comm.AllGatherV(rows_of(r).to(comm.device()), splits), want);
+}
+
+// AgreeOnFirstError (tzrec/comm/agree.hpp) over the real group: every rank gets the result, or the
+// lowest failing rank's error with its class, exit code and message.
+void RunAgreeChecks(Comm& comm, Checker& ck) {
+  const int r = comm.rank();
+  const int w = comm.world_size();
+  ck.Run("agree_ok", [&]() -> std::string {
+    const int got = tzrec::AgreeOnFirstError(comm, [&] { return 10 * r; });
+    return got == 10 * r ? "" : "got " + std::to_string(got);
+  });
+  ck.Run("agree_strings", [&]() -> std::string {
+    const auto all = tzrec::AllGatherStrings(comm, std::string(static_cast<std::size_t>(r), 'x'));
+    for (int q = 0; q < w; ++q) {
+      if (all[static_cast<std::size_t>(q)] != std::string(static_cast<std::size_t>(q), 'x'))
+        return "rank " + std::to_string(q) + "'s string is '" + all[static_cast<std::size_t>(q)] +
+               "'";
+    }
+    return "";
+  });
+  // Ranks >= 1 fail (the last with a ConfigError, the others with a CommError): every rank sees
+  // rank 1's error, rebuilt with its class.
+  ck.Run("agree_first_error", [&]() -> std::string {
+    if (w < 2) return "";
+    try {
+      tzrec::AgreeOnFirstError(comm, "the step", [&] {
+        if (r == w - 1 && r != 1) throw tzrec::ConfigError("config of rank " + std::to_string(r));
+        if (r >= 1) throw CommError("peer of rank " + std::to_string(r));
+      });
+    } catch (const CommError& e) {
+      const std::string want = "the step failed on rank 1: peer of rank 1";
+      return e.what() == want ? "" : "message '" + std::string(e.what()) + "'";
+    } catch (const std::exception& e) {
+      return std::string("wrong class: ") + e.what();
+    }
+    return "no rank threw";
+  });
+  // A non-tzrec exception on the last rank: an internal error naming it, on every rank.
+  ck.Run("agree_foreign_error", [&]() -> std::string {
+    if (w < 2) return "";
+    try {
+      tzrec::AgreeOnFirstError(comm, [&] {
+        if (r == w - 1) throw std::out_of_range("index 7");
+        return r;
+      });
+    } catch (const tzrec::InternalError& e) {
+      const std::string want = "rank " + std::to_string(w - 1) + ": index 7";
+      if (e.exit_code() != 1) return "exit code " + std::to_string(e.exit_code());
+      return e.what() == want ? "" : "message '" + std::string(e.what()) + "'";
+    } catch (const std::exception& e) {
+      return std::string("wrong class: ") + e.what();
+    }
+    return "no rank threw";
+  });
+  // The group still works after agreed errors.
+  ck.Run("agree_then_collective", [&]() -> std::string {
+    at::Tensor t = at::ones({1}, kI64).to(comm.device());
+    comm.AllReduceSum(t);
+    return t.item<std::int64_t>() == w ? "" : "sum " + std::to_string(t.item<std::int64_t>());
+  });
 }
 
 int RunChecks(Comm& comm) {
@@ -374,6 +437,7 @@ int RunChecks(Comm& comm) {
     return "";
   });
 
+  RunAgreeChecks(comm, ck);
   comm.Barrier();
   return ck.failed() ? 1 : 0;
 }

@@ -26,6 +26,7 @@
 #include "tzrec/core/embedding.hpp"
 #include "tzrec/core/kjt.hpp"
 #include "tzrec/planner/planner.hpp"
+#include "tzrec/sharding/collective_plan.hpp"
 #include "tzrec/sharding/sharded_ebc.hpp"
 
 namespace {
