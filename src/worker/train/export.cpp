@@ -71,40 +71,40 @@ int Export(ExportOptions options) {
   std::string& model_dir = options.model_dir;
   std::string& checkpoint_path = options.checkpoint_path;
   const std::string& export_dir = options.export_dir;
-    if (model_dir.empty() && checkpoint_path.empty()) {
-      throw ConfigError(
-          "nothing to export: pass --model_dir (newest checkpoint) or --checkpoint_path");
-    }
-    if (model_dir.empty()) model_dir = fs::path(checkpoint_path).parent_path().string();
-    if (config_path.empty()) config_path = (fs::path(model_dir) / "pipeline.config").string();
-    const PipelineConfig config = LoadPipelineConfig(config_path);
-    if (fs::exists(export_dir) && !fs::is_empty(export_dir)) {
-      throw ConfigError("--export_dir '" + export_dir +
-                        "' exists and is not empty; choose a new directory");
-    }
-    SingleModel model(config);
-    if (checkpoint_path.empty()) {
-      CheckpointManager ckpt(model_dir, 0, model.comm);
-      auto latest = ckpt.Latest();
-      if (!latest)
-        throw ConfigError("no valid checkpoint in '" + model_dir +
-                          "'; train first or pass --checkpoint_path");
-      checkpoint_path = *latest;
-    }
-    const std::int64_t step = model.RestoreFrom(model_dir, checkpoint_path);
-    fs::create_directories(export_dir);
-    PipelineConfig out = config;
-    out.model_dir = export_dir;
-    std::ofstream(fs::path(export_dir) / "pipeline.config") << ToJson(out) << '\n';
-    CheckpointManager writer(export_dir, 0, model.comm);
-    TrainState state = ModelState(*model.ebc, model.tables, *model.dense);
-    state.step = step;
-    state.plan_json = model.plan.ToJson();
-    state.data_cursor_json = "{}";
-    const std::string dir = writer.Save(state);
-    std::cout << "tzrec_train export: " << checkpoint_path << " (step " << step << ") -> " << dir
-              << std::endl;
-    return 0;
+  if (model_dir.empty() && checkpoint_path.empty()) {
+    throw ConfigError(
+        "nothing to export: pass --model_dir (newest checkpoint) or --checkpoint_path");
+  }
+  if (model_dir.empty()) model_dir = fs::path(checkpoint_path).parent_path().string();
+  if (config_path.empty()) config_path = (fs::path(model_dir) / "pipeline.config").string();
+  const PipelineConfig config = LoadPipelineConfig(config_path);
+  if (fs::exists(export_dir) && !fs::is_empty(export_dir)) {
+    throw ConfigError("--export_dir '" + export_dir +
+                      "' exists and is not empty; choose a new directory");
+  }
+  SingleModel model(config);
+  if (checkpoint_path.empty()) {
+    CheckpointManager ckpt(model_dir, 0, model.comm);
+    auto latest = ckpt.Latest();
+    if (!latest)
+      throw ConfigError("no valid checkpoint in '" + model_dir +
+                        "'; train first or pass --checkpoint_path");
+    checkpoint_path = *latest;
+  }
+  const std::int64_t step = model.RestoreFrom(model_dir, checkpoint_path);
+  fs::create_directories(export_dir);
+  PipelineConfig out = config;
+  out.model_dir = export_dir;
+  std::ofstream(fs::path(export_dir) / "pipeline.config") << ToJson(out) << '\n';
+  CheckpointManager writer(export_dir, 0, model.comm);
+  TrainState state = ModelState(*model.ebc, model.tables, *model.dense);
+  state.step = step;
+  state.plan_json = model.plan.ToJson();
+  state.data_cursor_json = "{}";
+  const std::string dir = writer.Save(state);
+  std::cout << "tzrec_train export: " << checkpoint_path << " (step " << step << ") -> " << dir
+            << std::endl;
+  return 0;
 }
 
 int Predict(PredictOptions options) {
@@ -112,39 +112,38 @@ int Predict(PredictOptions options) {
   const std::string& input_path = options.input_path;
   const std::string& output_path = options.output_path;
   std::int64_t& batch_size = options.batch_size;
-    const PipelineConfig config =
-        LoadPipelineConfig((fs::path(export_dir) / "pipeline.config").string());
-    SingleModel model(config);
-    CheckpointManager ckpt(export_dir, 0, model.comm);
-    auto latest = ckpt.Latest();
-    if (!latest)
-      throw ConfigError("'" + export_dir +
-                        "' holds no exported model; run tzrec_train export first");
-    model.RestoreFrom(export_dir, *latest);
-    if (batch_size <= 0) {
-      batch_size = config.data_config.eval_batch_size > 0 ? config.data_config.eval_batch_size
-                                                          : config.data_config.batch_size;
-    }
-    c10::NoGradGuard no_grad;
-    Dataset ds = GuardInput([&] { return Dataset(config, input_path, 0, 1, batch_size); });
-    std::vector<at::Tensor> scores;
-    std::vector<at::Tensor> labels;
-    while (auto b = GuardInput([&] { return ds.Next(); })) {
-      const KeyedTensor kt = model.ebc->Forward(AddDerivedFeatures(config, b->sparse));
-      scores.push_back(at::sigmoid(model.dense->Forward(kt, b->dense)));
-      labels.push_back(b->labels);
-    }
-    const at::Tensor s = scores.empty() ? at::zeros({0}) : at::cat(scores);
-    const at::Tensor l = labels.empty() ? at::zeros({0}) : at::cat(labels);
-    if (!output_path.empty()) {
-      std::ofstream out(output_path);
-      const auto acc = s.accessor<float, 1>();
-      for (std::int64_t i = 0; i < s.numel(); ++i) out << acc[i] << '\n';
-      if (!out) throw InputError("could not write --output_path '" + output_path + "'");
-    }
-    std::cout << "tzrec_train predict: " << s.numel() << " rows, auc " << std::fixed
-              << std::setprecision(5) << Auc(s, l) << std::endl;
-    return 0;
+  const PipelineConfig config =
+      LoadPipelineConfig((fs::path(export_dir) / "pipeline.config").string());
+  SingleModel model(config);
+  CheckpointManager ckpt(export_dir, 0, model.comm);
+  auto latest = ckpt.Latest();
+  if (!latest)
+    throw ConfigError("'" + export_dir + "' holds no exported model; run tzrec_train export first");
+  model.RestoreFrom(export_dir, *latest);
+  if (batch_size <= 0) {
+    batch_size = config.data_config.eval_batch_size > 0 ? config.data_config.eval_batch_size
+                                                        : config.data_config.batch_size;
+  }
+  c10::NoGradGuard no_grad;
+  Dataset ds = GuardInput([&] { return Dataset(config, input_path, 0, 1, batch_size); });
+  std::vector<at::Tensor> scores;
+  std::vector<at::Tensor> labels;
+  while (auto b = GuardInput([&] { return ds.Next(); })) {
+    const KeyedTensor kt = model.ebc->Forward(AddDerivedFeatures(config, b->sparse));
+    scores.push_back(at::sigmoid(model.dense->Forward(kt, b->dense)));
+    labels.push_back(b->labels);
+  }
+  const at::Tensor s = scores.empty() ? at::zeros({0}) : at::cat(scores);
+  const at::Tensor l = labels.empty() ? at::zeros({0}) : at::cat(labels);
+  if (!output_path.empty()) {
+    std::ofstream out(output_path);
+    const auto acc = s.accessor<float, 1>();
+    for (std::int64_t i = 0; i < s.numel(); ++i) out << acc[i] << '\n';
+    if (!out) throw InputError("could not write --output_path '" + output_path + "'");
+  }
+  std::cout << "tzrec_train predict: " << s.numel() << " rows, auc " << std::fixed
+            << std::setprecision(5) << Auc(s, l) << std::endl;
+  return 0;
 }
 
 }  // namespace tzrec

@@ -580,17 +580,17 @@ void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainSta
 }
 
 int TrainEval(const TrainEvalOptions& flags) {
-    PipelineConfig config = LoadPipelineConfig(flags.pipeline_config_path, flags.edit_config_json);
-    if (!flags.train_input_path.empty()) config.train_input_path = flags.train_input_path;
-    if (!flags.eval_input_path.empty()) config.eval_input_path = flags.eval_input_path;
-    if (!flags.model_dir.empty()) config.model_dir = flags.model_dir;
-    if (config.train_input_path.empty()) {
-      throw ConfigError(
-          "no train input: set train_input_path in the config or pass --train_input_path");
-    }
-    if (config.model_dir.empty())
-      throw ConfigError("no model_dir: set it in the config or pass --model_dir");
-    return Trainer(std::move(config), flags).Run();
+  PipelineConfig config = LoadPipelineConfig(flags.pipeline_config_path, flags.edit_config_json);
+  if (!flags.train_input_path.empty()) config.train_input_path = flags.train_input_path;
+  if (!flags.eval_input_path.empty()) config.eval_input_path = flags.eval_input_path;
+  if (!flags.model_dir.empty()) config.model_dir = flags.model_dir;
+  if (config.train_input_path.empty()) {
+    throw ConfigError(
+        "no train input: set train_input_path in the config or pass --train_input_path");
+  }
+  if (config.model_dir.empty())
+    throw ConfigError("no model_dir: set it in the config or pass --model_dir");
+  return Trainer(std::move(config), flags).Run();
 }
 
 }  // namespace tzrec
