@@ -8,20 +8,25 @@
 // check, c10::Error from libtorch) is a bug: exit 1 "internal error", never reported as the user's
 // mistake.
 //
-// The subclasses and their labels (docs/troubleshooting.md "Exit codes"):
-//   InputError       (this file)                    exit 2, no label (bad data, flags)
-//   ConfigError      include/tzrec/config/config.hpp exit 2, "config"
-//   PlannerError     include/tzrec/planner/planner.hpp exit 3, "no feasible sharding plan"
-//   CommError        include/tzrec/comm/comm.hpp     exit 4, "collective failed"
-//   CheckpointError  include/tzrec/checkpoint/checkpoint.hpp exit 4, "checkpoint"
-//   InternalError    (this file)                    exit 1, "internal error"
+// Every subclass is declared here, as c10d declares all of its error types in one header
+// (torch/csrc/distributed/c10d/exception.h), so the cross-rank agreement
+// (include/tzrec/comm/agree.hpp) can rebuild any of them without depending on the libraries that
+// throw them. The subclasses and their labels (docs/troubleshooting.md "Exit codes"):
+//   InputError       exit 2, no label (bad data, flags)      thrown by input, train, app
+//   ConfigError      exit 2, "config"                        thrown by config
+//   PlannerError     exit 3, "no feasible sharding plan"     thrown by planner
+//   CommError        exit 4, "collective failed"             thrown by comm
+//   CheckpointError  exit 4, "checkpoint"                    thrown by checkpoint
+//   InternalError    exit 1, "internal error"                another rank's unexpected exception
 // Errors agreed on across ranks (include/tzrec/comm/agree.hpp) keep their class on every rank.
 //
 // Thread-safety: immutable after construction; safe to copy and read from any thread.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace tzrec {
 
@@ -61,6 +66,47 @@ class InternalError : public Error {
  public:
   explicit InternalError(const std::string& what)
       : Error(what, ExitCode::kInternal, "internal error") {}
+};
+
+/// A pipeline config value, key or file is wrong (include/tzrec/config/config.hpp): exit 2.
+class ConfigError : public Error {  // exit 2 (tzrec/error.hpp)
+ public:
+  explicit ConfigError(const std::string& what) : Error(what, ExitCode::kBadInput, "config") {}
+};
+
+/// No sharding plan fits (include/tzrec/planner/planner.hpp): exit 3, naming the table, the
+/// missing bytes and the fix (TorchRec's PlannerError, torchrec/distributed/planner/types.py).
+class PlannerError : public Error {
+ public:
+  enum class Kind { kInsufficientStorage, kStrictConstraints };
+  PlannerError(Kind kind, std::string table, std::int64_t missing_bytes, const std::string& message)
+      : Error(message, ExitCode::kNoPlan, "no feasible sharding plan"),
+        kind_(kind),
+        table_(std::move(table)),
+        missing_bytes_(missing_bytes) {}
+  Kind kind() const { return kind_; }
+  const std::string& table() const { return table_; }
+  std::int64_t missing_bytes() const { return missing_bytes_; }
+
+ private:
+  Kind kind_;
+  std::string table_;
+  std::int64_t missing_bytes_;
+};
+
+/// A collective failed or a peer left (include/tzrec/comm/comm.hpp): exit 4.
+class CommError : public Error {  // exit 4 (tzrec/error.hpp)
+ public:
+  explicit CommError(const std::string& what)
+      : Error(what, ExitCode::kCollective, "collective failed") {}
+};
+
+/// A checkpoint could not be written or read (include/tzrec/checkpoint/checkpoint.hpp): exit 4,
+/// like a failed collective.
+class CheckpointError : public Error {
+ public:
+  explicit CheckpointError(const std::string& what, ExitCode code = ExitCode::kCollective)
+      : Error(what, code, "checkpoint") {}
 };
 
 }  // namespace tzrec

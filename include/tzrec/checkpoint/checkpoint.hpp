@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "tzrec/comm/comm.hpp"
+#include "tzrec/error.hpp"
 #include "tzrec/types/sharding_types.hpp"
 
 namespace tzrec {
@@ -56,13 +57,6 @@ namespace tzrec {
 // Raised for every checkpoint failure; what() names the file (or directory) and the problem, e.g.
 // "checkpoint file '/m/model.ckpt-10/model-000001-of-000002.pt' is truncated: 1234 bytes on disk,
 //  metadata.json records 5678; restore from an older checkpoint".
-// Exit 4 (tzrec/error.hpp), like a failed collective.
-class CheckpointError : public Error {
- public:
-  explicit CheckpointError(const std::string& what, ExitCode code = ExitCode::kCollective)
-      : Error(what, code, "checkpoint") {}
-};
-
 struct NamedTensor {
   std::string name;
   at::Tensor tensor;

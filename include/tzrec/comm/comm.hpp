@@ -42,12 +42,6 @@
 
 namespace tzrec {
 
-class CommError : public Error {  // exit 4 (tzrec/error.hpp)
- public:
-  explicit CommError(const std::string& what)
-      : Error(what, ExitCode::kCollective, "collective failed") {}
-};
-
 // The launcher contract (torchrun/tzrun worker environment).
 struct DistEnv {
   static constexpr std::chrono::seconds kDefaultTimeout{1800};

@@ -52,11 +52,6 @@
 
 namespace tzrec {
 
-class ConfigError : public Error {  // exit 2 (tzrec/error.hpp)
- public:
-  explicit ConfigError(const std::string& what) : Error(what, ExitCode::kBadInput, "config") {}
-};
-
 // One optimizer (oneof *_optimizer) with a constant learning rate (TorchEasyRec offers schedules;
 // only constant_learning_rate is accepted here, others are rejected with a clear error).
 struct OptimizerConfig {

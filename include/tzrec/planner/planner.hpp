@@ -91,25 +91,6 @@ struct TableSpec {
 // "table 'cat_0' (40000000 x 16, fp32) needs 5.2 GiB on one rank but the largest rank has 3.1 GiB
 //  free after reservation (2.1 GiB missing): allow row_wise/column_wise for it, add ranks, or lower
 //  STORAGE_RESERVE_PERCENT".
-// Exit code 3 (ExitCode::kNoPlan, include/tzrec/error.hpp).
-class PlannerError : public Error {
- public:
-  enum class Kind { kInsufficientStorage, kStrictConstraints };
-  PlannerError(Kind kind, std::string table, std::int64_t missing_bytes, const std::string& message)
-      : Error(message, ExitCode::kNoPlan, "no feasible sharding plan"),
-        kind_(kind),
-        table_(std::move(table)),
-        missing_bytes_(missing_bytes) {}
-  Kind kind() const { return kind_; }
-  const std::string& table() const { return table_; }
-  std::int64_t missing_bytes() const { return missing_bytes_; }
-
- private:
-  Kind kind_;
-  std::string table_;
-  std::int64_t missing_bytes_;
-};
-
 struct PlannerOptions {
   std::int64_t batch_size = 512;  // per-rank batch (TorchRec BATCH_SIZE default)
   EmbeddingOptimizerKind optimizer = EmbeddingOptimizerKind::kRowWiseAdagrad;

@@ -1,6 +1,6 @@
 // AgreeOnFirstError's non-template half (include/tzrec/comm/agree.hpp): the status encoding, the
-// error classes and the all-gather. The classes are rebuilt here, so this file includes the
-// headers that define them (header-only classes; no link dependency on their libraries).
+// error classes and the all-gather. The classes are rebuilt here from include/tzrec/error.hpp,
+// which declares every one of them.
 #include "tzrec/comm/agree.hpp"
 
 #include <ATen/ATen.h>
@@ -8,9 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "tzrec/checkpoint/checkpoint.hpp"
-#include "tzrec/config/config.hpp"
-#include "tzrec/planner/planner.hpp"
+#include "tzrec/error.hpp"
 
 namespace tzrec {
 namespace {
