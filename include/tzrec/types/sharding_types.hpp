@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -21,6 +22,8 @@ namespace tzrec {
 enum class ShardingType { kDataParallel, kTableWise, kColumnWise, kRowWise, kTableRowWise };
 
 std::string_view ToString(ShardingType type);  // "data_parallel", "table_wise", ...
+// "table_wise, row_wise": the names of `types`, comma separated, for messages.
+std::string JoinTypes(const std::vector<ShardingType>& types);
 // Parses TorchRec's spelling; throws std::invalid_argument naming the valid values.
 ShardingType ParseShardingType(std::string_view text);
 // All five, in the order above.

@@ -26,7 +26,6 @@ namespace tzrec::planner_detail {
 constexpr double kBigIntBytes = 8.0;  // BIGINT_DTYPE: id bytes
 
 // --- validate.cpp ---
-std::string JoinTypes(const std::vector<ShardingType>& types);
 // The table's sharding_types constraint, or all five when it is empty.
 const std::vector<ShardingType>& AllowedTypes(const TableSpec& table);
 // Throw std::invalid_argument naming the table / field and the fix.

@@ -10,15 +10,6 @@
 
 namespace tzrec::planner_detail {
 
-std::string JoinTypes(const std::vector<ShardingType>& types) {
-  std::string out;
-  for (ShardingType type : types) {
-    if (!out.empty()) out += ", ";
-    out += ToString(type);
-  }
-  return out;
-}
-
 const std::vector<ShardingType>& AllowedTypes(const TableSpec& table) {
   return table.constraints.sharding_types.empty() ? AllShardingTypes()
                                                   : table.constraints.sharding_types;

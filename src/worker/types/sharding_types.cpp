@@ -7,7 +7,6 @@
 #include <vector>
 
 namespace tzrec {
-namespace {
 
 std::string JoinTypes(const std::vector<ShardingType>& types) {
   std::string out;
@@ -17,8 +16,6 @@ std::string JoinTypes(const std::vector<ShardingType>& types) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string_view ToString(ShardingType type) {
   switch (type) {
