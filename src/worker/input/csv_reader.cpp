@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "reader.hpp"
+#include "tzrec/error.hpp"
 
 namespace tzrec::input {
 namespace {
@@ -72,11 +73,11 @@ std::size_t ScanRecords(const char* data, std::size_t n, bool eof, char delim,
   }
   if (!eof) return rec_start;
   if (in_quote) {
-    throw std::runtime_error("CsvDataset: " + path +
-                             ": a quoted field is not closed before the end of the file (record "
-                             "starting at byte offset " +
-                             std::to_string(rec_start) +
-                             " of the last read); close the quote or escape it as \"\"");
+    throw InputError("CsvDataset: " + path +
+                     ": a quoted field is not closed before the end of the file (record "
+                     "starting at byte offset " +
+                     std::to_string(rec_start) +
+                     " of the last read); close the quote or escape it as \"\"");
   }
   if (!empty(rec_start, n)) fn(rec_start, n);
   return n;
@@ -86,8 +87,8 @@ class Fd {
  public:
   explicit Fd(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
     if (fd_ < 0) {
-      throw std::runtime_error("CsvDataset: cannot open " + path + ": " + std::strerror(errno) +
-                               "; check input_path");
+      throw InputError("CsvDataset: cannot open " + path + ": " + std::strerror(errno) +
+                       "; check input_path");
     }
   }
   ~Fd() {
@@ -112,7 +113,7 @@ std::size_t ReadAt(int fd, const std::string& path, std::int64_t offset, std::si
                               static_cast<off_t>(offset + static_cast<std::int64_t>(got)));
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw std::runtime_error("CsvDataset: read error in " + path + ": " + std::strerror(errno));
+      throw InputError("CsvDataset: read error in " + path + ": " + std::strerror(errno));
     }
     if (n == 0) break;
     got += static_cast<std::size_t>(n);
@@ -127,7 +128,7 @@ class CsvReader final : public TableReader {
       : path_(path), options_(options), fd_(std::make_unique<Fd>(path)) {
     struct stat st {};
     if (::fstat(fd_->get(), &st) != 0) {
-      throw std::runtime_error("CsvDataset: cannot stat " + path + ": " + std::strerror(errno));
+      throw InputError("CsvDataset: cannot stat " + path + ": " + std::strerror(errno));
     }
     file_size_ = static_cast<std::int64_t>(st.st_size);
     Count();
@@ -176,11 +177,11 @@ class CsvReader final : public TableReader {
                                 }
                               });
       if (eof && static_cast<std::int64_t>(records.size()) < want) {
-        throw std::runtime_error("CsvDataset: " + path_ + " ended after row " +
-                                 std::to_string(begin + static_cast<std::int64_t>(records.size())) +
-                                 " but held " + std::to_string(rows_) +
-                                 " rows when it was counted; do not change input files while "
-                                 "training");
+        throw InputError("CsvDataset: " + path_ + " ended after row " +
+                         std::to_string(begin + static_cast<std::int64_t>(records.size())) +
+                         " but held " + std::to_string(rows_) +
+                         " rows when it was counted; do not change input files while "
+                         "training");
       }
     }
     next_row_ = end;
@@ -196,17 +197,16 @@ class CsvReader final : public TableReader {
       try {
         SplitRecord(b, e, options_.delimiter, &fields_);
       } catch (const std::exception& ex) {
-        throw std::runtime_error("CsvDataset: " + path_ + " row " +
-                                 std::to_string(begin + static_cast<std::int64_t>(r)) + ": " +
-                                 ex.what());
+        throw InputError("CsvDataset: " + path_ + " row " +
+                         std::to_string(begin + static_cast<std::int64_t>(r)) + ": " + ex.what());
       }
       if (fields_.size() > num_columns) {
-        throw std::runtime_error("CsvDataset: " + path_ + " row " +
-                                 std::to_string(begin + static_cast<std::int64_t>(r)) + " has " +
-                                 std::to_string(fields_.size()) + " fields but " +
-                                 std::to_string(num_columns) + " columns are named (" +
-                                 (options_.with_header ? "header" : "data_config.input_fields") +
-                                 "); check data_config.delimiter and the column names");
+        throw InputError("CsvDataset: " + path_ + " row " +
+                         std::to_string(begin + static_cast<std::int64_t>(r)) + " has " +
+                         std::to_string(fields_.size()) + " fields but " +
+                         std::to_string(num_columns) + " columns are named (" +
+                         (options_.with_header ? "header" : "data_config.input_fields") +
+                         "); check data_config.delimiter and the column names");
       }
       for (std::size_t c = 0; c < columns.size(); ++c) {
         const auto idx = static_cast<std::size_t>(columns[c]);
@@ -256,9 +256,9 @@ class CsvReader final : public TableReader {
       buf_offset += static_cast<std::int64_t>(consumed);
     }
     if (options_.with_header && need_header) {
-      throw std::runtime_error("CsvDataset: " + path_ +
-                               " is empty but data_config.with_header is true (no header line); "
-                               "remove the file or write its header");
+      throw InputError("CsvDataset: " + path_ +
+                       " is empty but data_config.with_header is true (no header line); "
+                       "remove the file or write its header");
     }
     if (!index_.empty()) next_offset_ = index_[0];
     next_row_ = 0;
@@ -301,16 +301,15 @@ void SplitRecord(char* begin, char* end, char delimiter, std::vector<std::string
         *w++ = *q++;
       }
       if (!closed) {
-        throw std::runtime_error(
-            "field " + std::to_string(fields->size()) +
-            " opens a quote that is not closed; close it or escape \" as \"\"");
+        throw InputError("field " + std::to_string(fields->size()) +
+                         " opens a quote that is not closed; close it or escape \" as \"\"");
       }
       fields->emplace_back(p, static_cast<std::size_t>(w - p));
       if (q == end) return;
       if (*q != delimiter) {
-        throw std::runtime_error("field " + std::to_string(fields->size() - 1) +
-                                 " has text after its closing quote; quote the whole field and "
-                                 "escape inner quotes as \"\"");
+        throw InputError("field " + std::to_string(fields->size() - 1) +
+                         " has text after its closing quote; quote the whole field and "
+                         "escape inner quotes as \"\"");
       }
       p = q + 1;
       continue;
@@ -347,8 +346,8 @@ std::vector<std::string> ExpandInputPath(const std::string& input_path) {
           const std::string p = g.gl_pathv[i];
           if (std::filesystem::is_directory(p, ec)) {
             ::globfree(&g);
-            throw std::runtime_error("input path '" + pattern + "' matches the directory " + p +
-                                     "; name the files, e.g. " + p + "/*.parquet");
+            throw InputError("input path '" + pattern + "' matches the directory " + p +
+                             "; name the files, e.g. " + p + "/*.parquet");
           }
           files.push_back(p);
           ++matched;
@@ -356,16 +355,16 @@ std::vector<std::string> ExpandInputPath(const std::string& input_path) {
       }
       ::globfree(&g);
       if (matched == 0) {
-        throw std::runtime_error("input path pattern '" + pattern + "' (of '" + input_path +
-                                 "') matches no file; check the path and the working directory " +
-                                 std::filesystem::current_path().string());
+        throw InputError("input path pattern '" + pattern + "' (of '" + input_path +
+                         "') matches no file; check the path and the working directory " +
+                         std::filesystem::current_path().string());
       }
     }
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
   if (!any_pattern) {
-    throw std::runtime_error("input path is empty; set train_input_path / eval_input_path");
+    throw InputError("input path is empty; set train_input_path / eval_input_path");
   }
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());

@@ -14,6 +14,7 @@
 
 #include "reader.hpp"
 #include "transform.hpp"
+#include "tzrec/error.hpp"
 #include "tzrec/input/input.hpp"
 
 namespace tzrec {
@@ -40,8 +41,8 @@ std::string NameList(const std::vector<std::string>& names) {
 char ParseDelimiter(const std::string& delimiter) {
   if (delimiter.size() == 1) return delimiter[0];
   if (delimiter == "\\t" || delimiter == "tab" || delimiter == "TAB") return '\t';
-  throw std::runtime_error("data_config.delimiter \"" + delimiter +
-                           "\" must be one character (\",\", \"\\t\", \"|\", ...)");
+  throw InputError("data_config.delimiter \"" + delimiter +
+                   "\" must be one character (\",\", \"\\t\", \"|\", ...)");
 }
 
 // The first `count` rows of `ranges`, as ranges.
@@ -272,7 +273,7 @@ class Dataset::Impl::Builder {
         }
       }
     } catch (const std::exception& e) {
-      throw std::runtime_error(impl_.Where(global_row0 + failed) + ": " + e.what());
+      throw InputError(impl_.Where(global_row0 + failed) + ": " + e.what());
     }
     n_ += count;
   }
@@ -308,16 +309,15 @@ class Dataset::Impl::Builder {
       case Cell::Kind::kString: {
         const auto v = input::ParseDouble(cell.s);
         if (v) return static_cast<float>(*v);
-        throw std::runtime_error(
-            "label '" + impl_.needed[static_cast<std::size_t>(impl_.label_slot)] + "' value " +
-            input::Describe(cell) + " is not a number; labels must be 0/1 or numbers");
+        throw InputError("label '" + impl_.needed[static_cast<std::size_t>(impl_.label_slot)] +
+                         "' value " + input::Describe(cell) +
+                         " is not a number; labels must be 0/1 or numbers");
       }
       case Cell::Kind::kNull:
         break;
     }
-    throw std::runtime_error(
-        "label '" + impl_.needed[static_cast<std::size_t>(impl_.label_slot)] +
-        "' is missing; every row needs a label (drop such rows from the data)");
+    throw InputError("label '" + impl_.needed[static_cast<std::size_t>(impl_.label_slot)] +
+                     "' is missing; every row needs a label (drop such rows from the data)");
   }
 
   const Dataset::Impl& impl_;
@@ -404,14 +404,14 @@ void Dataset::Impl::Configure(const DataConfig& data, int for_rank, int of_world
     m.csv.with_header = data.with_header;
     m.csv.input_fields = data.input_fields;
     if (!data.with_header && data.input_fields.empty()) {
-      throw std::runtime_error(
+      throw InputError(
           "CsvDataset: data_config.with_header is false but "
           "data_config.input_fields is empty; name the columns in "
           "input_fields (in file order) or write a header line");
     }
   } else {
-    throw std::runtime_error("data_config.dataset_type '" + data.dataset_type +
-                             "' is not supported; use ParquetDataset or CsvDataset");
+    throw InputError("data_config.dataset_type '" + data.dataset_type +
+                     "' is not supported; use ParquetDataset or CsvDataset");
   }
 }
 
@@ -478,12 +478,11 @@ void Dataset::Impl::OpenFiles(const PipelineConfig& config, const std::string& i
     for (std::size_t c = 0; c < m.needed.size(); ++c) {
       const auto it = std::find(columns.begin(), columns.end(), m.needed[c]);
       if (it == columns.end()) {
-        throw std::runtime_error(
-            std::string(m.parquet ? "ParquetDataset" : "CsvDataset") + ": column '" + m.needed[c] +
-            "' (needed by " + m.needed_by[c] + ") is not in " + path + "; its columns are " +
-            NameList(columns) +
-            (m.parquet || data.with_header ? "" : " (from data_config.input_fields)") +
-            "; fix the feature expression / label_fields or the data");
+        throw InputError(std::string(m.parquet ? "ParquetDataset" : "CsvDataset") + ": column '" +
+                         m.needed[c] + "' (needed by " + m.needed_by[c] + ") is not in " + path +
+                         "; its columns are " + NameList(columns) +
+                         (m.parquet || data.with_header ? "" : " (from data_config.input_fields)") +
+                         "; fix the feature expression / label_fields or the data");
       }
       info.column_index.push_back(static_cast<int>(it - columns.begin()));
     }

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "reader.hpp"
+#include "tzrec/error.hpp"
 
 namespace tzrec::input {
 namespace {
@@ -92,11 +93,11 @@ void AppendCells(const arrow::Array& array, std::int64_t offset, std::int64_t n,
       return;
     }
     default:
-      throw std::runtime_error("ParquetDataset: " + path + ": column '" + column + "' has type " +
-                               array.type()->ToString() +
-                               ", which the reader does not support (supported: bool, int8-64, "
-                               "uint8-64, float, double, string, large_string, binary, dictionary "
-                               "of those); convert the column");
+      throw InputError("ParquetDataset: " + path + ": column '" + column + "' has type " +
+                       array.type()->ToString() +
+                       ", which the reader does not support (supported: bool, int8-64, "
+                       "uint8-64, float, double, string, large_string, binary, dictionary "
+                       "of those); convert the column");
   }
 }
 
@@ -148,17 +149,17 @@ class ParquetReader final : public TableReader {
       for (int c : columns) {
         const int leaf = leaf_index_[static_cast<std::size_t>(c)];
         if (leaf < 0) {
-          throw std::runtime_error("ParquetDataset: " + path_ + ": column '" +
-                                   columns_[static_cast<std::size_t>(c)] +
-                                   "' is nested (list/struct/map), which the reader does not "
-                                   "support; store it as a string joined by the feature separator");
+          throw InputError("ParquetDataset: " + path_ + ": column '" +
+                           columns_[static_cast<std::size_t>(c)] +
+                           "' is nested (list/struct/map), which the reader does not "
+                           "support; store it as a string joined by the feature separator");
         }
         leaves.push_back(leaf);
       }
       auto table = reader_->ReadRowGroup(static_cast<int>(g), leaves);
       if (!table.ok()) {
-        throw std::runtime_error("ParquetDataset: reading row group " + std::to_string(g) + " of " +
-                                 path_ + " failed: " + StatusText(table.status()));
+        throw InputError("ParquetDataset: reading row group " + std::to_string(g) + " of " + path_ +
+                         " failed: " + StatusText(table.status()));
       }
       table_ = std::move(*table);
       cached_group_ = g;
@@ -185,8 +186,8 @@ class ParquetReader final : public TableReader {
         if (done == n) break;
       }
       if (done != n) {
-        throw std::runtime_error("ParquetDataset: " + path_ + " row group " + std::to_string(g) +
-                                 " column '" + name + "' holds fewer rows than its metadata says");
+        throw InputError("ParquetDataset: " + path_ + " row group " + std::to_string(g) +
+                         " column '" + name + "' holds fewer rows than its metadata says");
       }
     }
     block.keep_alive = table_;
@@ -197,14 +198,14 @@ class ParquetReader final : public TableReader {
   void Open() {
     auto file = arrow::io::ReadableFile::Open(path_);
     if (!file.ok()) {
-      throw std::runtime_error("ParquetDataset: cannot open " + path_ + ": " +
-                               StatusText(file.status()) + "; check input_path");
+      throw InputError("ParquetDataset: cannot open " + path_ + ": " + StatusText(file.status()) +
+                       "; check input_path");
     }
     auto reader = parquet::arrow::OpenFile(*file, arrow::system_memory_pool());
     if (!reader.ok()) {
-      throw std::runtime_error("ParquetDataset: " + path_ +
-                               " is not a readable Parquet file: " + StatusText(reader.status()) +
-                               "; use data_config.dataset_type CsvDataset for text files");
+      throw InputError("ParquetDataset: " + path_ +
+                       " is not a readable Parquet file: " + StatusText(reader.status()) +
+                       "; use data_config.dataset_type CsvDataset for text files");
     }
     reader_ = std::move(*reader);
   }

@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "tzrec/error.hpp"
+
 namespace tzrec::input {
 namespace {
 
@@ -204,14 +206,14 @@ std::int64_t FeatureTransform::MapToken(std::string_view token, const Cell* nume
         shown = "'" + std::string(token) + "'";
       }
       if (!id) {
-        throw std::runtime_error(
-            "feature '" + name_ + "': value " + shown + " is not an integer id (num_buckets=" +
-            std::to_string(table_size_) + "); use hash_bucket_size for non-integer values");
+        throw InputError("feature '" + name_ + "': value " + shown +
+                         " is not an integer id (num_buckets=" + std::to_string(table_size_) +
+                         "); use hash_bucket_size for non-integer values");
       }
       if (*id < 0 || *id >= table_size_) {
-        throw std::runtime_error("feature '" + name_ + "': id " + std::to_string(*id) +
-                                 " is outside [0, num_buckets=" + std::to_string(table_size_) +
-                                 "); raise num_buckets or use hash_bucket_size");
+        throw InputError("feature '" + name_ + "': id " + std::to_string(*id) +
+                         " is outside [0, num_buckets=" + std::to_string(table_size_) +
+                         "); raise num_buckets or use hash_bucket_size");
       }
       return *id;
     }
@@ -268,10 +270,9 @@ void FeatureTransform::RawValues(const Cell& cell, double* out) const {
     case Cell::Kind::kInt:
     case Cell::Kind::kFloat:
       if (value_dim_ != 1) {
-        throw std::runtime_error(
-            "feature '" + name_ + "': value_dim=" + std::to_string(value_dim_) +
-            " but the column holds one number " + Describe(cell) +
-            " per row; store the values as text joined by '" + separator_ + "'");
+        throw InputError("feature '" + name_ + "': value_dim=" + std::to_string(value_dim_) +
+                         " but the column holds one number " + Describe(cell) +
+                         " per row; store the values as text joined by '" + separator_ + "'");
       }
       out[0] = cell.kind == Cell::Kind::kInt ? static_cast<double>(cell.i) : cell.d;
       return;
@@ -299,9 +300,9 @@ void FeatureTransform::RawValues(const Cell& cell, double* out) const {
     ++n;
   });
   if (n != value_dim_) {
-    throw std::runtime_error("feature '" + name_ + "': value " + Describe(cell) + " holds " +
-                             std::to_string(n) + " values separated by '" + separator_ +
-                             "' but value_dim=" + std::to_string(value_dim_));
+    throw InputError("feature '" + name_ + "': value " + Describe(cell) + " holds " +
+                     std::to_string(n) + " values separated by '" + separator_ +
+                     "' but value_dim=" + std::to_string(value_dim_));
   }
 }
 
