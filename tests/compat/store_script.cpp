@@ -83,15 +83,11 @@ ordered_json WaitReleasedBy(Client& waiter, Client& actor, const std::string& ke
   return r;
 }
 
-int Run(const std::string& host, std::uint16_t port, bool queues, bool barrier) {
-  ClientOptions o;
-  o.host = host;
-  o.port = port;
-  o.timeout = milliseconds(30000);
-  Client c(o);
-  Client other(o);
-  ordered_json r;
+// Each step below appends its results to `r` in script order; `c` runs the operations,
+// `other` is the second connection that releases waits and queue pops.
 
+/// GET/SET (binary, 100 kB, missing key), ADD, COMPARE_SET.
+void GetSetAddCas(Client& c, ordered_json& r) {
   c.set("k", "v1");
   r["get"] = Esc(c.get("k"));
   c.set("k", std::string("a\0b", 3));
@@ -116,7 +112,10 @@ int Run(const std::string& host, std::uint16_t port, bool queues, bool barrier) 
   r["cas_match"] = Esc(c.compare_set("cas3", "old", "new"));
   r["cas_mismatch"] = Esc(c.compare_set("cas3", "zzz", "newer"));
   r["cas_after"] = Esc(c.get("cas3"));
+}
 
+/// CHECK and WAIT, released by each kind of write from the other connection.
+void CheckAndWait(Client& c, Client& other, ordered_json& r) {
   r["check_present"] = c.check({"k", "cnt"});
   r["check_missing"] = c.check({"k", "nope"});
   r["check_empty"] = c.check({});
@@ -145,7 +144,10 @@ int Run(const std::string& host, std::uint16_t port, bool queues, bool barrier) 
   r["wait_by_cas_lie"] = WaitReleasedBy(
       c, other, "w_lie", 800, [](Client& a) { (void)a.compare_set("w_lie", "exp", "v"); });
   r["w_lie_exists"] = c.check({"w_lie"});
+}
 
+/// NUM_KEYS, DELETE, APPEND, MULTI_SET / MULTI_GET.
+void KeysAppendMulti(Client& c, ordered_json& r) {
   const std::int64_t n0 = c.num_keys();
   c.set("extra", "x");
   r["num_keys_delta"] = c.num_keys() - n0;
@@ -164,58 +166,76 @@ int Run(const std::string& host, std::uint16_t port, bool queues, bool barrier) 
   r["multi_get_missing_timeout"] = Try([&]() -> ordered_json {
     return Strings(c.multi_get({"m1", "nope"}, milliseconds(300)));
   });
+}
 
-  {  // PrefixStore composition (as init_process_group builds it) seen through raw wire keys.
-    auto shared = std::make_shared<Client>(o);
-    tzrun::store::PrefixStore pg(
-        "cpu/", std::make_shared<tzrun::store::PrefixStore>(
-                    "0/", std::make_shared<tzrun::store::PrefixStore>("default_pg", shared)));
-    pg.set("0", "uid");
-    r["prefix_raw_get"] = Esc(shared->with_key_prefix("").get("/default_pg/0//cpu//0"));
-    r["prefix_list_keys"] = Strings(pg.list_keys(), true);
-  }
+/// PrefixStore composition (as init_process_group builds it) seen through raw wire keys.
+void Prefixes(const ClientOptions& o, ordered_json& r) {
+  auto shared = std::make_shared<Client>(o);
+  tzrun::store::PrefixStore pg(
+      "cpu/", std::make_shared<tzrun::store::PrefixStore>(
+                  "0/", std::make_shared<tzrun::store::PrefixStore>("default_pg", shared)));
+  pg.set("0", "uid");
+  r["prefix_raw_get"] = Esc(shared->with_key_prefix("").get("/default_pg/0//cpu//0"));
+  r["prefix_list_keys"] = Strings(pg.list_keys(), true);
+}
 
-  if (queues) {
-    const std::int64_t nq0 = c.num_keys();
-    r["queue_len_empty"] = c.queue_len("q");
-    c.queue_push("q", "a");
-    c.queue_push("q", "b");
-    c.queue_push("q", "");
-    r["queue_len"] = c.queue_len("q");
-    r["queue_pop"] = Esc(c.queue_pop("q"));
-    auto p = c.try_queue_pop("q");
-    r["queue_try_pop"] = p ? ordered_json(Esc(*p)) : ordered_json(nullptr);
-    r["queue_pop_empty_value"] = Esc(c.queue_pop("q"));
-    auto e = c.try_queue_pop("q");
-    r["queue_try_pop_empty"] = e ? ordered_json(Esc(*e)) : ordered_json(nullptr);
-    r["queue_pop_timeout"] =
-        Try([&]() -> ordered_json { return Esc(c.queue_pop("q", milliseconds(300))); });
-    r["queue_check_nonempty"] = [&] {
-      c.queue_push("qc", "x");
-      return c.check({"qc"});
-    }();
-    {
-      std::thread pusher([&] {
-        std::this_thread::sleep_for(milliseconds(150));
-        other.queue_push("bq", "pushed");
-      });
-      r["queue_pop_blocking"] =
-          Try([&]() -> ordered_json { return Esc(c.queue_pop("bq", milliseconds(20000))); });
-      pusher.join();
-    }
-    r["queue_num_keys_unchanged"] = c.num_keys() - nq0;  // queues are not keys
-  }
-
-  if (barrier) {
-    std::thread t([&] { other.barrier("bar", 2, milliseconds(20000)); });
-    r["barrier"] = Try([&]() -> ordered_json {
-      c.barrier("bar", 2, milliseconds(20000));
-      return "ok";
+/// QUEUE_PUSH / QUEUE_POP / QUEUE_LEN (not on the legacy server).
+void Queues(Client& c, Client& other, ordered_json& r) {
+  const std::int64_t nq0 = c.num_keys();
+  r["queue_len_empty"] = c.queue_len("q");
+  c.queue_push("q", "a");
+  c.queue_push("q", "b");
+  c.queue_push("q", "");
+  r["queue_len"] = c.queue_len("q");
+  r["queue_pop"] = Esc(c.queue_pop("q"));
+  auto p = c.try_queue_pop("q");
+  r["queue_try_pop"] = p ? ordered_json(Esc(*p)) : ordered_json(nullptr);
+  r["queue_pop_empty_value"] = Esc(c.queue_pop("q"));
+  auto e = c.try_queue_pop("q");
+  r["queue_try_pop_empty"] = e ? ordered_json(Esc(*e)) : ordered_json(nullptr);
+  r["queue_pop_timeout"] =
+      Try([&]() -> ordered_json { return Esc(c.queue_pop("q", milliseconds(300))); });
+  r["queue_check_nonempty"] = [&] {
+    c.queue_push("qc", "x");
+    return c.check({"qc"});
+  }();
+  {
+    std::thread pusher([&] {
+      std::this_thread::sleep_for(milliseconds(150));
+      other.queue_push("bq", "pushed");
     });
-    t.join();
-    r["barrier_counter"] = Esc(c.get("bar"));
+    r["queue_pop_blocking"] =
+        Try([&]() -> ordered_json { return Esc(c.queue_pop("bq", milliseconds(20000))); });
+    pusher.join();
   }
+  r["queue_num_keys_unchanged"] = c.num_keys() - nq0;  // queues are not keys
+}
 
+/// BARRIER between the two connections (PyTorch 2.12+ servers).
+void Barrier(Client& c, Client& other, ordered_json& r) {
+  std::thread t([&] { other.barrier("bar", 2, milliseconds(20000)); });
+  r["barrier"] = Try([&]() -> ordered_json {
+    c.barrier("bar", 2, milliseconds(20000));
+    return "ok";
+  });
+  t.join();
+  r["barrier_counter"] = Esc(c.get("bar"));
+}
+
+int Run(const std::string& host, std::uint16_t port, bool queues, bool barrier) {
+  ClientOptions o;
+  o.host = host;
+  o.port = port;
+  o.timeout = milliseconds(30000);
+  Client c(o);
+  Client other(o);
+  ordered_json r;
+  GetSetAddCas(c, r);
+  CheckAndWait(c, other, r);
+  KeysAppendMulti(c, r);
+  Prefixes(o, r);
+  if (queues) Queues(c, other, r);
+  if (barrier) Barrier(c, other, r);
   r["list_keys"] = Strings(c.list_keys(), true);
   r["raw_list_keys"] = Strings(c.with_key_prefix("").list_keys(), true);
   r["num_keys"] = c.num_keys();

@@ -74,14 +74,10 @@ void ExpectThrow(const std::string& name, F&& f) {
   Print(name, what + " " + std::to_string(ms.count()));
 }
 
-int Run(const std::string& host, uint16_t port) {
-  c10d::TCPStoreOptions opts;
-  opts.port = port;
-  opts.isServer = false;
-  opts.waitWorkers = false;
-  opts.timeout = milliseconds(30000);
-  c10d::TCPStore store(host, opts);
+// Each step below prints its results in script order.
 
+/// GET/SET (binary), ADD, COMPARE_SET, CHECK.
+void GetSetAddCas(c10d::TCPStore& store) {
   store.set("k", B("v1"));
   Print("get", store.get("k"));
   store.set("k", B(std::string("a\0b", 3)));
@@ -100,7 +96,10 @@ int Run(const std::string& host, uint16_t port) {
 
   PrintBool("check_present", store.check({"k", "cnt"}));
   PrintBool("check_missing", store.check({"k", "nope"}));
+}
 
+/// WAIT: on present keys, timing out, and released by another connection (clone()).
+void Waits(c10d::TCPStore& store) {
   store.wait({"k", "cnt"}, milliseconds(1000));
   Print("wait_present", "ok");
   ExpectThrow("wait_timeout", [&] { store.wait({"nope"}, milliseconds(500)); });
@@ -118,7 +117,10 @@ int Run(const std::string& host, uint16_t port) {
     Print("wait_released",
           std::string(ms >= 150 ? "late" : "early") + " " + Esc(store.get("late")));
   }
+}
 
+/// NUM_KEYS, DELETE, APPEND, MULTI_SET / MULTI_GET.
+void KeysAppendMulti(c10d::TCPStore& store) {
   const int64_t n0 = store.getNumKeys();
   store.set("extra", B("x"));
   Print("num_keys_delta", store.getNumKeys() - n0);
@@ -134,7 +136,10 @@ int Run(const std::string& host, uint16_t port) {
   std::string mg;
   for (const auto& v : store.multiGet({"m2", "m1", "ap"})) mg += Esc(v) + ",";
   Print("multi_get", mg);
+}
 
+/// QUEUE_PUSH / QUEUE_POP / QUEUE_LEN, blocking and not.
+void Queues(c10d::TCPStore& store) {
   Print("queue_len_empty", store.queueLen("q"));
   store.queuePush("q", B("a"));
   store.queuePush("q", B("b"));
@@ -151,7 +156,19 @@ int Run(const std::string& host, uint16_t port) {
     Print("queue_pop_blocking_wait", store.queuePop("bq", true));
     pusher.join();
   }
+}
 
+int Run(const std::string& host, uint16_t port) {
+  c10d::TCPStoreOptions opts;
+  opts.port = port;
+  opts.isServer = false;
+  opts.waitWorkers = false;
+  opts.timeout = milliseconds(30000);
+  c10d::TCPStore store(host, opts);
+  GetSetAddCas(store);
+  Waits(store);
+  KeysAppendMulti(store);
+  Queues(store);
   auto keys = store.listKeys();
   std::sort(keys.begin(), keys.end());
   std::string joined;
