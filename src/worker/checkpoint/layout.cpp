@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 
+#include "tzrec/types/sharding_plan.hpp"
+
 namespace tzrec::checkpoint_detail {
 
 std::string ShapeString(at::IntArrayRef sizes) {
