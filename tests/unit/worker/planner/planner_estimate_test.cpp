@@ -1,7 +1,6 @@
 // tzrec::planner: names, topology, shard math, TorchRec perf/storage formulas and reservation.
-// Expected numbers are hand-computed from the TorchRec formulas
-// (shared/reference/torchrec-sharding.md §2.6–2.7), independently of planner.cpp.
-// The partitioner, plan JSON and hash are tested in planner_plan_test.cpp.
+// Expected numbers are hand-computed from the TorchRec formulas (docs/sharding.md), independently
+// of src/worker/planner/. The partitioner, plan JSON and hash are tested in planner_plan_test.cpp.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
