@@ -191,6 +191,37 @@ inline float Cell(int src, int dst, int64_t j, int64_t c) {
   return static_cast<float>(src * 1000 + dst * 100 + j * 10 + c);
 }
 
+// all_to_all_base with uneven splits (Rows): every cell tells sender, receiver, row and column.
+inline std::string CheckAllToAllUneven(Checker& ck, const ProbeEnv& env, const at::Device& device) {
+  const int r = env.rank;
+  const int w = env.world;
+  const auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
+  auto& pg = ck.backend();
+  std::vector<int64_t> in_splits(w), out_splits(w);
+  int64_t in_rows = 0, out_rows = 0;
+  for (int p = 0; p < w; ++p) {
+    in_splits[p] = Rows(r, p);
+    out_splits[p] = Rows(p, r);
+    in_rows += in_splits[p];
+    out_rows += out_splits[p];
+  }
+  const auto cpu_f32 = at::TensorOptions().dtype(at::kFloat);
+  at::Tensor input = at::empty({in_rows, kCols}, cpu_f32);
+  at::Tensor want = at::empty({out_rows, kCols}, cpu_f32);
+  for (int p = 0, in_at = 0, out_at = 0; p < w; ++p) {
+    for (int64_t j = 0; j < in_splits[p]; ++j, ++in_at) {
+      for (int64_t c = 0; c < kCols; ++c) input[in_at][c] = Cell(r, p, j, c);
+    }
+    for (int64_t j = 0; j < out_splits[p]; ++j, ++out_at) {
+      for (int64_t c = 0; c < kCols; ++c) want[out_at][c] = Cell(p, r, j, c);
+    }
+  }
+  input = input.to(device);
+  at::Tensor output = at::full({out_rows, kCols}, -1.0f, f32);
+  ck.Wait(pg.alltoall_base(output, input, out_splits, in_splits));
+  return Diff(output, want);
+}
+
 // Runs every check on tensors of `device` (expected values are built on the CPU).
 inline void RunAll(Checker& ck, const ProbeEnv& env, const at::Device& device) {
   const int r = env.rank;
@@ -214,31 +245,7 @@ inline void RunAll(Checker& ck, const ProbeEnv& env, const at::Device& device) {
     return "";
   });
 
-  ck.Run("all_to_all_uneven", [&]() -> std::string {
-    std::vector<int64_t> in_splits(w), out_splits(w);
-    int64_t in_rows = 0, out_rows = 0;
-    for (int p = 0; p < w; ++p) {
-      in_splits[p] = Rows(r, p);
-      out_splits[p] = Rows(p, r);
-      in_rows += in_splits[p];
-      out_rows += out_splits[p];
-    }
-    const auto cpu_f32 = at::TensorOptions().dtype(at::kFloat);
-    at::Tensor input = at::empty({in_rows, kCols}, cpu_f32);
-    at::Tensor want = at::empty({out_rows, kCols}, cpu_f32);
-    for (int p = 0, in_at = 0, out_at = 0; p < w; ++p) {
-      for (int64_t j = 0; j < in_splits[p]; ++j, ++in_at) {
-        for (int64_t c = 0; c < kCols; ++c) input[in_at][c] = Cell(r, p, j, c);
-      }
-      for (int64_t j = 0; j < out_splits[p]; ++j, ++out_at) {
-        for (int64_t c = 0; c < kCols; ++c) want[out_at][c] = Cell(p, r, j, c);
-      }
-    }
-    input = input.to(device);
-    at::Tensor output = at::full({out_rows, kCols}, -1.0f, f32);
-    ck.Wait(pg.alltoall_base(output, input, out_splits, in_splits));
-    return Diff(output, want);
-  });
+  ck.Run("all_to_all_uneven", [&]() { return CheckAllToAllUneven(ck, env, device); });
 
   ck.Run("all_gather", [&]() -> std::string {
     std::vector<at::Tensor> in{at::arange(4, f32) + 10.0 * r};

@@ -237,14 +237,13 @@ void RunAgreeChecks(Comm& comm, Checker& ck) {
   });
 }
 
-int RunChecks(Comm& comm) {
+// Collectives on fixed shapes: all_reduce (sum, max, in place on a view), broadcast, barrier,
+// all_gather.
+void RunFixedShapeChecks(Comm& comm, Checker& ck) {
   const int r = comm.rank();
   const int w = comm.world_size();
   const at::Device dev = comm.device();
   const double rank_sum = w * (w - 1) / 2.0;
-  Checker ck(r);
-  std::cout << "tzrec_comm_check rank=" << r << " world=" << w << " backend=" << comm.backend_name()
-            << " device=" << dev << std::endl;
 
   ck.Run("all_reduce_sum", [&]() -> std::string {
     at::Tensor t = (at::arange(6, kF32).view({2, 3}) * (r + 1)).to(dev);
@@ -299,6 +298,14 @@ int RunChecks(Comm& comm) {
     for (int p = 0; p < w; ++p) parts.push_back(at::arange(6, kF32).view({2, 3}) + 100.0 * p);
     return Diff("output", comm.AllGather(in), at::cat(parts, 0));
   });
+}
+
+// Collectives whose per-rank sizes differ (some zero): all_to_all (2-D, 1-D, async),
+// reduce_scatter_v, all_gather_v.
+void RunVariableSizeChecks(Comm& comm, Checker& ck) {
+  const int r = comm.rank();
+  const int w = comm.world_size();
+  const at::Device dev = comm.device();
 
   ck.Run("all_to_all_2d_uneven", [&]() { return CheckAllToAll2d(comm, Rows, 4, false); });
   ck.Run("all_to_all_2d_rank0_sends_nothing",
@@ -340,6 +347,13 @@ int RunChecks(Comm& comm) {
   ck.Run("all_gather_v_uneven", [&]() { return CheckAllGatherV(comm, UnevenSplits(w)); });
   ck.Run("all_gather_v_equal",
          [&]() { return CheckAllGatherV(comm, std::vector<std::int64_t>(w, 3)); });
+}
+
+// BroadcastString (short, empty, 1 MiB) and caller mistakes, which throw before sending.
+void RunStringAndUsageChecks(Comm& comm, Checker& ck) {
+  const int r = comm.rank();
+  const int w = comm.world_size();
+  const at::Device dev = comm.device();
 
   ck.Run("broadcast_string", [&]() -> std::string {
     const std::string plan = "{\"plan\": \"from rank 0\", \"tables\": [1, 2, 3]}";
@@ -377,66 +391,83 @@ int RunChecks(Comm& comm) {
     comm.Barrier();  // still in step
     return "";
   });
+}
 
-  ck.Run("dense_sync", [&]() -> std::string {
-    // Parameters differ per rank; three float32 ones and a float64 one (its own bucket), with a
-    // 24-byte bucket so every float32 parameter is a bucket of its own (or shares one).
-    const auto f64 = at::TensorOptions().dtype(at::kDouble);
-    std::vector<std::vector<std::int64_t>> shapes{{3, 4}, {5}, {2, 2, 2}, {1}, {3}};
-    std::vector<at::TensorOptions> opts{kF32, kF32, kF32, kF32, f64};
-    std::vector<at::Tensor> params;
-    for (std::size_t i = 0; i < shapes.size(); ++i) {
-      at::Tensor p = (at::arange(c10::multiply_integers(shapes[i]), opts[i]).view(shapes[i]) +
-                      1000.0 * r + 10.0 * static_cast<double>(i))
-                         .to(dev);
-      p.set_requires_grad(true);
-      params.push_back(p);
+// DenseSync: BroadcastParameters from a root and AllReduceGradients (mean; a missing gradient
+// counts as zero), with one-parameter buckets and with the default bucket size.
+std::string CheckDenseSync(Comm& comm) {
+  const int r = comm.rank();
+  const int w = comm.world_size();
+  const at::Device dev = comm.device();
+  // Parameters differ per rank; three float32 ones and a float64 one (its own bucket), with a
+  // 24-byte bucket so every float32 parameter is a bucket of its own (or shares one).
+  const auto f64 = at::TensorOptions().dtype(at::kDouble);
+  std::vector<std::vector<std::int64_t>> shapes{{3, 4}, {5}, {2, 2, 2}, {1}, {3}};
+  std::vector<at::TensorOptions> opts{kF32, kF32, kF32, kF32, f64};
+  std::vector<at::Tensor> params;
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    at::Tensor p = (at::arange(c10::multiply_integers(shapes[i]), opts[i]).view(shapes[i]) +
+                    1000.0 * r + 10.0 * static_cast<double>(i))
+                       .to(dev);
+    p.set_requires_grad(true);
+    params.push_back(p);
+  }
+  for (std::int64_t bucket_bytes : {std::int64_t{24}, DenseSync::kDefaultBucketBytes}) {
+    const int root = bucket_bytes == 24 ? 0 : w - 1;
+    DenseSync sync(std::shared_ptr<Comm>(&comm, [](Comm*) {}), params, bucket_bytes);
+    sync.BroadcastParameters(root);
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      at::Tensor want = at::arange(c10::multiply_integers(shapes[i]), opts[i]).view(shapes[i]) +
+                        1000.0 * root + 10.0 * static_cast<double>(i);
+      if (auto d =
+              Diff("bucket_bytes " + std::to_string(bucket_bytes) + " param " + std::to_string(i) +
+                       " after BroadcastParameters(" + std::to_string(root) + ")",
+                   params[i].detach(), want);
+          !d.empty()) {
+        return d;
+      }
+      if (!params[i].requires_grad()) return "param lost requires_grad";
+      // Next round starts from per-rank values again.
+      c10::NoGradGuard ng;
+      params[i].add_(1000.0 * (r - root));
     }
-    for (std::int64_t bucket_bytes : {std::int64_t{24}, DenseSync::kDefaultBucketBytes}) {
-      const int root = bucket_bytes == 24 ? 0 : w - 1;
-      DenseSync sync(std::shared_ptr<Comm>(&comm, [](Comm*) {}), params, bucket_bytes);
-      sync.BroadcastParameters(root);
-      for (std::size_t i = 0; i < params.size(); ++i) {
-        at::Tensor want = at::arange(c10::multiply_integers(shapes[i]), opts[i]).view(shapes[i]) +
-                          1000.0 * root + 10.0 * static_cast<double>(i);
-        if (auto d = Diff("bucket_bytes " + std::to_string(bucket_bytes) + " param " +
-                              std::to_string(i) + " after BroadcastParameters(" +
-                              std::to_string(root) + ")",
-                          params[i].detach(), want);
-            !d.empty()) {
-          return d;
-        }
-        if (!params[i].requires_grad()) return "param lost requires_grad";
-        // Next round starts from per-rank values again.
-        c10::NoGradGuard ng;
-        params[i].add_(1000.0 * (r - root));
+    // Gradients: rank q holds (q + 1) * (i + 1); param 1 has no gradient on rank 0 (counts as
+    // zero), param 3 has none anywhere.
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      params[i].mutable_grad() = at::Tensor();
+      if ((i == 1 && r == 0) || i == 3) continue;
+      params[i].mutable_grad() =
+          at::full(shapes[i], static_cast<double>((r + 1) * (i + 1)), opts[i]).to(dev);
+    }
+    sync.AllReduceGradients();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      double sum = 0;
+      for (int q = 0; q < w; ++q) {
+        if ((i == 1 && q == 0) || i == 3) continue;
+        sum += static_cast<double>((q + 1) * (i + 1));
       }
-      // Gradients: rank q holds (q + 1) * (i + 1); param 1 has no gradient on rank 0 (counts as
-      // zero), param 3 has none anywhere.
-      for (std::size_t i = 0; i < params.size(); ++i) {
-        params[i].mutable_grad() = at::Tensor();
-        if ((i == 1 && r == 0) || i == 3) continue;
-        params[i].mutable_grad() =
-            at::full(shapes[i], static_cast<double>((r + 1) * (i + 1)), opts[i]).to(dev);
-      }
-      sync.AllReduceGradients();
-      for (std::size_t i = 0; i < params.size(); ++i) {
-        double sum = 0;
-        for (int q = 0; q < w; ++q) {
-          if ((i == 1 && q == 0) || i == 3) continue;
-          sum += static_cast<double>((q + 1) * (i + 1));
-        }
-        const at::Tensor& g = params[i].grad();
-        if (!g.defined()) return "param " + std::to_string(i) + " has no grad after the all-reduce";
-        if (auto d = Diff("grad " + std::to_string(i), g, at::full(shapes[i], sum, opts[i]) / w);
-            !d.empty()) {
-          return d;
-        }
+      const at::Tensor& g = params[i].grad();
+      if (!g.defined()) return "param " + std::to_string(i) + " has no grad after the all-reduce";
+      if (auto d = Diff("grad " + std::to_string(i), g, at::full(shapes[i], sum, opts[i]) / w);
+          !d.empty()) {
+        return d;
       }
     }
-    return "";
-  });
+  }
+  return "";
+}
 
+int RunChecks(Comm& comm) {
+  const int r = comm.rank();
+  const int w = comm.world_size();
+  Checker ck(r);
+  std::cout << "tzrec_comm_check rank=" << r << " world=" << w << " backend=" << comm.backend_name()
+            << " device=" << comm.device() << std::endl;
+
+  RunFixedShapeChecks(comm, ck);
+  RunVariableSizeChecks(comm, ck);
+  RunStringAndUsageChecks(comm, ck);
+  ck.Run("dense_sync", [&]() { return CheckDenseSync(comm); });
   RunAgreeChecks(comm, ck);
   comm.Barrier();
   return ck.failed() ? 1 : 0;

@@ -1,0 +1,145 @@
+"""The tzrec_train job (issue 6) end to end with the real binaries, the commands and options
+around training: export + predict, bad input, and the training options (gradient accumulation,
+clipping, BF16). The models and checkpoints are in test_train_job.py; the helpers and data
+fixtures in train_job_helpers.py.
+
+The export and options tests read ../shared/data (needs_shared_data marker, conftest.py); the
+bad-input tests use generated data and always run. Every test trains into its own tmp_path.
+
+Budget: the whole file runs in about 1 minute on 2 shared cores.
+"""
+import math
+
+import pytest
+
+from train_job_helpers import (  # noqa: F401 (fixtures are used by name)
+    SMALL_BUCKETS, assert_complete, checkpoints, criteo, criteo_generated, derived_config,
+    details, load_pt, metrics, movielens_generated, run_job, small_dlrm, small_job,
+    steps_edit, tzrec, wait_no_job)
+
+
+@pytest.mark.needs_shared_data
+@pytest.mark.parametrize("world", [2, 3])
+def test_export_and_predict_reproduce_eval_auc(tmp_path, criteo, small_dlrm, world):
+    md = tmp_path / "m"
+    small_job(small_dlrm, criteo, md, world, steps_edit(30, log_every=10))
+    m = metrics(md)
+    out = tmp_path / "export"
+    proc = tzrec("export", "--model_dir", md, "--export_dir", out)
+    assert "step 30" in proc.stdout, details(proc)
+    exported = checkpoints(out)
+    assert list(exported) == [30]
+    meta = assert_complete(exported[30])
+    assert meta["world_size"] == 1
+    model = load_pt(exported[30] / "model-000000-of-000001.pt")
+    for table, t in meta["tables"].items():
+        assert len(t["shards"]) == 1 and t["shards"][0]["sizes"] == t["shape"] == [SMALL_BUCKETS, 16]
+        assert list(model[t["shards"][0]["weight_key"]].shape) == [SMALL_BUCKETS, 16]
+    scores = tmp_path / "scores.txt"
+    proc = tzrec("predict", "--export_dir", out, "--input_path", criteo / "eval.txt",
+                 "--output_path", scores)
+    line = [ln for ln in proc.stdout.splitlines() if "auc" in ln][-1]
+    assert " 2000 rows" in line, line
+    auc = float(line.rsplit("auc", 1)[1])
+    assert auc == pytest.approx(m["eval_auc"], abs=1e-4), (line, m)
+    values = [float(x) for x in scores.read_text().split()]
+    assert len(values) == 2000 and all(0 < v < 1 for v in values)
+
+
+# --------------------------------------------------------------------------------------------
+# 8: bad input
+
+
+def failing_job(*args, **kw):
+    proc = run_job(*args, check=False, timeout=120, **kw)
+    assert proc.returncode != 0, details(proc)
+    return proc, proc.stdout + proc.stderr
+
+
+def test_unknown_config_key_names_it_and_suggests(tmp_path, criteo_generated):
+    criteo = criteo_generated
+    def misspell(cfg):
+        cfg["train_config"]["num_step"] = 10
+    cfg = derived_config(tmp_path, "dlrm_criteo.json", misspell)
+    proc, out = failing_job(cfg, tmp_path / "m", 2, criteo / "train.txt", criteo / "eval.txt")
+    assert proc.returncode == 2, details(proc)
+    assert "num_step" in out and "did you mean 'num_steps'" in out, details(proc)
+    wait_no_job(str(cfg), timeout=5)
+    assert not (tmp_path / "m").exists() or not checkpoints(tmp_path / "m")
+
+
+def test_existing_checkpoint_needs_continue_train(tmp_path, criteo_generated, small_dlrm):
+    criteo = criteo_generated
+    md = tmp_path / "m"
+    small_job(small_dlrm, criteo, md, 1, steps_edit(4))
+    proc, out = failing_job(small_dlrm, md, 2, criteo / "train.txt", criteo / "eval.txt", steps_edit(8))
+    assert proc.returncode == 2, details(proc)
+    assert "--continue_train" in out and "model.ckpt-4" in out, details(proc)
+    assert list(checkpoints(md)) == [4]
+    wait_no_job(str(md), timeout=5)
+
+
+def test_missing_train_input_names_the_path(tmp_path, small_dlrm, criteo_generated):
+    criteo = criteo_generated
+    missing = tmp_path / "no_such_dir" / "train.txt"
+    proc, out = failing_job(small_dlrm, tmp_path / "m", 2, missing, criteo / "eval.txt")
+    assert proc.returncode == 2, details(proc)
+    assert str(missing) in out, details(proc)
+    wait_no_job(str(tmp_path / "m"), timeout=5)
+
+
+def test_id_out_of_num_buckets_names_feature_and_value(tmp_path, movielens_generated):
+    movielens = movielens_generated
+    def shrink(cfg):
+        for f in cfg["feature_configs"]:
+            if f.get("id_feature", {}).get("feature_name") == "user_id":
+                f["id_feature"]["num_buckets"] = 100
+    cfg = derived_config(tmp_path, "multi_tower_movielens.json", shrink)
+    proc, out = failing_job(cfg, tmp_path / "m", 2, movielens / "train.csv", movielens / "eval.csv")
+    assert proc.returncode == 2, details(proc)
+    line = next((ln for ln in out.splitlines() if "num_buckets" in ln), "")
+    assert "user_id" in line and "100" in line, details(proc)
+    # the value: a user id >= 100 from train.csv, quoted in the message
+    ids = {int(r.split(",")[0]) for r in (movielens / "train.csv").read_text().splitlines()[1:]}
+    assert any(f"{v}" in line for v in ids if v >= 100), line
+    wait_no_job(str(cfg), timeout=5)
+
+
+# --------------------------------------------------------------------------------------------
+# 10: training options
+
+
+def dense_tensors(model_dir, step):
+    return {k: v for k, v in load_pt(checkpoints(model_dir)[step] / "model-000000-of-000002.pt").items()
+            if k.startswith("dense/")}
+
+
+def options_job(small_dlrm, criteo, model_dir, edit):
+    small_job(small_dlrm, criteo, model_dir, 2, steps_edit(20, log_every=10, **edit))
+    return metrics(model_dir), dense_tensors(model_dir, 20)
+
+
+@pytest.fixture(scope="module")
+def options_baseline(tmp_path_factory, small_dlrm, criteo):
+    return options_job(small_dlrm, criteo, tmp_path_factory.mktemp("options_baseline") / "m", {})
+
+
+@pytest.mark.parametrize("name,edit", [
+    ("accumulation", {"train_config.gradient_accumulation_steps": 2}),
+    ("clip_norm", {"train_config.grad_clipping": {"clipping_type": "norm", "max_gradient": 0.05}}),
+    ("clip_value", {"train_config.grad_clipping": {"clipping_type": "value", "max_gradient": 0.001}}),
+    ("bf16", {"train_config.mixed_precision": "BF16"}),
+])
+@pytest.mark.needs_shared_data
+def test_training_options(tmp_path, criteo, small_dlrm, options_baseline, name, edit):
+    import torch
+    base_metrics, base_dense = options_baseline
+    for m, dense in (options_baseline, options_job(small_dlrm, criteo, tmp_path / "m", edit)):
+        assert m["global_step"] == 20, m
+        for key in ("train_loss", "eval_auc", "eval_loss", "samples_per_sec"):
+            assert m[key] is not None and math.isfinite(m[key]), (name, m)
+        assert 0 < m["train_loss"] < 2 and 0.5 < m["eval_auc"] < 1, (name, m)
+        assert all(torch.isfinite(v).all() for v in dense.values()), name
+    # The option is applied, not ignored: the trained dense weights differ from the baseline's.
+    diff = max((dense[k] - base_dense[k]).abs().max().item() for k in base_dense)
+    assert diff > 1e-4, f"{name}: dense weights equal to the baseline's (max diff {diff})"

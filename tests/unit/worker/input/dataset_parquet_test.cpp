@@ -1,0 +1,255 @@
+// Dataset on Parquet files the tests write with Arrow C++: types, nulls, dictionaries and row
+// groups, batches (ids, dense, labels, group ids), rank split over several files, resume at
+// another world size, epochs and prefetching. CSV/TSV and error messages: dataset_text_test.cpp.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dataset_test_util.hpp"
+#include "reader.hpp"
+#include "tzrec/input/input.hpp"
+
+namespace tzrec {
+namespace {
+
+using namespace input_test;  // NOLINT(google-build-using-namespace): the shared test helpers
+
+TEST(Parquet, TypesNullsDictionaryAndRowGroups) {
+  TempDir dir;
+  WriteTypedParquet(dir / "t.parquet", 0, 10, 4);  // row groups of 4, 4, 2
+  auto reader = input::OpenParquet(dir / "t.parquet");
+  EXPECT_EQ(reader->num_rows(), 10);
+  EXPECT_EQ(reader->ChunkEnd(0), 4);
+  EXPECT_EQ(reader->ChunkEnd(5), 8);
+  EXPECT_EQ(reader->ChunkEnd(9), 10);
+
+  Dataset ds(ParquetConfig(), dir / "t.parquet", 0, 1, 3);
+  const auto batches = ReadAll(ds);
+  ASSERT_EQ(batches.size(), 4U);
+  EXPECT_EQ(batches.back().size, 1);
+  EXPECT_EQ(IdsOf(batches, "rid"), (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  std::vector<std::int64_t> s, ls, d;
+  std::vector<float> f, labels;
+  for (std::int64_t i = 0; i < 10; ++i) {
+    if (i % 5 != 4) s.push_back(H("s" + std::to_string(i), 1000));
+    ls.push_back(H(std::to_string(i * 10), 1000));
+    if (i % 4 != 3) d.push_back(i % 4 == 0 ? 2 : (i % 4 == 1 ? 3 : 1));  // "z" → OOV 1
+    f.push_back(i % 3 == 0 ? -1.0F : static_cast<float>(i) / 4);
+    labels.push_back(static_cast<float>(i % 2));
+  }
+  EXPECT_EQ(IdsOf(batches, "s"), s);
+  EXPECT_EQ(IdsOf(batches, "ls"), ls);
+  EXPECT_EQ(IdsOf(batches, "d"), d);
+  std::vector<float> got_f, got_labels;
+  for (const auto& b : batches) {
+    for (float v : Floats(b.dense)) got_f.push_back(v);
+    for (float v : Floats(b.labels)) got_labels.push_back(v);
+  }
+  EXPECT_EQ(got_f, f);
+  EXPECT_EQ(got_labels, labels);
+}
+
+TEST(Parquet, IntsHashLikeTheirCsvText) {
+  TempDir dir;
+  WriteParquet(dir / "p.parquet", {"label", "c"}, {Int64s({1, 0}), Int64s({12, -3})}, 10);
+  WriteText(dir / "p.csv", "label,c\n1,12\n0,-3\n");
+  PipelineConfig c;
+  c.data_config.label_fields = {"label"};
+  auto f = Id("c", "c");
+  f.hash_bucket_size = 777;
+  c.feature_configs = {f};
+  Dataset p(c, dir / "p.parquet", 0, 1, 8);
+  c.data_config.dataset_type = "CsvDataset";
+  Dataset t(c, dir / "p.csv", 0, 1, 8);
+  const auto pv = IdsOf(ReadAll(p), "c");
+  EXPECT_EQ(pv, IdsOf(ReadAll(t), "c"));
+  EXPECT_EQ(pv, (std::vector<std::int64_t>{H("12", 777), H("-3", 777)}));
+}
+
+// Files of 5, 0, 7 and 4 rows (16 in all): every world size reads each row once, in order.
+TEST(Parquet, RankSplitOverUnevenFilesHasNoOverlapAndNoLoss) {
+  TempDir dir;
+  WriteTypedParquet(dir / "part-0.parquet", 0, 5, 2);
+  WriteTypedParquet(dir / "part-1.parquet", 5, 0, 2);
+  WriteTypedParquet(dir / "part-2.parquet", 5, 7, 3);
+  WriteTypedParquet(dir / "part-3.parquet", 12, 4, 100);
+  const std::string glob = dir / "part-[23].parquet" + "," + dir / "part-[01].parquet";
+  for (int world : {1, 2, 3}) {
+    std::vector<std::int64_t> all;
+    for (int rank = 0; rank < world; ++rank) {
+      Dataset ds(ParquetConfig(), glob, rank, world, 2);
+      EXPECT_EQ(ds.total_rows(), 16);
+      EXPECT_EQ(ds.files().size(), 4U);
+      EXPECT_EQ(ds.rows_assigned(), 16 / world + (rank < 16 % world ? 1 : 0));
+      const auto ids = IdsOf(ReadAll(ds), "rid");
+      EXPECT_EQ(static_cast<std::int64_t>(ids.size()), ds.rows_assigned());
+      all.insert(all.end(), ids.begin(), ids.end());
+    }
+    ASSERT_EQ(all.size(), 16U) << world;
+    for (std::int64_t i = 0; i < 16; ++i) EXPECT_EQ(all[static_cast<std::size_t>(i)], i) << world;
+  }
+}
+
+TEST(Parquet, ResumeAtAnotherWorldSizeReadsExactlyTheRest) {
+  TempDir dir;
+  WriteTypedParquet(dir / "a.parquet", 0, 11, 3);
+  WriteTypedParquet(dir / "b.parquet", 11, 12, 5);
+  const std::string path = dir / "*.parquet";
+  // World 3 (8 rows each): rank 0 trains 1 batch of 3, rank 1 two, rank 2 none.
+  std::vector<DataCursor> cursors;
+  std::set<std::int64_t> seen;
+  const std::vector<int> steps = {1, 2, 0};
+  for (int rank = 0; rank < 3; ++rank) {
+    Dataset ds(ParquetConfig(), path, rank, 3, 3);
+    for (int s = 0; s < steps[static_cast<std::size_t>(rank)]; ++s) {
+      auto b = ds.Next();
+      ASSERT_TRUE(b);
+      for (auto id : Longs(b->sparse["rid"].values)) seen.insert(id);
+    }
+    cursors.push_back(ds.Cursor());
+  }
+  const auto merged = DataCursor::FromJson(DataCursor::Merge(cursors).ToJson());
+  EXPECT_EQ(merged.consumed, (std::vector<RowRange>{{0, 3}, {8, 14}}));
+  std::multiset<std::int64_t> rest;
+  for (int rank = 0; rank < 2; ++rank) {
+    Dataset ds(ParquetConfig(), path, rank, 2, 4, merged);
+    EXPECT_EQ(ds.rows_assigned(), rank == 0 ? 7 : 7);
+    for (auto id : IdsOf(ReadAll(ds), "rid")) rest.insert(id);
+    const auto done = ds.Cursor();
+    EXPECT_EQ(done.consumed_rows(), 9 + 7);
+  }
+  EXPECT_EQ(rest.size() + seen.size(), 23U);
+  for (std::int64_t r = 0; r < 23; ++r) EXPECT_EQ(rest.count(r) + seen.count(r), 1U) << r;
+  // A cursor of other data is refused.
+  DataCursor other{99, 0, {}};
+  const auto e = ErrorOf([&] { Dataset ds(ParquetConfig(), path, 0, 1, 4, other); });
+  EXPECT_NE(e.find("99 rows"), std::string::npos) << e;
+  EXPECT_NE(e.find("hold 23"), std::string::npos) << e;
+}
+
+TEST(Dataset, EpochsPrefetchDepthsAndDropRemainder) {
+  TempDir dir;
+  WriteTypedParquet(dir / "a.parquet", 0, 10, 4);
+  auto config = ParquetConfig();
+  std::vector<std::vector<std::int64_t>> runs;
+  for (std::int64_t workers : {0, 1, 3}) {
+    config.data_config.num_workers = workers;
+    Dataset ds(config, dir / "a.parquet", 0, 1, 4);
+    runs.push_back(IdsOf(ReadAll(ds), "s"));
+    EXPECT_EQ(ds.Cursor().consumed, (std::vector<RowRange>{{0, 10}}));
+    ds.StartNextEpoch();
+    EXPECT_EQ(ds.Cursor().epochs_completed, 1);
+    EXPECT_TRUE(ds.Cursor().consumed.empty());
+    EXPECT_EQ(IdsOf(ReadAll(ds), "s"), runs.back());
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0], runs[2]);
+  config.data_config.drop_remainder = true;
+  Dataset ds(config, dir / "a.parquet", 0, 1, 4);
+  const auto batches = ReadAll(ds);
+  ASSERT_EQ(batches.size(), 2U);
+  EXPECT_EQ(IdsOf(batches, "rid"), (std::vector<std::int64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // Restarting mid-epoch drops the prefetched batches and starts over.
+  Dataset again(config, dir / "a.parquet", 0, 1, 4);
+  ASSERT_TRUE(again.Next());
+  again.StartNextEpoch();
+  EXPECT_EQ(IdsOf(ReadAll(again), "rid").front(), 0);
+}
+
+TEST(Dataset, GroupIdsHashTheGroupingColumn) {
+  TempDir dir;
+  WriteText(dir / "g.csv", "label,user\n1,u1\n0,u2\n1,u1\n");
+  PipelineConfig c;
+  c.data_config.dataset_type = "CsvDataset";
+  c.data_config.label_fields = {"label"};
+  auto f = Id("uid", "user");
+  f.hash_bucket_size = 10;
+  c.feature_configs = {f};
+  c.model_config.grouped_auc_key = "uid";  // a feature name: its input column 'user' is used
+  Dataset ds(c, dir / "g.csv", 0, 1, 8);
+  auto b = ds.Next();
+  ASSERT_TRUE(b);
+  const auto g = Longs(b->group_ids);
+  const auto u1 = static_cast<std::int64_t>(Fnv1a64("u1") & 0x7fffffffffffffffULL);
+  EXPECT_EQ(g, (std::vector<std::int64_t>{
+                   u1, static_cast<std::int64_t>(Fnv1a64("u2") & 0x7fffffffffffffffULL), u1}));
+}
+
+// Criteo layout (label, 13 float dense, 26 int64 ids) written with Arrow C++: every row read once
+// at world 2, with the label sum equal to the file's. (The read rate of this layout is measured by
+// tools/bench/input.)
+TEST(Parquet, CriteoLayoutReadsEveryRowOnce) {
+  TempDir dir;
+  const std::string path = dir / "criteo.parquet";
+  const std::int64_t rows = 200000;
+  double expect_positives = 0;
+  {
+    std::vector<std::string> names = {"label"};
+    std::vector<std::shared_ptr<arrow::Array>> columns;
+    std::vector<std::int64_t> label(static_cast<std::size_t>(rows));
+    std::uint64_t state = 7;
+    auto next = [&state] {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      return state >> 33;
+    };
+    for (auto& l : label) {
+      l = static_cast<std::int64_t>(next() % 4 == 0);
+      expect_positives += static_cast<double>(l);
+    }
+    columns.push_back(Int64s(label));
+    for (int i = 0; i < 13; ++i) {
+      std::vector<double> v(static_cast<std::size_t>(rows));
+      std::vector<bool> valid(static_cast<std::size_t>(rows));
+      for (std::size_t r = 0; r < v.size(); ++r) {
+        v[r] = static_cast<double>(next() % 1000);
+        valid[r] = next() % 20 != 0;
+      }
+      names.push_back("int_" + std::to_string(i));
+      columns.push_back(Doubles(v, valid));
+    }
+    for (int i = 0; i < 26; ++i) {
+      std::vector<std::int64_t> v(static_cast<std::size_t>(rows));
+      for (auto& x : v) x = static_cast<std::int64_t>(next() % 1000);
+      names.push_back("cat_" + std::to_string(i));
+      columns.push_back(Int64s(v));
+    }
+    WriteParquet(path, names, columns, 65536);
+  }
+  PipelineConfig c;
+  c.data_config.label_fields = {"label"};
+  for (int i = 0; i < 13; ++i) {
+    auto f = Raw("int_" + std::to_string(i), "int_" + std::to_string(i));
+    f.normalizer = "method=log1p";
+    c.feature_configs.push_back(f);
+  }
+  for (int i = 0; i < 26; ++i) {
+    auto f = Id("cat_" + std::to_string(i), "cat_" + std::to_string(i));
+    f.hash_bucket_size = 100000;
+    c.feature_configs.push_back(f);
+  }
+  std::int64_t read = 0;
+  double positives = 0;
+  std::int64_t total = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    Dataset ds(c, path, rank, 2, 4096);
+    total = ds.total_rows();
+    while (auto b = ds.Next()) {
+      read += b->size;
+      positives += b->labels.sum().item<double>();
+      ASSERT_EQ(b->sparse.values().numel(), 26 * b->size);
+    }
+  }
+  EXPECT_EQ(read, total);
+  EXPECT_EQ(total, rows);
+  EXPECT_EQ(positives, expect_positives);
+}
+
+}  // namespace
+}  // namespace tzrec
