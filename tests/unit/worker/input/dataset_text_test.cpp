@@ -146,7 +146,11 @@ TEST(Csv, CriteoTsvLineWithEmptyFields) {
 }
 
 TEST(Csv, RealCriteo10kSplitOverThreeRanks) {
-  const std::string found = std::string(TZREC_SHARED_DATA) + "/criteo_dac_10k/train-10k.txt";
+  // TZRUN_SHARED_DIR overrides ../shared, as for the integration tests
+  // (tests/integration/conftest.py).
+  const char* shared = std::getenv("TZRUN_SHARED_DIR");
+  const std::string data = shared != nullptr ? std::string(shared) + "/data" : TZREC_SHARED_DATA;
+  const std::string found = data + "/criteo_dac_10k/train-10k.txt";
   if (!fs::exists(found)) {
     // The ci test preset requires the reference data: a skip there would hide a missing check.
     const char* required = std::getenv("TZRUN_REQUIRE_SHARED_DATA");
