@@ -20,11 +20,11 @@ namespace tzrun {
 
 /// Exit codes tzrun itself chooses (worker failures propagate the worker's own code).
 namespace exit_code {
-inline constexpr int kInternal = 1;         ///< a bug in tzrun: report it
-inline constexpr int kUsage = 2;            ///< bad command line, environment or config value
-inline constexpr int kInfrastructure = 125; ///< store bind, spawn, log dir, rendezvous failure
-inline constexpr int kNotExecutable = 126;  ///< the worker program exists but cannot be run
-inline constexpr int kNotFound = 127;       ///< the worker program was not found
+inline constexpr int kInternal = 1;          ///< a bug in tzrun: report it
+inline constexpr int kUsage = 2;             ///< bad command line, environment or config value
+inline constexpr int kInfrastructure = 125;  ///< store bind, spawn, log dir, rendezvous failure
+inline constexpr int kNotExecutable = 126;   ///< the worker program exists but cannot be run
+inline constexpr int kNotFound = 127;        ///< the worker program was not found
 }  // namespace exit_code
 
 /// Base of tzrun's typed errors: a message for the user and the process exit code.
