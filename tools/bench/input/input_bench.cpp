@@ -8,9 +8,6 @@
 // Arrow C++ and checks the label sum; with PATH (files, globs or comma lists, e.g. tools/gen_data
 // output) it reads those. Prints "criteo layout: R rows (label sum S) in T s = X rows/s".
 #include <ATen/ATen.h>
-#include <arrow/api.h>
-#include <arrow/io/file.h>
-#include <parquet/arrow/writer.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,73 +18,14 @@
 #include <string>
 #include <vector>
 
+#include "criteo_parquet.hpp"
 #include "tzrec/input/input.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-void Check(const arrow::Status& s) {
-  if (!s.ok()) throw std::runtime_error(s.ToString());
-}
-
-std::shared_ptr<arrow::Array> Int64s(const std::vector<std::int64_t>& v) {
-  arrow::Int64Builder b;
-  Check(b.AppendValues(v));
-  return b.Finish().ValueOrDie();
-}
-
-std::shared_ptr<arrow::Array> Doubles(const std::vector<double>& v,
-                                      const std::vector<bool>& valid) {
-  arrow::DoubleBuilder b;
-  for (std::size_t i = 0; i < v.size(); ++i) Check(valid[i] ? b.Append(v[i]) : b.AppendNull());
-  return b.Finish().ValueOrDie();
-}
-
-// Writes `rows` Criteo-layout rows to `path`; returns the label sum.
-double WriteCriteo(const std::string& path, std::int64_t rows) {
-  std::vector<std::string> names = {"label"};
-  std::vector<std::shared_ptr<arrow::Array>> columns;
-  std::vector<std::int64_t> label(static_cast<std::size_t>(rows));
-  std::uint64_t state = 7;
-  auto next = [&state] {
-    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return state >> 33;
-  };
-  double positives = 0;
-  for (auto& l : label) {
-    l = static_cast<std::int64_t>(next() % 4 == 0);
-    positives += static_cast<double>(l);
-  }
-  columns.push_back(Int64s(label));
-  for (int i = 0; i < 13; ++i) {
-    std::vector<double> v(static_cast<std::size_t>(rows));
-    std::vector<bool> valid(static_cast<std::size_t>(rows));
-    for (std::size_t r = 0; r < v.size(); ++r) {
-      v[r] = static_cast<double>(next() % 1000);
-      valid[r] = next() % 20 != 0;
-    }
-    names.push_back("int_" + std::to_string(i));
-    columns.push_back(Doubles(v, valid));
-  }
-  for (int i = 0; i < 26; ++i) {
-    std::vector<std::int64_t> v(static_cast<std::size_t>(rows));
-    for (auto& x : v) x = static_cast<std::int64_t>(next() % 1000);
-    names.push_back("cat_" + std::to_string(i));
-    columns.push_back(Int64s(v));
-  }
-  std::vector<std::shared_ptr<arrow::Field>> fields;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    fields.push_back(arrow::field(names[i], columns[i]->type()));
-  }
-  auto table = arrow::Table::Make(arrow::schema(fields), columns);
-  auto out = arrow::io::FileOutputStream::Open(path).ValueOrDie();
-  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
-  Check(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), out, 65536,
-                                   parquet::default_writer_properties(), arrow_props));
-  Check(out->Close());
-  return positives;
-}
+using tzrec::bench::WriteCriteoParquet;
 
 tzrec::PipelineConfig CriteoConfig() {
   tzrec::PipelineConfig c;
@@ -135,7 +73,7 @@ int main(int argc, char** argv) {
       tmp = fs::temp_directory_path() / ("tzrec_input_bench_" + std::to_string(::getpid()));
       fs::create_directories(tmp);
       path = (tmp / "criteo.parquet").string();
-      expect_positives = WriteCriteo(path, rows);
+      expect_positives = WriteCriteoParquet(path, rows);
     }
     const tzrec::PipelineConfig c = CriteoConfig();
     const auto start = std::chrono::steady_clock::now();

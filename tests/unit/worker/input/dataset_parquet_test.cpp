@@ -189,39 +189,7 @@ TEST(Parquet, CriteoLayoutReadsEveryRowOnce) {
   TempDir dir;
   const std::string path = dir / "criteo.parquet";
   const std::int64_t rows = 200000;
-  double expect_positives = 0;
-  {
-    std::vector<std::string> names = {"label"};
-    std::vector<std::shared_ptr<arrow::Array>> columns;
-    std::vector<std::int64_t> label(static_cast<std::size_t>(rows));
-    std::uint64_t state = 7;
-    auto next = [&state] {
-      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-      return state >> 33;
-    };
-    for (auto& l : label) {
-      l = static_cast<std::int64_t>(next() % 4 == 0);
-      expect_positives += static_cast<double>(l);
-    }
-    columns.push_back(Int64s(label));
-    for (int i = 0; i < 13; ++i) {
-      std::vector<double> v(static_cast<std::size_t>(rows));
-      std::vector<bool> valid(static_cast<std::size_t>(rows));
-      for (std::size_t r = 0; r < v.size(); ++r) {
-        v[r] = static_cast<double>(next() % 1000);
-        valid[r] = next() % 20 != 0;
-      }
-      names.push_back("int_" + std::to_string(i));
-      columns.push_back(Doubles(v, valid));
-    }
-    for (int i = 0; i < 26; ++i) {
-      std::vector<std::int64_t> v(static_cast<std::size_t>(rows));
-      for (auto& x : v) x = static_cast<std::int64_t>(next() % 1000);
-      names.push_back("cat_" + std::to_string(i));
-      columns.push_back(Int64s(v));
-    }
-    WriteParquet(path, names, columns, 65536);
-  }
+  const double expect_positives = bench::WriteCriteoParquet(path, rows);
   PipelineConfig c;
   c.data_config.label_fields = {"label"};
   for (int i = 0; i < 13; ++i) {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cell.hpp"
+#include "criteo_parquet.hpp"
 #include "tzrec/input/input.hpp"
 
 namespace tzrec::input_test {
@@ -49,28 +50,10 @@ inline void WriteText(const std::string& path, const std::string& text) {
   out << text;
 }
 
-inline void Check(const arrow::Status& s) {
-  if (!s.ok()) throw std::runtime_error(s.ToString());
-}
-
-inline std::shared_ptr<arrow::Array> Int64s(const std::vector<std::int64_t>& v) {
-  arrow::Int64Builder b;
-  Check(b.AppendValues(v));
-  return b.Finish().ValueOrDie();
-}
-
-inline std::shared_ptr<arrow::Array> Doubles(const std::vector<double>& v,
-                                             const std::vector<bool>& valid = {}) {
-  arrow::DoubleBuilder b;
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (!valid.empty() && !valid[i]) {
-      Check(b.AppendNull());
-    } else {
-      Check(b.Append(v[i]));
-    }
-  }
-  return b.Finish().ValueOrDie();
-}
+using bench::Check;
+using bench::Doubles;
+using bench::Int64s;
+using bench::WriteParquet;
 
 template <typename Builder>
 std::shared_ptr<arrow::Array> Strings(const std::vector<std::string>& v) {
@@ -83,21 +66,6 @@ std::shared_ptr<arrow::Array> Strings(const std::vector<std::string>& v) {
     }
   }
   return b.Finish().ValueOrDie();
-}
-
-inline void WriteParquet(const std::string& path, const std::vector<std::string>& names,
-                         const std::vector<std::shared_ptr<arrow::Array>>& columns,
-                         std::int64_t row_group_size) {
-  std::vector<std::shared_ptr<arrow::Field>> fields;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    fields.push_back(arrow::field(names[i], columns[i]->type()));
-  }
-  auto table = arrow::Table::Make(arrow::schema(fields), columns);
-  auto out = arrow::io::FileOutputStream::Open(path).ValueOrDie();
-  auto arrow_props = parquet::ArrowWriterProperties::Builder().store_schema()->build();
-  Check(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), out, row_group_size,
-                                   parquet::default_writer_properties(), arrow_props));
-  Check(out->Close());
 }
 
 inline FeatureConfig Id(const std::string& name, const std::string& column) {
