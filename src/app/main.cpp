@@ -9,6 +9,7 @@
 
 #include "store_command.hpp"
 #include "tzrun/agent/agent.hpp"
+#include "tzrun/base/system.hpp"
 #include "tzrun/cli/cli.hpp"
 #include "tzrun/error.hpp"
 #include "tzrun/launch_config.hpp"
@@ -36,7 +37,7 @@ int main(int argc, char** argv) {
   }
   try {
     std::vector<std::string> args(argv + 1, argv + argc);
-    auto outcome = tzrun::cli::parse(args, tzrun::cli::environ_map());
+    auto outcome = tzrun::cli::parse(args, tzrun::base::environ_map());
     if (outcome.kind != tzrun::cli::ParseOutcome::Kind::kRun) {
       std::fputs(outcome.text.c_str(), stdout);
       return tzrun::ExitCode::kSuccess;

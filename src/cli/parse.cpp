@@ -382,10 +382,6 @@ ParseOutcome parse(const std::vector<std::string>& args,
   return parse(args, env, HostProbe{});
 }
 
-std::map<std::string, std::string> environ_map() {
-  return base::environ_map();
-}
-
 std::string help_text(int columns) {
   return detail::render_help(columns > 2 ? columns - 2 : 1);
 }

@@ -81,9 +81,6 @@ ParseOutcome parse(const std::vector<std::string>& args,
 ParseOutcome parse(const std::vector<std::string>& args,
                    const std::map<std::string, std::string>& env, const HostProbe& host);
 
-/// The current process environment as a map.
-std::map<std::string, std::string> environ_map();
-
 /// Number of NVIDIA GPUs visible to workers, without any CUDA library:
 /// physical = entries of <sysroot>/proc/driver/nvidia/gpus/ (fallback: files
 /// <sysroot>/dev/nvidia<N>). CUDA_VISIBLE_DEVICES in `env`:

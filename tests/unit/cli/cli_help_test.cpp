@@ -1,6 +1,6 @@
 // Behaviour of tzrun::cli::parse against torchrun 2.11's argparse front end
 // (torch/distributed/run.py, torch/distributed/argparse_util.py): --help, --version
-// and the process environment.
+// (the process environment itself is tzrun::base::environ_map, tests/unit/base).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -76,14 +76,5 @@ TEST(CliVersion, PrintsProjectVersion) {
     EXPECT_EQ(out.text, version_string() + "\n");
   }
 }
-
-TEST(CliEnviron, ReadsTheProcessEnvironment) {
-  ::setenv("TZRUN_CLI_TEST_VAR", "a=b", 1);
-  const auto env = environ_map();
-  ASSERT_EQ(env.count("TZRUN_CLI_TEST_VAR"), 1U);
-  EXPECT_EQ(env.at("TZRUN_CLI_TEST_VAR"), "a=b");
-  ::unsetenv("TZRUN_CLI_TEST_VAR");
-}
-
 }  // namespace
 }  // namespace tzrun::cli
