@@ -54,6 +54,18 @@ struct PredictOptions {
 };
 int Predict(PredictOptions options);
 
+// A dense optimizer's settings (from protos::DenseOptimizer:
+// src/worker/train/optimizer_options.cpp).
+struct OptimizerConfig {
+  std::string type = "adam";  // "sgd" | "adagrad" | "adam"
+  double lr = 0.001;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  double initial_accumulator_value = 0.0;
+};
+
 // torch.optim semantics (Adam without AMSGrad; Adagrad with initial_accumulator_value; SGD plain),
 // over the parameters' .grad(); state tensors are exposed for checkpoints.
 class DenseOptimizer {

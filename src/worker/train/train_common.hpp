@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tzrec/checkpoint/checkpoint.hpp"
 #include "tzrec/comm/comm.hpp"
@@ -14,6 +15,7 @@
 #include "tzrec/sharding/collective_plan.hpp"
 #include "tzrec/sharding/sharded_ebc.hpp"
 #include "tzrec/train/model.hpp"
+#include "tzrec/train/train.hpp"
 
 namespace tzrec {
 
@@ -41,6 +43,15 @@ TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
                       const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense);
 // Loads the optimizer states of `state` (as filled by Restore) back into the shards.
 void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainState& state);
+
+// The config's optimizers as the kernels take them (TorchEasyRec's defaults applied: dense Adagrad
+// eps 1e-10 and Adam eps 1e-8 as torch.optim; sparse eps 1e-8 as FBGEMM). src/worker/train/
+// optimizer_options.cpp.
+EmbeddingOptimizerConfig SparseOptimizerOptions(const protos::SparseOptimizer& optimizer);
+OptimizerConfig DenseOptimizerOptions(const protos::DenseOptimizer& optimizer);
+// Prints the config's accepted-without-effect warnings, one "tzrec_train: warning: ..." line each
+// (rank 0 only, from the launcher env's RANK).
+void PrintConfigWarnings(const std::vector<std::string>& warnings);
 
 // torch.autocast(device_type, dtype) for the scope's lifetime.
 class AutocastScope {
