@@ -3,6 +3,7 @@
 // back (so an edit that names an unknown field gets the same message as the file would).
 
 #include <charconv>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -177,10 +178,18 @@ void ApplyEdits(pb::Message* config, const std::string& edit_config_json) {
     throw ConfigError("edit_config_json: expected a JSON object of {\"dotted.path\": value}, got " +
                       Short(edits));
   }
+  // Through the binary form: MessageToJsonString refuses messages with unset required fields,
+  // which TorchEasyRec configs have (e.g. no expression with fg_mode FG_NONE).
   pb::util::JsonPrintOptions print;
   print.preserve_proto_field_names = true;
   std::string text;
-  if (!pb::util::MessageToJsonString(*config, &text, print).ok()) {
+  static const std::unique_ptr<pb::util::TypeResolver> resolver(
+      pb::util::NewTypeResolverForDescriptorPool("type.googleapis.com",
+                                                 pb::DescriptorPool::generated_pool()));
+  if (!pb::util::BinaryToJsonString(resolver.get(),
+                                    "type.googleapis.com/" + config->GetDescriptor()->full_name(),
+                                    config->SerializePartialAsString(), &text, print)
+           .ok()) {
     throw InternalError("edit_config_json: the config could not be written as JSON");
   }
   Json root = Json::parse(text);

@@ -55,6 +55,12 @@ const std::vector<TorchEasyRecField> kFields = {
      "event-time checkpoints are for streaming input; use save_checkpoints_steps"},
     {"tzrec.protos.TrainConfig", "save_checkpoints_timestamp_quorum",
      "event-time checkpoints are for streaming input; use save_checkpoints_steps"},
+    {"tzrec.protos.TrainConfig", "cudnn_allow_tf32",
+     "the TF32 switches are not implemented; tzrec_train keeps libtorch's defaults (cuDNN TF32 "
+     "on, matmul TF32 off, as TorchEasyRec's defaults): remove the field"},
+    {"tzrec.protos.TrainConfig", "cuda_matmul_allow_tf32",
+     "the TF32 switches are not implemented; tzrec_train keeps libtorch's defaults (cuDNN TF32 "
+     "on, matmul TF32 off, as TorchEasyRec's defaults): remove the field"},
     {"tzrec.protos.TrainConfig", "delta_embedding_dump_config",
      "delta embedding dumps to FeatureStore are not implemented"},
 
