@@ -18,9 +18,12 @@ std::string Num(double value) {
   return out.str();
 }
 
-const std::string kScheduleNotYet =
-    ": learning-rate schedules are TorchEasyRec options that tzrec_train does not honour yet; "
-    "use constant_learning_rate {}";
+float MaxGradient(const protos::SparseOptimizer& o) {
+  if (o.has_sgd_optimizer()) return o.sgd_optimizer().max_gradient();
+  if (o.has_adagrad_optimizer()) return o.adagrad_optimizer().max_gradient();
+  if (o.has_adam_optimizer()) return o.adam_optimizer().max_gradient();
+  return o.rowwise_adagrad_optimizer().max_gradient();
+}
 
 void ValidateSparseOptimizer(const protos::SparseOptimizer& o) {
   const std::string path = "train_config.sparse_optimizer";
@@ -28,12 +31,6 @@ void ValidateSparseOptimizer(const protos::SparseOptimizer& o) {
           path +
               ": no optimizer; set one of sgd_optimizer, adagrad_optimizer, adam_optimizer, "
               "rowwise_adagrad_optimizer");
-  Require(o.learning_rate_case() == protos::SparseOptimizer::LEARNING_RATE_NOT_SET ||
-              o.has_constant_learning_rate(),
-          path + kScheduleNotYet);
-  const std::string clip =
-      " is a TorchEasyRec option that tzrec_train does not honour yet; "
-      "remove it (or clip dense gradients with train_config.grad_clipping)";
   float lr = 0;
   bool clipping = false;
   if (o.has_sgd_optimizer()) {
@@ -58,30 +55,28 @@ void ValidateSparseOptimizer(const protos::SparseOptimizer& o) {
             path + ".rowwise_adagrad_optimizer.weight_decay: set with weight_decay_mode " +
                 protos::WeightDecayMode_Name(r.weight_decay_mode()) +
                 ", in which FBGEMM applies no weight decay; set weight_decay_mode: L2");
-    Require(r.weight_decay_mode() != protos::DECOUPLE,
-            path +
-                ".rowwise_adagrad_optimizer.weight_decay_mode: DECOUPLE is not implemented; "
-                "use L2 or NONE");
   }
   Require(lr > 0, path + ": lr must be > 0, got " + Num(lr));
-  Require(!clipping, path + ": gradient_clipping" + clip);
+  Require(!clipping || MaxGradient(o) > 0,
+          path + ": max_gradient must be > 0 with gradient_clipping");
 }
 
 void ValidateDenseOptimizer(const protos::DenseOptimizer& o) {
   const std::string path = "train_config.dense_optimizer";
   Require(o.optimizer_case() != protos::DenseOptimizer::OPTIMIZER_NOT_SET,
           path + ": no optimizer; set one of adagrad_optimizer, adam_optimizer");
-  Require(o.learning_rate_case() == protos::DenseOptimizer::LEARNING_RATE_NOT_SET ||
-              o.has_constant_learning_rate(),
-          path + kScheduleNotYet);
-  Require(!o.has_sgd_optimizer(),
-          path +
-              ".sgd_optimizer: TorchEasyRec's dense SGD (momentum 0.9 by default) is not "
-              "honoured by tzrec_train yet; use adam_optimizer or adagrad_optimizer");
-  Require(!o.has_adamw_optimizer(), path +
-                                        ".adamw_optimizer: AdamW is not honoured by "
-                                        "tzrec_train yet; use adam_optimizer");
-  if (o.has_adam_optimizer()) {
+  if (o.has_sgd_optimizer()) {
+    const auto& a = o.sgd_optimizer();
+    Require(a.lr() > 0, path + ".sgd_optimizer.lr: must be > 0, got " + Num(a.lr()));
+    Require(a.momentum() >= 0, path + ".sgd_optimizer.momentum: must be >= 0");
+    Require(a.weight_decay() >= 0, path + ".sgd_optimizer.weight_decay: must be >= 0");
+  } else if (o.has_adamw_optimizer()) {
+    const auto& a = o.adamw_optimizer();
+    Require(a.lr() > 0, path + ".adamw_optimizer.lr: must be > 0, got " + Num(a.lr()));
+    Require(a.beta1() >= 0 && a.beta1() < 1, path + ".adamw_optimizer.beta1: must be in [0, 1)");
+    Require(a.beta2() >= 0 && a.beta2() < 1, path + ".adamw_optimizer.beta2: must be in [0, 1)");
+    Require(a.weight_decay() >= 0, path + ".adamw_optimizer.weight_decay: must be >= 0");
+  } else if (o.has_adam_optimizer()) {
     const auto& a = o.adam_optimizer();
     Require(a.lr() > 0, path + ".adam_optimizer.lr: must be > 0, got " + Num(a.lr()));
     Require(a.beta1() >= 0 && a.beta1() < 1, path + ".adam_optimizer.beta1: must be in [0, 1)");

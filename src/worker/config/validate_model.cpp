@@ -194,10 +194,8 @@ void ModelChecks::Run() {
     Require(metric.metric_case() != protos::MetricConfig::METRIC_NOT_SET,
             path + ": empty; set auc {} or grouped_auc { grouping_key: ... }");
     if (metric.has_auc()) {
-      Require(metric.auc().thresholds() == 0,
-              path + ".auc.thresholds: " + std::to_string(metric.auc().thresholds()) +
-                  " (TorchEasyRec's default 200): binned AUC is not implemented yet; set "
-                  "thresholds: 0 for the exact AUC");
+      Require(metric.auc().thresholds() != 1,
+              path + ".auc.thresholds: 1; use 0 (exact AUC) or >= 2 bins (TorchEasyRec: 200)");
     }
   }
   Groups();

@@ -45,7 +45,7 @@ struct SingleModel {
     topo.ddr_cap = 1LL << 50;  // export holds every table in this process, whatever the host says
     PlannerOptions popts;
     popts.batch_size = config.data_config().batch_size();
-    popts.optimizer = SparseOptimizerOptions(config.train_config().sparse_optimizer()).kind;
+    popts.optimizer = SparseOptimizerFromConfig(config.train_config().sparse_optimizer()).kind;
     plan = Plan(topo, specs, popts);
     EmbeddingOptimizerConfig ocfg;
     ocfg.kind = popts.optimizer;

@@ -44,11 +44,12 @@ TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
 // Loads the optimizer states of `state` (as filled by Restore) back into the shards.
 void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainState& state);
 
-// The config's optimizers as the kernels take them (TorchEasyRec's defaults applied: dense Adagrad
-// eps 1e-10 and Adam eps 1e-8 as torch.optim; sparse eps 1e-8 as FBGEMM). src/worker/train/
-// optimizer_options.cpp.
-EmbeddingOptimizerConfig SparseOptimizerOptions(const protos::SparseOptimizer& optimizer);
-OptimizerConfig DenseOptimizerOptions(const protos::DenseOptimizer& optimizer);
+// The config's optimizers and learning-rate schedules as the kernels take them (TorchEasyRec's
+// mapping: dense eps = torch.optim's default, sparse eps = FBGEMM's). optimizer_options.cpp.
+EmbeddingOptimizerConfig SparseOptimizerFromConfig(const protos::SparseOptimizer& optimizer);
+DenseOptimizerOptions DenseOptimizerFromConfig(const protos::DenseOptimizer& optimizer);
+LrScheduleOptions SparseScheduleFromConfig(const protos::SparseOptimizer& optimizer);
+LrScheduleOptions DenseScheduleFromConfig(const protos::DenseOptimizer& optimizer);
 // Prints the config's accepted-without-effect warnings, one "tzrec_train: warning: ..." line each
 // (rank 0 only, from the launcher env's RANK).
 void PrintConfigWarnings(const std::vector<std::string>& warnings);

@@ -82,7 +82,7 @@ class Trainer {
         device_.is_cuda() ? ComputeDevice::kCuda : ComputeDevice::kCpu, DeviceMemoryBytes(device_));
     PlannerOptions popts;
     popts.batch_size = config_.data_config().batch_size();
-    ebc_opt_ = SparseOptimizerOptions(tc.sparse_optimizer());
+    ebc_opt_ = SparseOptimizerFromConfig(tc.sparse_optimizer());
     popts.optimizer = ebc_opt_.kind;
     dense_ = DenseModel::Create(config_, Seed(config_), device_);
     popts.dense_parameter_bytes = dense_->num_parameters() * 4;
@@ -93,9 +93,12 @@ class Trainer {
     for (const auto& p : dense_->parameters()) dense_params.push_back(p.tensor);
     sync_ = std::make_unique<DenseSync>(comm_, dense_params);
     sync_->BroadcastParameters(0);
-    optimizer_ = std::make_unique<DenseOptimizer>(DenseOptimizerOptions(tc.dense_optimizer()),
+    optimizer_ = std::make_unique<DenseOptimizer>(DenseOptimizerFromConfig(tc.dense_optimizer()),
                                                   dense_->parameters());
     if (tc.has_grad_scaler()) scale_ = tc.grad_scaler().init_scale();
+    sparse_schedule_.emplace(SparseScheduleFromConfig(tc.sparse_optimizer()), ebc_opt_.lr);
+    dense_schedule_.emplace(DenseScheduleFromConfig(tc.dense_optimizer()),
+                            optimizer_->learning_rate());
     if (rank_ == 0) {
       std::cout << "tzrec_train: world " << world_ << ", backend " << comm_->backend_name()
                 << ", device " << device_ << ", " << tables_.size() << " embedding table(s), "
@@ -125,7 +128,9 @@ class Trainer {
       st.dense_optimizer.push_back({name, tensor});
     st.data_cursor_json = cursor_json;
     nlohmann::json extra = {
-        {"grad_scale", scale_}, {"growth_tracker", growth_tracker_}, {"epoch", epoch_}};
+        {"grad_scale", scale_},   {"growth_tracker", growth_tracker_},
+        {"epoch", epoch_},        {"sparse_lr", sparse_lr_},
+        {"dense_lr", optimizer_->learning_rate()}};
     st.extra_json = extra.dump();
     return st;
   }
@@ -297,6 +302,7 @@ class Trainer {
 
   // Forward, backward and (every accumulation_ micro-batches) the dense step of one batch.
   void TrainStep(const Fetched& cur, Progress& p) {
+    ApplySchedules();
     at::Tensor logits = Logits(cur);
     at::Tensor loss = at::binary_cross_entropy_with_logits(logits, cur.batch.labels.to(device_));
     p.last_loss = loss.item<double>();
@@ -315,6 +321,20 @@ class Trainer {
     p.last_cursor = cur.cursor_json;
   }
 
+  // The learning rates of this step from the schedules (TorchEasyRec tzrec/optim/lr_scheduler.py:
+  // a function of the steps taken and the epochs completed, both restored by a resume, so a
+  // resumed run continues the schedule exactly). The sparse update runs in the backward, so this
+  // precedes the forward.
+  void ApplySchedules() {
+    const double sparse = sparse_schedule_->LearningRate(global_step_, epoch_);
+    if (sparse != sparse_lr_) {
+      for (auto& shard : ebc_->LocalShards()) shard.state->SetLearningRate(sparse);
+      sparse_lr_ = sparse;
+    }
+    const double dense = dense_schedule_->LearningRate(global_step_, epoch_);
+    if (dense != optimizer_->learning_rate()) optimizer_->SetLearningRate(dense);
+  }
+
   // The log line of the last log_step_count_steps steps (rank 0), then a new window.
   void LogProgress(Progress& p) {
     const auto& tc = config_.train_config();
@@ -325,7 +345,9 @@ class Trainer {
     if (rank_ == 0) {
       std::cout << "step " << global_step_ << "/" << p.total_steps << "  loss " << std::fixed
                 << std::setprecision(5) << p.loss_sum / static_cast<double>(p.loss_count)
-                << "  samples/s " << std::setprecision(1) << rate << "  eta "
+                << "  lr " << std::setprecision(6) << sparse_lr_ << "/"
+                << optimizer_->learning_rate() << "  samples/s " << std::setprecision(1) << rate
+                << "  eta "
                 << Hms(per_step * static_cast<double>(p.total_steps - global_step_))
                 << std::defaultfloat << std::endl;
     }
@@ -442,7 +464,7 @@ class Trainer {
     const at::Tensor l = labels.empty() ? at::zeros({0}) : at::cat(labels);
     const at::Tensor all_s = GatherV(s.to(at::kFloat));
     const at::Tensor all_l = GatherV(l.to(at::kFloat));
-    eval_auc_ = Auc(all_s, all_l);
+    eval_auc_ = Auc(all_s, all_l, AucThresholds());
     const double loss =
         all_s.numel() == 0
             ? NAN
@@ -462,6 +484,14 @@ class Trainer {
       std::cout << "  loss " << eval_loss_ << "  samples " << eval_samples_ << "  ("
                 << std::setprecision(2) << secs << " s)" << std::defaultfloat << std::endl;
     }
+  }
+
+  // The auc metric's thresholds (TorchEasyRec: torchmetrics' binned AUC, 200 by default; 0 exact).
+  std::int64_t AucThresholds() const {
+    for (const auto& metric : config_.model_config().metrics()) {
+      if (metric.has_auc()) return metric.auc().thresholds();
+    }
+    return 0;
   }
 
   // Gathers every rank's 1-D tensor on every rank (rank order).
@@ -526,6 +556,9 @@ class Trainer {
   std::int64_t global_step_ = 0;
   std::int64_t saved_step_ = -1;
   std::int64_t epoch_ = 0;
+  std::optional<LrSchedule> sparse_schedule_;
+  std::optional<LrSchedule> dense_schedule_;
+  double sparse_lr_ = -1;  // the lr last given to the embedding shards
   double scale_ = 0;  // GradScaler loss scale; 0: no scaler
   std::int64_t growth_tracker_ = 0;
   double train_loss_ = NAN;

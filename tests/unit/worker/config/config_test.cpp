@@ -134,16 +134,19 @@ TEST(Support, NotYetRefused) {
     const std::string e = ErrorOf(Minimal("", "", mlp));
     EXPECT_NE(e.find("does not honour yet"), std::string::npos) << mlp << ": " << e;
   }
-  std::string e = ErrorOf(Minimal(), R"({"model_config.metrics[0].auc.thresholds": 200})");
-  EXPECT_NE(e.find("binned AUC is not implemented yet"), std::string::npos) << e;
-  e = ErrorOf(Minimal(), R"({"train_config.dense_optimizer": {"sgd_optimizer": {"lr": 0.1}}})");
-  EXPECT_NE(e.find("dense SGD"), std::string::npos) << e;
-  e = ErrorOf(Minimal(), R"({"train_config.sparse_optimizer": {"adagrad_optimizer": {"lr": 0.1},
-      "exponential_decay_learning_rate": {}}})");
-  EXPECT_NE(e.find("learning-rate schedules"), std::string::npos) << e;
-  e = ErrorOf(Minimal(),
-              R"({"train_config.sparse_optimizer.adagrad_optimizer.gradient_clipping": true})");
-  EXPECT_NE(e.find("gradient_clipping"), std::string::npos) << e;
+  // The optimizers and schedules TorchEasyRec has are accepted (their effect: train.* tests).
+  const LoadedConfig c = ParsePipelineConfig(
+      Minimal(), R"({"train_config.dense_optimizer": {"sgd_optimizer": {"lr": 0.1},
+        "manual_step_learning_rate": {"schedule_sizes": [10], "learning_rates": [0.01]}},
+        "train_config.sparse_optimizer": {"adagrad_optimizer": {"lr": 0.1, "gradient_clipping":
+        true}, "exponential_decay_learning_rate": {"decay_size": 5}},
+        "model_config.metrics[0].auc.thresholds": 200})");
+  EXPECT_TRUE(c.config.train_config().dense_optimizer().has_sgd_optimizer());
+  EXPECT_FLOAT_EQ(c.config.train_config().dense_optimizer().sgd_optimizer().momentum(), 0.9F);
+  const std::string e = ErrorOf(
+      Minimal(), R"({"train_config.sparse_optimizer": {"rowwise_adagrad_optimizer": {"lr": 0.1,
+        "weight_decay": 0.01}, "constant_learning_rate": {}}})");
+  EXPECT_NE(e.find("set weight_decay_mode: L2"), std::string::npos) << e;
 }
 
 TEST(Support, ValuesRefused) {
@@ -295,10 +298,6 @@ TEST(SharedConfigs, AcceptedOrRefusedByName) {
       {"multi_tower_din_mock.config", "'sequence_feature'"},
       {"multi_tower_din_taobao.config", "'sequence_feature'"},
       {"wukong_criteo.config", "'wukong'"},
-      // auc {} means torchmetrics' binned AUC (thresholds 200), not wired yet.
-      {"dlrm_criteo.config", "binned AUC"},
-      {"deepfm_criteo.config", "binned AUC"},
-      {"multi_tower_taobao.config", "binned AUC"},
   };
   for (const auto& [name, needle] : refused) {
     SCOPED_TRACE(name);
@@ -310,12 +309,11 @@ TEST(SharedConfigs, AcceptedOrRefusedByName) {
     }
     EXPECT_NE(error.find(needle), std::string::npos) << error;
   }
-  // With the AUC exact (thresholds 0) the three rank configs are accepted as they are.
+  // The three rank configs are accepted as they are (only the input paths are given).
   for (const char* name :
        {"dlrm_criteo.config", "deepfm_criteo.config", "multi_tower_taobao.config"}) {
     SCOPED_TRACE(name);
-    LoadedConfig c = LoadPipelineConfig((dir / name).string(),
-                                        R"({"model_config.metrics[0].auc.thresholds": 0})");
+    LoadedConfig c = LoadPipelineConfig((dir / name).string());
     c.config.set_train_input_path("train.parquet");
     c.config.set_eval_input_path("eval.parquet");
     ResolveInputs(&c.config, &c.warnings);
