@@ -50,7 +50,12 @@ Normalizer ParseNormalizer(const std::string& text) {
     if (eq == std::string::npos || eq == 0) {
       throw ConfigError("normalizer \"" + text + "\": '" + part + "' is not key=value; " + forms);
     }
-    params[part.substr(0, eq)] = part.substr(eq + 1);
+    auto trim = [](std::string t) {
+      const std::size_t first = t.find_first_not_of(' ');
+      if (first == std::string::npos) return std::string();
+      return t.substr(first, t.find_last_not_of(' ') - first + 1);
+    };
+    params[trim(part.substr(0, eq))] = trim(part.substr(eq + 1));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
