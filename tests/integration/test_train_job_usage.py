@@ -60,10 +60,10 @@ def test_unknown_config_key_names_it_and_suggests(tmp_path, criteo_generated):
     criteo = criteo_generated
     def misspell(cfg):
         cfg["train_config"]["num_step"] = 10
-    cfg = derived_config(tmp_path, "dlrm_criteo.json", misspell)
+    cfg = derived_config(tmp_path, "dlrm_criteo.config", misspell)
     proc, out = failing_job(cfg, tmp_path / "m", 2, criteo / "train.txt", criteo / "eval.txt")
     assert proc.returncode == 2, details(proc)
-    assert "num_step" in out and "did you mean 'num_steps'" in out, details(proc)
+    assert "unknown field 'num_step' in TrainConfig (did you mean 'num_steps'?)" in out, details(proc)
     wait_no_job(str(cfg), timeout=5)
     assert not (tmp_path / "m").exists() or not checkpoints(tmp_path / "m")
 
@@ -94,7 +94,7 @@ def test_id_out_of_num_buckets_names_feature_and_value(tmp_path, movielens_gener
         for f in cfg["feature_configs"]:
             if f.get("id_feature", {}).get("feature_name") == "user_id":
                 f["id_feature"]["num_buckets"] = 100
-    cfg = derived_config(tmp_path, "multi_tower_movielens.json", shrink)
+    cfg = derived_config(tmp_path, "multi_tower_movielens.config", shrink)
     proc, out = failing_job(cfg, tmp_path / "m", 2, movielens / "train.csv", movielens / "eval.csv")
     assert proc.returncode == 2, details(proc)
     line = next((ln for ln in out.splitlines() if "num_buckets" in ln), "")
