@@ -1,6 +1,7 @@
 """The tzrec_train job (issue 6) end to end with the real binaries, the commands and options
-around training: export + predict, bad input, and the training options (gradient accumulation,
-clipping, BF16). The models and checkpoints are in test_train_job.py; the helpers and data
+around training: export + predict, the config files (the protobuf-JSON twins the tests derive
+configs through read as the .config examples), bad input, and the training options (gradient
+accumulation, clipping, BF16). The models and checkpoints are in test_train_job.py; the helpers and data
 fixtures in train_job_helpers.py.
 
 The export and options tests read ../shared/data (needs_shared_data marker, conftest.py); the
@@ -13,9 +14,9 @@ import math
 import pytest
 
 from train_job_helpers import (  # noqa: F401 (fixtures are used by name)
-    SMALL_BUCKETS, assert_complete, checkpoints, criteo, criteo_generated, derived_config,
-    details, load_pt, metrics, movielens_generated, run_job, small_dlrm, small_job,
-    steps_edit, tzrec, wait_no_job)
+    CONFIGS, SMALL_BUCKETS, assert_complete, checkpoints, criteo, criteo_generated,
+    derived_config, details, load_config, load_pt, metrics, movielens_generated, run_job,
+    small_dlrm, small_job, steps_edit, tzrec, wait_no_job, write_config)
 
 
 @pytest.mark.needs_shared_data
@@ -44,6 +45,40 @@ def test_export_and_predict_reproduce_eval_auc(tmp_path, criteo, small_dlrm, wor
     assert auc == pytest.approx(m["eval_auc"], abs=1e-4), (line, m)
     values = [float(x) for x in scores.read_text().split()]
     assert len(values) == 2000 and all(0 < v < 1 for v in values)
+
+
+# --------------------------------------------------------------------------------------------
+# the config files: the tests' protobuf-JSON twins of the .config examples
+
+
+@pytest.mark.parametrize("example,data,train,evl", [
+    ("dlrm_criteo.config", "criteo_generated", "train.txt", "eval.txt"),
+    ("deepfm_criteo.config", "criteo_generated", "train.txt", "eval.txt"),
+    ("multi_tower_movielens.config", "movielens_generated", "train.csv", "eval.csv"),
+])
+def test_json_twin_reads_as_the_example(tmp_path, request, example, data, train, evl):
+    """load_config (tools/config/pbtext.py) + protobuf JSON, the way every derived config in these
+    tests is written, gives tzrec_train the same EasyRecConfig as the .config example read by
+    libprotobuf's text parser: the effective configs (model_dir/pipeline.config, protobuf text
+    printed from the parsed message) are byte-equal."""
+    data = request.getfixturevalue(data)
+    cfg = load_config(example)
+    twin = write_config(cfg, tmp_path / "twin.json")
+    # Small tables and 2 steps keep both runs short; the same edit goes to both.
+    edit = steps_edit(2, log_every=1)
+    for f in cfg["feature_configs"]:
+        if "hash_bucket_size" in f.get("id_feature", {}):
+            edit[f"feature_configs[feature_name={f['id_feature']['feature_name']}]"
+                 ".id_feature.hash_bucket_size"] = SMALL_BUCKETS
+    effective = {}
+    for name, path in (("text", CONFIGS / example), ("json", twin)):
+        md = tmp_path / name
+        run_job(path, md, 1, data / train, data / evl, edit)
+        effective[name] = (md / "pipeline.config").read_text().replace(str(md), "MODEL_DIR")
+    assert effective["text"] == effective["json"]
+    assert 'model_dir: "MODEL_DIR"' in effective["json"], effective["json"][:400]
+    resized = sum(1 for k in edit if k.endswith(".hash_bucket_size"))
+    assert effective["json"].count(f"hash_bucket_size: {SMALL_BUCKETS}") == resized
 
 
 # --------------------------------------------------------------------------------------------
