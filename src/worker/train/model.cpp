@@ -244,7 +244,7 @@ class DeepFm final : public DenseModel {
       const std::int64_t d = layout.sparse_dim.at(f);
       if (fm_dim != 0 && d != fm_dim) {
         throw ConfigError(
-            "deep_fm: the FM part needs equal embedding dims in group 'deep'; feature '" + f +
+            "deepfm: the FM part needs equal embedding dims in group 'deep'; feature '" + f +
             "' has " + std::to_string(d) + ", others " + std::to_string(fm_dim));
       }
       fm_dim = d;
