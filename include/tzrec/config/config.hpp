@@ -83,6 +83,9 @@ std::int64_t EvalBatchSize(const PipelineConfig& config);
 bool RunsFeatureGeneration(const PipelineConfig& config);
 // The grouped_auc metric's grouping_key, or "" when there is none.
 std::string GroupedAucKey(const PipelineConfig& config);
+// The auc metric's thresholds (TorchEasyRec: torchmetrics' binned AUC, 200 by default; 0: exact);
+// 0 when the config has no auc metric.
+std::int64_t AucThresholds(const PipelineConfig& config);
 // The model oneof's name: "dlrm" | "deepfm" | "multi_tower".
 std::string ModelType(const PipelineConfig& config);
 

@@ -40,6 +40,13 @@ std::string GroupedAucKey(const PipelineConfig& config) {
   return "";
 }
 
+std::int64_t AucThresholds(const PipelineConfig& config) {
+  for (const auto& metric : config.model_config().metrics()) {
+    if (metric.has_auc()) return metric.auc().thresholds();
+  }
+  return 0;
+}
+
 std::string ModelType(const PipelineConfig& config) {
   switch (config.model_config().model_case()) {
     case protos::ModelConfig::kDlrm:

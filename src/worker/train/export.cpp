@@ -140,7 +140,7 @@ int Predict(PredictOptions options) {
     if (!out) throw InputError("could not write --output_path '" + output_path + "'");
   }
   std::cout << "tzrec_train predict: " << s.numel() << " rows, auc " << std::fixed
-            << std::setprecision(5) << Auc(s, l) << std::endl;
+            << std::setprecision(5) << Auc(s, l, AucThresholds(config)) << std::endl;
   return 0;
 }
 

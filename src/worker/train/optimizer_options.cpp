@@ -1,6 +1,7 @@
 // The config's optimizer and learning-rate messages as the kernels take them
-// (src/worker/train/train_common.hpp), with TorchEasyRec's mapping (tzrec/optim/optimizer_builder.py:
-// every proto field is passed; the rest are torch's / FBGEMM's defaults).
+// (src/worker/train/train_common.hpp), with TorchEasyRec's mapping
+// (tzrec/optim/optimizer_builder.py: every proto field is passed; the rest are torch's / FBGEMM's
+// defaults).
 #include <iostream>
 
 #include "train_common.hpp"
@@ -105,8 +106,12 @@ DenseOptimizerOptions DenseOptimizerFromConfig(const protos::DenseOptimizer& o) 
   return d;
 }
 
-LrScheduleOptions SparseScheduleFromConfig(const protos::SparseOptimizer& o) { return Schedule(o); }
-LrScheduleOptions DenseScheduleFromConfig(const protos::DenseOptimizer& o) { return Schedule(o); }
+LrScheduleOptions SparseScheduleFromConfig(const protos::SparseOptimizer& o) {
+  return Schedule(o);
+}
+LrScheduleOptions DenseScheduleFromConfig(const protos::DenseOptimizer& o) {
+  return Schedule(o);
+}
 
 void PrintConfigWarnings(const std::vector<std::string>& warnings) {
   const auto env = tzrun::base::environ_map();

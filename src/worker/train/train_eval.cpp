@@ -127,10 +127,11 @@ class Trainer {
     for (auto& [name, tensor] : optimizer_->StateTensors())
       st.dense_optimizer.push_back({name, tensor});
     st.data_cursor_json = cursor_json;
-    nlohmann::json extra = {
-        {"grad_scale", scale_},   {"growth_tracker", growth_tracker_},
-        {"epoch", epoch_},        {"sparse_lr", sparse_lr_},
-        {"dense_lr", optimizer_->learning_rate()}};
+    nlohmann::json extra = {{"grad_scale", scale_},
+                            {"growth_tracker", growth_tracker_},
+                            {"epoch", epoch_},
+                            {"sparse_lr", sparse_lr_},
+                            {"dense_lr", optimizer_->learning_rate()}};
     st.extra_json = extra.dump();
     return st;
   }
@@ -344,10 +345,9 @@ class Trainer {
     const double per_step = secs / static_cast<double>(tc.log_step_count_steps());
     if (rank_ == 0) {
       std::cout << "step " << global_step_ << "/" << p.total_steps << "  loss " << std::fixed
-                << std::setprecision(5) << p.loss_sum / static_cast<double>(p.loss_count)
-                << "  lr " << std::setprecision(6) << sparse_lr_ << "/"
-                << optimizer_->learning_rate() << "  samples/s " << std::setprecision(1) << rate
-                << "  eta "
+                << std::setprecision(5) << p.loss_sum / static_cast<double>(p.loss_count) << "  lr "
+                << std::setprecision(6) << sparse_lr_ << "/" << optimizer_->learning_rate()
+                << "  samples/s " << std::setprecision(1) << rate << "  eta "
                 << Hms(per_step * static_cast<double>(p.total_steps - global_step_))
                 << std::defaultfloat << std::endl;
     }
@@ -464,7 +464,7 @@ class Trainer {
     const at::Tensor l = labels.empty() ? at::zeros({0}) : at::cat(labels);
     const at::Tensor all_s = GatherV(s.to(at::kFloat));
     const at::Tensor all_l = GatherV(l.to(at::kFloat));
-    eval_auc_ = Auc(all_s, all_l, AucThresholds());
+    eval_auc_ = Auc(all_s, all_l, AucThresholds(config_));
     const double loss =
         all_s.numel() == 0
             ? NAN
@@ -484,14 +484,6 @@ class Trainer {
       std::cout << "  loss " << eval_loss_ << "  samples " << eval_samples_ << "  ("
                 << std::setprecision(2) << secs << " s)" << std::defaultfloat << std::endl;
     }
-  }
-
-  // The auc metric's thresholds (TorchEasyRec: torchmetrics' binned AUC, 200 by default; 0 exact).
-  std::int64_t AucThresholds() const {
-    for (const auto& metric : config_.model_config().metrics()) {
-      if (metric.has_auc()) return metric.auc().thresholds();
-    }
-    return 0;
   }
 
   // Gathers every rank's 1-D tensor on every rank (rank order).
@@ -559,7 +551,7 @@ class Trainer {
   std::optional<LrSchedule> sparse_schedule_;
   std::optional<LrSchedule> dense_schedule_;
   double sparse_lr_ = -1;  // the lr last given to the embedding shards
-  double scale_ = 0;  // GradScaler loss scale; 0: no scaler
+  double scale_ = 0;       // GradScaler loss scale; 0: no scaler
   std::int64_t growth_tracker_ = 0;
   double train_loss_ = NAN;
   double samples_per_sec_ = 0;
