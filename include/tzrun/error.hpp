@@ -31,7 +31,7 @@ inline constexpr int kNotFound = 127;        ///< the worker program was not fou
 class Error : public std::runtime_error {
  public:
   Error(const std::string& what, int exit_code) : std::runtime_error(what), exit_code_(exit_code) {}
-  [[nodiscard]] int exit_code() const noexcept { return exit_code_; }
+  [[nodiscard]] int ExitCode() const noexcept { return exit_code_; }
 
  private:
   int exit_code_;

@@ -41,6 +41,6 @@ namespace tzrun::agent {
 /// exit codes: a tzrun::Error (include/tzrun/error.hpp) ends with its exit_code(), any other
 /// exception is a tzrun bug ("tzrun: error: internal error: ...", exit 1); run() does not
 /// throw for expected failures.
-int run(const LaunchConfig& cfg);
+int Run(const LaunchConfig& cfg);
 
 }  // namespace tzrun::agent

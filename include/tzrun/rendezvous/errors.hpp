@@ -43,7 +43,7 @@ class RendezvousClosedError : public RendezvousError {
   explicit RendezvousClosedError(const std::string& what, std::optional<int> closer_exit_code = {})
       : RendezvousError(what, closer_exit_code.value_or(::tzrun::exit_code::kInfrastructure)),
         closer_exit_code_(closer_exit_code) {}
-  [[nodiscard]] std::optional<int> closer_exit_code() const noexcept { return closer_exit_code_; }
+  [[nodiscard]] std::optional<int> CloserExitCode() const noexcept { return closer_exit_code_; }
 
  private:
   std::optional<int> closer_exit_code_;

@@ -421,7 +421,7 @@ std::string TypeName(const FieldSpec& field) {
 }
 
 std::string Closest(const std::string& key, const std::vector<std::string>& keys) {
-  return tzrun::base::closest_name(key, keys);
+  return tzrun::base::ClosestName(key, keys);
 }
 
 }  // namespace tzrec::config_schema
