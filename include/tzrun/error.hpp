@@ -3,7 +3,7 @@
 // CLI11's model: an error carries the exit code the process ends with, and its message already
 // says what failed, with which value, and what to do. Layers throw a subclass (cli::UsageError,
 // rendezvous::RendezvousError, agent errors, ...) and the one boundary in src/app/main.cpp prints
-// `what()` and returns `exit_code()`. Anything else that escapes (std::exception from a library)
+// `what()` and returns `ExitCode()`. Anything else that escapes (std::exception from a library)
 // is an internal error: exit 1 with "internal error", never blamed on the user's input.
 //
 // Exit codes follow docs/launcher.md ("Exit codes"): a worker's own code (or 128+signal) for

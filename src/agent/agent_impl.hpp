@@ -6,7 +6,7 @@
 // other nodes on the rendezvous watcher's eventfd. Nothing is polled on a timer except
 // while a group is being stopped (descendants that are not our children cannot be waited
 // for, so group emptiness is re-checked every 50 ms). Blocking rendezvous calls check the
-// signalfd between their (<= 1 s) slices through interrupt_check().
+// signalfd between their (<= 1 s) slices through InterruptCheck().
 //
 // Member definitions: agent.cpp (run, the job loop, starting workers), supervise.cpp
 // (monitoring, reaping, stopping a group), attempt_record.cpp (failure report, summary).

@@ -39,12 +39,12 @@ class LogDirError : public tzrun::Error {
 /// per agent (in create()) and is absolute. Nothing is ever cleaned up.
 ///
 /// With base "/dev/null" logging is disabled: no directory is created, every path
-/// accessor returns "/dev/null" and error_file() returns "" (torchrun exports an empty
+/// accessor returns "/dev/null" and ErrorFile() returns "" (torchrun exports an empty
 /// TORCHELASTIC_ERROR_FILE). torchrun then effectively ignores -r/-t: worker streams stay
 /// on the agent's console, unprefixed — the agent implements that.
 ///
 /// Thread-safety: immutable after create(); const methods may be called concurrently,
-/// reset_attempt() touches the file system and must not race with itself.
+/// ResetAttempt() touches the file system and must not race with itself.
 class LogDir {
  public:
   static constexpr std::string_view kDevNull = "/dev/null";
@@ -128,7 +128,7 @@ class ConsoleSink {
 /// without a newline are emitted in kMaxLine chunks (cut on a UTF-8 boundary), each as its
 /// own console line. The file receives the exact bytes; TeeRouter never closes file_fd.
 /// If writing the file fails (e.g. ENOSPC), file writing stops, the console keeps going
-/// and file_error() says what happened (the agent should log it once).
+/// and FileError() says what happened (the agent should log it once).
 ///
 /// Thread-safety: one TeeRouter per stream, fed from one thread at a time.
 class TeeRouter {

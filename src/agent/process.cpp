@@ -297,7 +297,7 @@ int SignalFromName(const std::string& raw) {
     int v = std::atoi(name.c_str());
     return v > 0 && v < NSIG ? v : -1;
   }
-  for (int sig = 1; sig < NSIG; ++sig) {  // one name table: report.cpp's signal_name()
+  for (int sig = 1; sig < NSIG; ++sig) {  // one name table: report.cpp's SignalName()
     const std::string full = SignalName(sig);
     if (full.rfind("SIG", 0) == 0 && (name == full || name == full.substr(3))) return sig;
   }

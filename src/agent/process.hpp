@@ -15,7 +15,7 @@
 
 namespace tzrun::agent::detail {
 
-/// exec/fork of a worker failed. exit_code(): 127 (not found), 126 (not executable or
+/// exec/fork of a worker failed. ExitCode(): 127 (not found), 126 (not executable or
 /// other exec error), 125 (fork/pipe failure, the guardian cannot be started).
 class SpawnError : public tzrun::Error {
  public:

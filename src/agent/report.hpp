@@ -165,7 +165,7 @@ struct RunSummary {
 /// The summary as JSON text (schema above, pretty-printed, trailing '\n').
 std::string SummaryToJson(const RunSummary& s);
 
-/// Writes summary_to_json(s) to `path` atomically: a temp file in the same directory,
+/// Writes SummaryToJson(s) to `path` atomically: a temp file in the same directory,
 /// fsync, rename over `path`, fsync of the directory. On any failure the temp file is
 /// removed, an existing `path` is left untouched and ReportError is thrown.
 void WriteSummaryJson(const std::string& path, const RunSummary& s);

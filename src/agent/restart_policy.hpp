@@ -56,7 +56,7 @@ struct RestartBudget {
 struct Action {
   enum class Kind {
     kWaitExitBarrier,  ///< local group succeeded: wait for the other nodes, then decide again
-    kAskRendezvous,    ///< local group failed: ask Handler::on_failure(can_restart, code)
+    kAskRendezvous,    ///< local group failed: ask Handler::OnFailure(can_restart, code)
     kRestart,          ///< rendezvous again and start a new worker group
     kFinish,           ///< end of the job: close the rendezvous, exit with exit_code
     kLeaveSignaled,    ///< leave without closing the rendezvous; exit with exit_code (128+N)

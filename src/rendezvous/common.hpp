@@ -44,7 +44,7 @@ class EventQueue {
   std::atomic<std::uint64_t> generation_{0};
 };
 
-/// A background thread running `body(stop)`. request_stop() only raises the flag (the
+/// A background thread running `body(stop)`. RequestStop() only raises the flag (the
 /// thread finishes its current store call in the background); start() and the destructor
 /// join a previous thread first.
 class Worker {

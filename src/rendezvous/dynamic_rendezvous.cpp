@@ -150,7 +150,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
 
   FailureDecision OnFailure(bool can_restart, int exit_code) override {
     FailureDecision d{can_restart, -1, exit_code};
-    if (can_restart) return d;  // next_rendezvous() re-forms the round (torchrun)
+    if (can_restart) return d;  // NextRendezvous() re-forms the round (torchrun)
     Close(exit_code);
     return d;
   }
@@ -294,7 +294,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
   }
 
   // Waits until the state changes (its notify key appears) or `max_wait` passes, then
-  // keeps min_read_gap() since the last read. Touches no state (callable without mu_).
+  // keeps MinReadGap() since the last read. Touches no state (callable without mu_).
   void WaitForChange(store::Store& s, const ChangeWait& cw, milliseconds max_wait,
                      bool interruptible, const std::atomic<bool>* stop = nullptr) {
     const auto end = SteadyClock::now() + max_wait;

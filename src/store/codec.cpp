@@ -197,7 +197,7 @@ void RequestParser::BeginBlob(bool is_key) {
 }
 
 // Decides the next field of request_ from its type and step_. Returns false on error (only
-// possible for counts, validated in scalar_complete()).
+// possible for counts, validated in ScalarComplete()).
 bool RequestParser::PlanNext() {
   const std::uint64_t s = step_;
   auto sequence = [&](std::initializer_list<Want> fields, std::initializer_list<bool> keys) {

@@ -511,7 +511,7 @@ class Server::Impl {
     c.out_bytes = 0;
     auto it = conns_.find(c.id);
     if (it != conns_.end()) {
-      graveyard_.push_back(std::move(it->second));  // freed by end_turn()
+      graveyard_.push_back(std::move(it->second));  // freed by EndTurn()
       conns_.erase(it);
     }
     stat_connections_.store(conns_.size(), std::memory_order_relaxed);

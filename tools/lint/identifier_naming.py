@@ -20,8 +20,10 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 SKIP = 77
@@ -55,11 +57,28 @@ def translation_units(build, root, excludes, pattern):
     return sorted(files)
 
 
+_running = set()  # clang-tidy processes in flight, ended when ctest's timeout signals us
+_lock = threading.Lock()
+
+
 def run_one(clang_tidy, build, path):
     cmd = [clang_tidy, "-p", build, "--quiet", f"--checks=-*,{CHECK}", "--warnings-as-errors=*",
            path]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return path, proc.returncode, proc.stdout
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with _lock:
+        _running.add(proc)
+    began = time.monotonic()
+    out, _ = proc.communicate()
+    with _lock:
+        _running.discard(proc)
+    return path, proc.returncode, out, time.monotonic() - began
+
+
+def _stop(signum, _frame):
+    with _lock:
+        for proc in _running:
+            proc.kill()
+    os._exit(128 + signum)
 
 
 def main():
@@ -69,6 +88,7 @@ def main():
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--exclude", action="append", default=None,
                     help="source-relative path prefix not to check (repeatable)")
+    ap.add_argument("--timing", action="store_true", help="print each TU's clang-tidy seconds")
     ap.add_argument("pattern", nargs="?", default=None, help="only TUs whose path matches")
     args = ap.parse_args()
 
@@ -84,10 +104,14 @@ def main():
     if not tus:
         print(f"identifier_naming: no translation units in {build}/compile_commands.json")
         return 1
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
     start = time.monotonic()
     findings, failures = set(), []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        for path, rc, out in pool.map(lambda p: run_one(clang_tidy, build, p), tus):
+        for path, rc, out, seconds in pool.map(lambda p: run_one(clang_tidy, build, p), tus):
+            if args.timing:
+                print(f"identifier_naming: {seconds:6.1f} s {os.path.relpath(path, root)}", flush=True)
             naming_lines = 0
             for line in out.splitlines():
                 naming_lines += f"[{CHECK}]" in line

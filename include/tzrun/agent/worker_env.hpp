@@ -34,7 +34,7 @@ struct WorkerSpec {
 
 /// A worker cannot be configured or started (bad CUDA_VISIBLE_DEVICES for
 /// --virtual-local-rank, missing script, program not found / not executable).
-/// exit_code() is the tzrun exit status to use (ExitCode::kUsage / kNotFound / ...).
+/// ExitCode() is the tzrun exit status to use (ExitCode::kUsage / kNotFound / ...).
 class WorkerSetupError : public tzrun::Error {
  public:
   using Error::Error;
@@ -42,7 +42,7 @@ class WorkerSetupError : public tzrun::Error {
 
 /// OMP_NUM_THREADS default torchrun applies: returns true (and the value "1") when the
 /// agent env has no OMP_NUM_THREADS and nproc_per_node > 1. The caller then prints
-/// omp_banner_lines() as a warning and passes the value to workers.
+/// OmpBannerLines() as a warning and passes the value to workers.
 [[nodiscard]] bool NeedsOmpDefault(const LaunchConfig& cfg,
                                    const std::map<std::string, std::string>& base_env);
 
@@ -72,7 +72,7 @@ class WorkerSetupError : public tzrun::Error {
 /// left verbatim.
 [[nodiscard]] std::string SubstituteLocalRank(std::string_view arg, int local_rank);
 
-/// How the script is started (decided once per run by classify_entrypoint()).
+/// How the script is started (decided once per run by ClassifyEntrypoint()).
 enum class EntrypointKind {
   kPython,  ///< <python> -u [-m] script args
   kDirect,  ///< script args (--no-python, or an executable non-Python file)

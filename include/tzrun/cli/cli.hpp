@@ -38,7 +38,7 @@
 
 namespace tzrun::cli {
 
-/// A bad command line or PET_ value. exit_code() is ExitCode::kUsage (2), as
+/// A bad command line or PET_ value. ExitCode() is ExitCode::kUsage (2), as
 /// argparse's `parser.error`. what() is the complete argparse-shaped text to
 /// print on stderr: the usage block, then `tzrun: error: <message>`;
 /// message() is just the one-line reason, which names the flag (or the PET_
@@ -70,7 +70,7 @@ struct ParseOutcome {
 /// dev/nvidia<N>) and a fixed CPU count.
 struct HostProbe {
   std::filesystem::path sysroot = "/";
-  int cpu_count = 0;  ///< 0 => count_cpus()
+  int cpu_count = 0;  ///< 0 => CountCpus()
 };
 
 /// Parses `args` (argv without argv[0]) with PET_* / LOGLEVEL /

@@ -10,7 +10,7 @@
 //     participant lost), job-wide restart requests and a lost store through a file
 //     descriptor the agent polls, instead of torchrun's num_nodes_waiting() every
 //     monitor tick;
-//   * on_failure(): a node whose workers failed tells the others, so restarts line up
+//   * OnFailure(): a node whose workers failed tells the others, so restarts line up
 //     across nodes (static: one job-wide restart round; dynamic: the closing node's exit
 //     code travels with the closed state).
 //
@@ -19,7 +19,7 @@
 // Interrupted when a handled signal arrived) and the exception propagates unchanged.
 //
 // Thread-safety: a Handler is used by one agent thread; the watcher runs on its own thread
-// with its own store connection and is stopped by unwatch()/next_rendezvous()/shutdown().
+// with its own store connection and is stopped by unwatch()/NextRendezvous()/shutdown().
 #pragma once
 
 #include <chrono>
@@ -109,7 +109,7 @@ class Handler {
   virtual void Watch() = 0;
   /// Stops the watcher (joins its thread). Idempotent.
   virtual void Unwatch() = 0;
-  /// Readable (POLLIN) when take_event() has an event; -1 when the handler never has any.
+  /// Readable (POLLIN) when TakeEvent() has an event; -1 when the handler never has any.
   [[nodiscard]] virtual int EventFd() const = 0;
   /// The next event, if any (non-blocking); clears the fd's readiness when drained.
   virtual std::optional<WatchEvent> TakeEvent() = 0;
@@ -117,7 +117,7 @@ class Handler {
   /// This node's workers failed with `exit_code`; `can_restart` says whether its budget
   /// allows a restart. Returns what the whole job does: static posts the decision (the
   /// first failing node wins, the others follow it); dynamic restarts through
-  /// next_rendezvous() (restart = can_restart) or, when it cannot restart, closes the
+  /// NextRendezvous() (restart = can_restart) or, when it cannot restart, closes the
   /// rendezvous carrying `exit_code` so the other nodes stop too.
   virtual FailureDecision OnFailure(bool can_restart, int exit_code) = 0;
 

@@ -7,7 +7,7 @@
 //    sequence retries the whole sequence (PR #129261);
 //  * keys: every user key goes on the wire as key_prefix + key, key_prefix "/" by default
 //    (TCPStore::keyPrefix_), so keys are shared with Python/libtorch peers. Use
-//    key_prefix "" (or with_key_prefix("")) for raw wire keys such as TCPStore's "init/";
+//    key_prefix "" (or WithKeyPrefix("")) for raw wire keys such as TCPStore's "init/";
 //  * get = WAIT then GET; wait timeouts send CANCEL_WAIT and handle the STOP_WAITING that may
 //    cross it on the wire; the server never times out waits.
 // Unlike c10d, every reply is awaited for at most the store timeout (a silent server gives a
@@ -88,7 +88,7 @@ class Client final : public Store {
   [[nodiscard]] std::unique_ptr<Store> Clone() const override;
 
   /// A Client sharing this connection (and its mutex) but using another key prefix,
-  /// e.g. with_key_prefix("") to touch the raw "init/" counter.
+  /// e.g. WithKeyPrefix("") to touch the raw "init/" counter.
   [[nodiscard]] Client WithKeyPrefix(std::string key_prefix) const;
   [[nodiscard]] const ClientOptions& Options() const noexcept { return options_; }
   /// False once the connection broke (every later call throws ConnectionError).

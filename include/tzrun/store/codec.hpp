@@ -55,7 +55,7 @@ class RequestParser {
   };
   enum class Status : std::uint8_t {
     kNeedMore,  ///< all input consumed, request incomplete
-    kRequest,   ///< a request is complete: take it with take_request()
+    kRequest,   ///< a request is complete: take it with TakeRequest()
     kError,     ///< protocol violation: error() says what, with which value
   };
   struct Result {
