@@ -2,9 +2,11 @@
 """Runs clang-tidy's readability-identifier-naming over every product, test and tool TU.
 
 The naming rule itself lives in the repository's .clang-tidy (Google naming; docs/design.md,
-"Coding style"). This script is ctest lint.identifier_naming (tests/lint/CMakeLists.txt):
+"One naming convention"). This script is ctest lint.identifier_naming.{tzrun,worker}
+(tests/lint/CMakeLists.txt), one entry per side of the tree:
 
-  tools/lint/identifier_naming.py --build build [--clang-tidy PATH] [-j N] [FILE_REGEX]
+  tools/lint/identifier_naming.py --build build [--clang-tidy PATH] [-j N] [--timing]
+                                 [[--invert] FILE_REGEX]
 
 Every translation unit of build/compile_commands.json that lies in the source tree (src/, tests/,
 tools/) is checked with only readability-identifier-naming and --warnings-as-errors=*, N at a
@@ -42,7 +44,7 @@ def find_clang_tidy(given):
     return None
 
 
-def translation_units(build, root, excludes, pattern):
+def translation_units(build, root, excludes, pattern, invert):
     with open(os.path.join(build, "compile_commands.json"), encoding="utf-8") as f:
         entries = json.load(f)
     files = set()
@@ -51,7 +53,7 @@ def translation_units(build, root, excludes, pattern):
         rel = os.path.relpath(path, root)
         if rel.startswith("..") or not rel.startswith(("src/", "tests/", "tools/")):
             continue
-        if rel.startswith(excludes) or (pattern and not re.search(pattern, rel)):
+        if rel.startswith(excludes) or (pattern and bool(re.search(pattern, rel)) == invert):
             continue
         files.add(path)
     return sorted(files)
@@ -89,7 +91,9 @@ def main():
     ap.add_argument("--exclude", action="append", default=None,
                     help="source-relative path prefix not to check (repeatable)")
     ap.add_argument("--timing", action="store_true", help="print each TU's clang-tidy seconds")
-    ap.add_argument("pattern", nargs="?", default=None, help="only TUs whose path matches")
+    ap.add_argument("--invert", action="store_true", help="only TUs whose path does not match")
+    ap.add_argument("pattern", nargs="?", default=None,
+                    help="only TUs whose source-relative path matches (re.search)")
     args = ap.parse_args()
 
     root = os.path.realpath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -100,7 +104,7 @@ def main():
         return 1 if os.environ.get("TZRUN_REQUIRE_CLANG_TIDY") == "1" else SKIP
 
     excludes = tuple(args.exclude) if args.exclude else DEFAULT_EXCLUDES
-    tus = translation_units(build, root, excludes, args.pattern)
+    tus = translation_units(build, root, excludes, args.pattern, args.invert)
     if not tus:
         print(f"identifier_naming: no translation units in {build}/compile_commands.json")
         return 1
@@ -114,7 +118,7 @@ def main():
                 print(f"identifier_naming: {seconds:6.1f} s {os.path.relpath(path, root)}", flush=True)
             naming_lines = 0
             for line in out.splitlines():
-                naming_lines += f"[{CHECK}]" in line
+                naming_lines += f"[{CHECK}" in line
                 m = DIAG.match(line)
                 if not m:
                     continue
