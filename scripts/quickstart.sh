@@ -11,17 +11,12 @@ export PATH="$ROOT/.venv/bin:$PATH"
 cmake --preset default >/dev/null
 cmake --build --preset default --target tzrun tzrec_train
 
-CONFIG=examples/configs/synthetic_criteo.json
+CONFIG=examples/configs/synthetic_criteo.config
 OUT="${OUT:-$ROOT/build/quickstart}"
 rm -rf "$OUT/model"
 if [[ ! -f "$OUT/data/part-00004.parquet" ]]; then
   # The config's table sizes, so every generated id fits its table.
-  BUCKETS="$(python - "$CONFIG" <<'PY'
-import json, sys
-c = json.load(open(sys.argv[1]))
-print(",".join(str(f["id_feature"]["num_buckets"]) for f in c["feature_configs"] if "id_feature" in f))
-PY
-)"
+  BUCKETS="$(grep -o 'num_buckets: [0-9]*' "$CONFIG" | awk '{print $2}' | paste -sd, -)"
   python tools/gen_data/gen_data.py --kind criteo --rows "${ROWS:-250000}" --files 5 --out "$OUT/data" \
     --num-buckets "$BUCKETS"
 fi

@@ -12,7 +12,6 @@ its own tmp_path. Most checkpoint tests use a copy of the DLRM example with 5000
 
 Budget: the whole file runs in about 2 minutes on 2 shared cores.
 """
-import json
 import math
 import os
 import pathlib
@@ -26,16 +25,16 @@ import pytest
 
 from train_job_helpers import (  # noqa: F401 (fixtures are used by name)
     BATCH, CONFIGS, SMALL_BUCKETS, TOOLS, assert_complete, checkpoints, ckpt_metadata,
-    consumed_ranges, criteo, derived_config, details, job_env, load_pt, metrics, movielens,
-    per_rank_rows, row_set, rows_in, run_job, run_tool, small_dlrm, small_job, steps_edit,
-    train_cmd, wait_no_job)
+    consumed_ranges, criteo, derived_config, details, job_env, load_config, load_pt, metrics,
+    movielens, per_rank_rows, row_set, rows_in, run_job, run_tool, small_dlrm, small_job,
+    steps_edit, train_cmd, wait_no_job, write_config)
 
 
 
 
 @pytest.mark.needs_shared_data
 def test_dlrm_criteo_main_job(tmp_path, criteo):
-    proc = run_job(CONFIGS / "dlrm_criteo.json", tmp_path / "m", 2, criteo / "train.txt",
+    proc = run_job(CONFIGS / "dlrm_criteo.config", tmp_path / "m", 2, criteo / "train.txt",
                    criteo / "eval.txt", tee=True)
     m = metrics(tmp_path / "m")
     assert m["eval_auc"] >= 0.70, m
@@ -56,7 +55,7 @@ def test_dlrm_criteo_main_job(tmp_path, criteo):
 
 @pytest.mark.needs_shared_data
 def test_multi_tower_movielens(tmp_path, movielens):
-    run_job(CONFIGS / "multi_tower_movielens.json", tmp_path / "m", 2, movielens / "train.csv",
+    run_job(CONFIGS / "multi_tower_movielens.config", tmp_path / "m", 2, movielens / "train.csv",
             movielens / "eval.csv")
     m = metrics(tmp_path / "m")
     assert m["eval_auc"] >= 0.66, m
@@ -66,7 +65,7 @@ def test_multi_tower_movielens(tmp_path, movielens):
 
 @pytest.mark.needs_shared_data
 def test_deepfm_criteo(tmp_path, criteo):
-    run_job(CONFIGS / "deepfm_criteo.json", tmp_path / "m", 2, criteo / "train.txt", criteo / "eval.txt")
+    run_job(CONFIGS / "deepfm_criteo.config", tmp_path / "m", 2, criteo / "train.txt", criteo / "eval.txt")
     m = metrics(tmp_path / "m")
     assert m["eval_auc"] >= 0.68, m
     assert math.isfinite(m["train_loss"]) and m["global_step"] > 0, m
@@ -76,7 +75,7 @@ def test_deepfm_criteo(tmp_path, criteo):
 def test_dense_only_model_trains_without_sparse_dist(tmp_path, criteo):
     """A model without id features (TorchEasyRec's TrainPipelineBase path): no embedding tables, no
     KJT all-to-all; the dense part still trains over 2 ranks and learns something."""
-    cfg = json.loads((CONFIGS / "dlrm_criteo.json").read_text())
+    cfg = load_config("dlrm_criteo.config")
     cfg["feature_configs"] = [f for f in cfg["feature_configs"] if "raw_feature" in f]
     dense = [f["raw_feature"]["feature_name"] for f in cfg["feature_configs"]]
     mc = cfg["model_config"]
@@ -84,8 +83,7 @@ def test_dense_only_model_trains_without_sparse_dist(tmp_path, criteo):
     mc["feature_groups"] = [{"group_name": "dense", "feature_names": dense, "group_type": "DEEP"}]
     mc["multi_tower"] = {"towers": [{"input": "dense", "mlp": {"hidden_units": [32, 16]}}],
                          "final": {"hidden_units": [8]}}
-    path = tmp_path / "dense_only.json"
-    path.write_text(json.dumps(cfg))
+    path = write_config(cfg, tmp_path / "dense_only.json")
     run_job(path, tmp_path / "m", 2, criteo / "train.txt", criteo / "eval.txt")
     m = metrics(tmp_path / "m")
     assert m["eval_auc"] > 0.58 and math.isfinite(m["train_loss"]), m
@@ -97,12 +95,12 @@ def test_synthetic_parquet(tmp_path):
         import gen_data  # noqa: PLC0415 (the tool's defaults)
     finally:
         sys.path.pop(0)
-    cfg = json.loads((CONFIGS / "synthetic_criteo.json").read_text())
+    cfg = load_config("synthetic_criteo.config")
     buckets = [f["id_feature"]["num_buckets"] for f in cfg["feature_configs"] if "id_feature" in f]
     if buckets != list(gen_data.CRITEO_BUCKETS):
         # gen_data's default id ranges exceed several of the config's num_buckets (e.g. cat_2: 100000
         # vs 20000), which the input pipeline rejects; write ids in the config's ranges instead.
-        warnings.warn(f"gen_data default buckets {gen_data.CRITEO_BUCKETS} != synthetic_criteo.json "
+        warnings.warn(f"gen_data default buckets {gen_data.CRITEO_BUCKETS} != synthetic_criteo.config "
                       f"num_buckets {buckets}; passing --num-buckets")
     arg = ",".join(map(str, buckets))
     gen = TOOLS / "gen_data" / "gen_data.py"
@@ -113,7 +111,7 @@ def test_synthetic_parquet(tmp_path):
     assert len(list((tmp_path / "train").glob("*.parquet"))) == 2
     # The example's batch of 1024 gives 10 steps on 20k rows, too few to learn anything; 128 a rank
     # gives 79 steps.
-    run_job(CONFIGS / "synthetic_criteo.json", tmp_path / "m", 2, tmp_path / "train" / "*.parquet",
+    run_job(CONFIGS / "synthetic_criteo.config", tmp_path / "m", 2, tmp_path / "train" / "*.parquet",
             tmp_path / "eval" / "*.parquet", {"data_config.batch_size": 128})
     m = metrics(tmp_path / "m")
     assert m["eval_auc"] > 0.6, m
@@ -284,7 +282,7 @@ def incomplete_checkpoints(model_dir) -> dict:
 @pytest.mark.needs_shared_data
 def test_kill_9_leaves_only_complete_checkpoints(tmp_path, criteo):
     # 20000-row tables: ~70 MB a checkpoint, so a good share of the run is spent saving and pruning.
-    cfg = derived_config(tmp_path, "dlrm_criteo.json", lambda c: [
+    cfg = derived_config(tmp_path, "dlrm_criteo.config", lambda c: [
         f["id_feature"].update(hash_bucket_size=20000) for f in c["feature_configs"] if "id_feature" in f])
     md = tmp_path / "m"
     edit = steps_edit(60, save_every=2, log_every=10, **{"train_config.keep_checkpoint_max": 3})

@@ -1,6 +1,7 @@
 """The tzrec_train job (issue 6) end to end with the real binaries, the commands and options
-around training: export + predict, bad input, and the training options (gradient accumulation,
-clipping, BF16). The models and checkpoints are in test_train_job.py; the helpers and data
+around training: export + predict, the config files (the protobuf-JSON twins the tests derive
+configs through read as the .config examples), bad input, and the training options (gradient
+accumulation, clipping, BF16). The models and checkpoints are in test_train_job.py; the helpers and data
 fixtures in train_job_helpers.py.
 
 The export and options tests read ../shared/data (needs_shared_data marker, conftest.py); the
@@ -13,9 +14,9 @@ import math
 import pytest
 
 from train_job_helpers import (  # noqa: F401 (fixtures are used by name)
-    SMALL_BUCKETS, assert_complete, checkpoints, criteo, criteo_generated, derived_config,
-    details, load_pt, metrics, movielens_generated, run_job, small_dlrm, small_job,
-    steps_edit, tzrec, wait_no_job)
+    CONFIGS, SMALL_BUCKETS, assert_complete, checkpoints, criteo, criteo_generated,
+    derived_config, details, load_config, load_pt, metrics, movielens_generated, run_job,
+    small_dlrm, small_job, steps_edit, tzrec, wait_no_job, write_config)
 
 
 @pytest.mark.needs_shared_data
@@ -47,6 +48,40 @@ def test_export_and_predict_reproduce_eval_auc(tmp_path, criteo, small_dlrm, wor
 
 
 # --------------------------------------------------------------------------------------------
+# the config files: the tests' protobuf-JSON twins of the .config examples
+
+
+@pytest.mark.parametrize("example,data,train,evl", [
+    ("dlrm_criteo.config", "criteo_generated", "train.txt", "eval.txt"),
+    ("deepfm_criteo.config", "criteo_generated", "train.txt", "eval.txt"),
+    ("multi_tower_movielens.config", "movielens_generated", "train.csv", "eval.csv"),
+])
+def test_json_twin_reads_as_the_example(tmp_path, request, example, data, train, evl):
+    """load_config (tools/config/pbtext.py) + protobuf JSON, the way every derived config in these
+    tests is written, gives tzrec_train the same EasyRecConfig as the .config example read by
+    libprotobuf's text parser: the effective configs (model_dir/pipeline.config, protobuf text
+    printed from the parsed message) are byte-equal."""
+    data = request.getfixturevalue(data)
+    cfg = load_config(example)
+    twin = write_config(cfg, tmp_path / "twin.json")
+    # Small tables and 2 steps keep both runs short; the same edit goes to both.
+    edit = steps_edit(2, log_every=1)
+    for f in cfg["feature_configs"]:
+        if "hash_bucket_size" in f.get("id_feature", {}):
+            edit[f"feature_configs[feature_name={f['id_feature']['feature_name']}]"
+                 ".id_feature.hash_bucket_size"] = SMALL_BUCKETS
+    effective = {}
+    for name, path in (("text", CONFIGS / example), ("json", twin)):
+        md = tmp_path / name
+        run_job(path, md, 1, data / train, data / evl, edit)
+        effective[name] = (md / "pipeline.config").read_text().replace(str(md), "MODEL_DIR")
+    assert effective["text"] == effective["json"]
+    assert 'model_dir: "MODEL_DIR"' in effective["json"], effective["json"][:400]
+    resized = sum(1 for k in edit if k.endswith(".hash_bucket_size"))
+    assert effective["json"].count(f"hash_bucket_size: {SMALL_BUCKETS}") == resized
+
+
+# --------------------------------------------------------------------------------------------
 # 8: bad input
 
 
@@ -60,10 +95,10 @@ def test_unknown_config_key_names_it_and_suggests(tmp_path, criteo_generated):
     criteo = criteo_generated
     def misspell(cfg):
         cfg["train_config"]["num_step"] = 10
-    cfg = derived_config(tmp_path, "dlrm_criteo.json", misspell)
+    cfg = derived_config(tmp_path, "dlrm_criteo.config", misspell)
     proc, out = failing_job(cfg, tmp_path / "m", 2, criteo / "train.txt", criteo / "eval.txt")
     assert proc.returncode == 2, details(proc)
-    assert "num_step" in out and "did you mean 'num_steps'" in out, details(proc)
+    assert "unknown field 'num_step' in TrainConfig (did you mean 'num_steps'?)" in out, details(proc)
     wait_no_job(str(cfg), timeout=5)
     assert not (tmp_path / "m").exists() or not checkpoints(tmp_path / "m")
 
@@ -94,7 +129,7 @@ def test_id_out_of_num_buckets_names_feature_and_value(tmp_path, movielens_gener
         for f in cfg["feature_configs"]:
             if f.get("id_feature", {}).get("feature_name") == "user_id":
                 f["id_feature"]["num_buckets"] = 100
-    cfg = derived_config(tmp_path, "multi_tower_movielens.json", shrink)
+    cfg = derived_config(tmp_path, "multi_tower_movielens.config", shrink)
     proc, out = failing_job(cfg, tmp_path / "m", 2, movielens / "train.csv", movielens / "eval.csv")
     assert proc.returncode == 2, details(proc)
     line = next((ln for ln in out.splitlines() if "num_buckets" in ln), "")

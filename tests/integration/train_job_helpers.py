@@ -19,6 +19,8 @@ from conftest import BIN, ROOT, SHARED, binary
 
 CONFIGS = ROOT / "examples" / "configs"
 TOOLS = ROOT / "tools"
+sys.path.insert(0, str(TOOLS / "config"))
+import pbtext  # noqa: E402 (tools/config/pbtext.py: .config text -> protobuf-JSON-shaped dict)
 CRITEO_SRC = SHARED / "data" / "criteo_dac_10k" / "train-10k.txt"
 MOVIELENS_SRC = SHARED / "data" / "movielens_100k"
 VENV_BIN = str(pathlib.Path(sys.executable).parent)
@@ -177,12 +179,24 @@ def wait_no_job(marker: str, timeout=15.0):
     pytest.fail(f"processes of the job are still alive {timeout} s after it ended: {job_pids(marker)}")
 
 
-def derived_config(tmp_path, base: str, mutate, name="config.json") -> pathlib.Path:
-    cfg = json.loads((CONFIGS / base).read_text())
-    mutate(cfg)
-    out = tmp_path / name
+def load_config(base: str) -> dict:
+    """The example examples/configs/<base> (protobuf text) as a dict shaped like its protobuf
+    JSON: repeated fields are lists (tools/config/pbtext.py reads them from our .proto files)."""
+    return pbtext.load(CONFIGS / base)
+
+
+def write_config(cfg: dict, out) -> pathlib.Path:
+    """Writes `cfg` as protobuf JSON (tzrec_train reads a file starting with '{' as such)."""
+    out = pathlib.Path(out)
     out.write_text(json.dumps(cfg, indent=2))
     return out
+
+
+def derived_config(tmp_path, base: str, mutate, name="config.json") -> pathlib.Path:
+    """examples/configs/<base> changed by mutate(dict), written as protobuf JSON to tmp_path/name."""
+    cfg = load_config(base)
+    mutate(cfg)
+    return write_config(cfg, tmp_path / name)
 
 
 def small_buckets(cfg):
@@ -268,7 +282,7 @@ def movielens_generated(tmp_path_factory):
 @pytest.fixture(scope="module")
 def small_dlrm(tmp_path_factory):
     """The DLRM Criteo example with SMALL_BUCKETS-row hash tables (fast checkpoints)."""
-    return derived_config(tmp_path_factory.mktemp("small_dlrm"), "dlrm_criteo.json", small_buckets)
+    return derived_config(tmp_path_factory.mktemp("small_dlrm"), "dlrm_criteo.config", small_buckets)
 
 
 def small_job(small_dlrm, criteo, model_dir, nproc, edit, **kw):

@@ -17,8 +17,15 @@
 //                         of the shard: a column-wise shard keeps its own s, as FBGEMM does)
 //       Adam:             t += 1 (one step counter per table shard);
 //                         m = b1 m + (1-b1) g; v = b2 v + (1-b2) g*g;
-//                         w -= lr * (m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps)
-//     with weight_decay (L2, added to g) when non-zero. The embedding weight never gets a .grad.
+//                         w -= lr * ((m/(1-b1^t)) / (sqrt(v/(1-b2^t)) + eps) + wd * w)
+//     weight_decay: Adam decoupled as above (FBGEMM's adam: m and v see the raw g); RowWiseAdagrad
+//     by weight_decay_mode (FBGEMM): kNone ignores it, kL2 adds wd*w to g (in s too), kDecoupled
+//     scales w by (1 - lr*wd) before subtracting lr*g/(sqrt(s)+eps); SGD/Adagrad (FBGEMM has none,
+//     TorchEasyRec's FusedSGD/FusedAdagrad have no field): L2 added to g. gradient_clipping (FBGEMM
+//     TBE backward, TorchEasyRec Fused*Optimizer.gradient_clipping/max_gradient): every element of
+//     the pooled output gradient is clamped to [-max_gradient, max_gradient] before the pooling
+//     backward, i.e. before the per-row sums (ApplyPooled does it; callers of Apply clip the pooled
+//     gradient with ClipPooledGradient first). The embedding weight never gets a .grad.
 //   * Initialisation: uniform(-sqrt(1/num_embeddings), sqrt(1/num_embeddings)) (TorchRec default),
 //     generated in fixed chunks of kInitChunkRows rows from (seed, table name, chunk index), so any
 //     shard [rows × cols] of a table is bit-identical to the same slice of the whole table, at any
@@ -48,6 +55,9 @@ struct EmbeddingBagConfig {
   PoolingType pooling = PoolingType::kSum;
 };
 
+// FBGEMM's WeightDecayMode (TorchEasyRec optimizer.proto WeightDecayMode NONE / L2 / DECOUPLE).
+enum class WeightDecayMode { kNone, kL2, kDecoupled };
+
 struct EmbeddingOptimizerConfig {
   EmbeddingOptimizerKind kind = EmbeddingOptimizerKind::kRowWiseAdagrad;
   double lr = 0.01;
@@ -55,6 +65,11 @@ struct EmbeddingOptimizerConfig {
   double beta1 = 0.9;    // Adam
   double beta2 = 0.999;  // Adam
   double weight_decay = 0.0;
+  // RowWiseAdagrad only (FBGEMM WeightDecayMode). TorchEasyRec's FusedRowWiseAdagradOptimizer
+  // defaults to NONE; kL2 here keeps the callers that predate the field unchanged.
+  WeightDecayMode weight_decay_mode = WeightDecayMode::kL2;
+  bool gradient_clipping = false;          // clamp the pooled output gradient to ±max_gradient
+  double max_gradient = 1.0;               // > 0 when gradient_clipping
   double initial_accumulator_value = 0.0;  // Adagrad / RowWiseAdagrad state start
   // RowWiseAdagrad: columns per accumulator, 0 = the whole row (one accumulator per row, the
   // default). A column_wise shard keeps one accumulator per row of its own columns (FBGEMM), so the
@@ -63,6 +78,11 @@ struct EmbeddingOptimizerConfig {
 };
 
 inline constexpr std::int64_t kInitChunkRows = 4096;
+
+// The pooled output gradient as FBGEMM's TBE backward sees it: clamped element-wise to
+// [-max_gradient, max_gradient] when config.gradient_clipping, else `grad_out` itself. Throws
+// std::invalid_argument when clipping with max_gradient <= 0.
+at::Tensor ClipPooledGradient(const EmbeddingOptimizerConfig& config, const at::Tensor& grad_out);
 
 // Rows [row_begin, row_end) × cols [col_begin, col_end) of table `config` initialised from `seed`
 // (float32, on `device`). Identical to slicing InitTableSlice(config, seed, 0, rows, 0, dim).
@@ -112,6 +132,8 @@ class EmbeddingOptimizerState {
   // Unknown names or wrong shapes throw std::invalid_argument.
   void LoadStateTensors(const std::vector<std::pair<std::string, at::Tensor>>& state);
   const EmbeddingOptimizerConfig& config() const { return config_; }
+  // The lr of the following updates (an LrSchedule's value for the sparse optimizer); >= 0.
+  void SetLearningRate(double lr);
   std::int64_t rows() const { return rows_; }
   std::int64_t cols() const { return cols_; }
   std::int64_t step() const { return step_; }  // Apply calls so far (all kinds)

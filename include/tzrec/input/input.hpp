@@ -11,7 +11,13 @@
 // lines are not rows; with_header: the first record names the columns, else
 // data_config.input_fields does.
 //
-// Feature transforms (FeatureConfig; the input column is FeatureConfig::input_column()):
+// fg_mode (data_config): FG_NONE (TorchEasyRec's default) reads fg-encoded data: each feature the
+// column named by its feature_name, ids (and raw bucket ids) as integers in [0, table rows),
+// dense values as they are, multi-value cells split on data_config.fg_encoded_multival_sep.
+// FG_NORMAL / FG_DAG read raw data: each feature the column of its expression (after the last ':')
+// and tzrec_train runs the feature generation below (TorchEasyRec's pyfg semantics, with our own
+// hash: ids hashed by hash_bucket_size differ from pyfg's).
+// Feature transforms with feature generation (protos::FeatureConfig; column: InputColumn()):
 //   id_feature  hash_bucket_size n: FNV-1a 64 of the value's text mod n. Integers are hashed via
 //                 their decimal text ("12", "-3"), integral floats likewise ("3.0" in Parquet →
 //                 "3"), other floats via their shortest round-trip text, so CSV and Parquet agree
@@ -20,19 +26,23 @@
 //                 error naming the feature, the value, num_buckets, the file and the row.
 //               vocab_list: index in the list + 2; a value not in the list → 1; an empty token
 //                 inside a multi-valued cell (e.g. "a||b") → 0.
-//               separator (non-empty): the cell is split on it and every non-empty token mapped
+//               separator (default "\x1d"): the cell is split on it and every non-empty token
+//               mapped
 //                 (hash / num_buckets) — so one sample may have several ids.
 //               A missing value (Parquet null, empty text field) → no ids for that sample.
 //   raw_feature the value (value_dim numbers; value_dim > 1 splits the cell on the feature's
-//                 separator, "," when empty) or default_value when missing, then the normalizer:
+//                 separator) or default_value when missing, then the normalizer:
 //                 "" → x; "method=log1p" → log(1+x); "method=expression,expr=log(x+C)" → log(x+C)
 //                 (also "expr=x"); "method=minmax,min=a,max=b" → (x-a)/(b-a);
-//                 "method=zscore,mean=a,std=b" → (x-a)/b. With boundaries the normalised value
-//                 is bucketised: id = number of boundaries <= x (std::upper_bound), a sparse
-//                 feature with a table of len(boundaries)+1 rows; otherwise it is a dense column.
+//                 "method=zscore,mean=a,standard_deviation=b" → (x-a)/b;
+//                 "method=log10,threshold=t,default=d" → log10(x) if x > t else d. With boundaries
+//                 the normalised value is bucketised: id = number of boundaries <= x
+//                 (std::upper_bound), a sparse feature with a table of len(boundaries)+1 rows;
+//                 otherwise it is a dense column.
 //   labels      float of data_config.label_fields[0] (ints, floats, bools or numeric text);
 //               a missing label is an error.
-//   group_ids   model_config.grouped_auc_key names an input column (or a feature, whose input
+//   group_ids   the grouped_auc metric's grouping_key names an input column (or a feature, whose
+//   input
 //               column is used): FNV-1a 64 of its text, masked to a non-negative int64.
 //
 // Errors (std::runtime_error, std::invalid_argument for DataCursor): say what failed, with which
@@ -59,7 +69,7 @@ namespace tzrec {
 
 // One batch on the CPU.
 struct Batch {
-  KeyedJaggedTensor sparse;  // keys = sparse features (FeatureConfig::is_sparse) in feature_configs
+  KeyedJaggedTensor sparse;  // keys = sparse features (IsSparse) in feature_configs
                              // order; ids already mapped into [0, num_embeddings); lengths int64
                              // [F*B] feature-major; values int64; no weights; stride B
   at::Tensor dense;          // float [B, D_dense]: dense raw features in config order, value_dim

@@ -1,5 +1,5 @@
 // tzrec/train/train.hpp — tzrec_train's commands: train_eval (TorchEasyRec tzrec.train_eval),
-// export and predict; plus the pieces they share (dense optimizers, AUC metrics).
+// export and predict; plus the pieces they share (dense optimizers, lr schedules, AUC metrics).
 //
 // train_eval follows tzrec/main.py `_train_and_evaluate` and TorchRec's TrainPipelineSparseDist
 // (notes ../shared/reference/torchrec-sharding.md §1.3–1.6): the next batch's input dist is issued
@@ -18,6 +18,9 @@
 #include <vector>
 
 #include "tzrec/config/config.hpp"
+#include "tzrec/train/dense_optimizer.hpp"
+#include "tzrec/train/lr_schedule.hpp"
+#include "tzrec/train/metrics.hpp"
 #include "tzrec/train/model.hpp"
 
 namespace tzrec {
@@ -54,29 +57,7 @@ struct PredictOptions {
 };
 int Predict(PredictOptions options);
 
-// torch.optim semantics (Adam without AMSGrad; Adagrad with initial_accumulator_value; SGD plain),
-// over the parameters' .grad(); state tensors are exposed for checkpoints.
-class DenseOptimizer {
- public:
-  DenseOptimizer(const OptimizerConfig& config, std::vector<Parameter> parameters);
-  void Step();
-  void ZeroGrad();
-  // "<param>/exp_avg", "<param>/exp_avg_sq", "<param>/sum", and "step" (int64 scalar).
-  std::vector<std::pair<std::string, at::Tensor>> StateTensors();
-  const std::vector<Parameter>& parameters() const { return parameters_; }
-
- private:
-  OptimizerConfig config_;
-  std::vector<Parameter> parameters_;
-  std::vector<at::Tensor> m1_;
-  std::vector<at::Tensor> m2_;
-  at::Tensor step_;  // int64 scalar
-};
-
-// ROC AUC of scores vs 0/1 labels (ties get half credit, as sklearn); NaN-free: 0.5 when one class
-// is absent.
-double Auc(const at::Tensor& scores, const at::Tensor& labels);
-// Grouped AUC: the sample-count-weighted mean of per-group AUCs over groups holding both classes.
-double GroupedAuc(const at::Tensor& scores, const at::Tensor& labels, const at::Tensor& groups);
+// DenseOptimizer: tzrec/train/dense_optimizer.hpp; LrSchedule: tzrec/train/lr_schedule.hpp;
+// Auc, GroupedAuc: tzrec/train/metrics.hpp.
 
 }  // namespace tzrec

@@ -153,6 +153,12 @@ EmbeddingOptimizerState::EmbeddingOptimizerState(const EmbeddingOptimizerConfig&
                                 ", eps " + std::to_string(config.eps) + ", weight_decay " +
                                 std::to_string(config.weight_decay) + " must all be >= 0");
   }
+  if (config.gradient_clipping && !(config.max_gradient > 0.0)) {
+    throw std::invalid_argument(
+        "EmbeddingOptimizerState: gradient_clipping needs max_gradient > 0, "
+        "got " +
+        std::to_string(config.max_gradient));
+  }
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
   switch (config.kind) {
     case EmbeddingOptimizerKind::kSgd:

@@ -77,7 +77,8 @@ class PooledLookupFunction : public torch::autograd::Function<PooledLookupFuncti
     std::vector<std::vector<at::Tensor>> rows(tables.configs.size());
     std::int64_t col = 0;
     for (const auto& l : state->lookups) {
-      auto g = grad.narrow(1, col, l.dim);
+      // FBGEMM clamps the pooled output gradient first (gradient_clipping), then divides MEAN bags.
+      auto g = ClipPooledGradient(tables.states[l.table].config(), grad.narrow(1, col, l.dim));
       col += l.dim;
       if (l.ids.numel() == 0) continue;
       if (l.mean) g = g / MeanDivisor(l.lengths, g);

@@ -40,16 +40,39 @@ struct RowUpdateParams {
   float* m1;
   float* m2;
   std::int64_t blocks;
-  float lr, eps, wd, b1, b2, c1, c2;
+  float lr, eps;
+  float l2;          // added to g as l2 * w (SGD, Adagrad, RowWiseAdagrad kL2)
+  float adam_wd;     // Adam's decoupled term lr * wd * w
+  float correction;  // RowWiseAdagrad kDecoupled: w *= 1 - lr * wd
+  float b1, b2, c1, c2;
 };
+
+// How weight_decay enters the update (see tzrec/core/embedding.hpp).
+float L2Decay(const EmbeddingOptimizerConfig& c) {
+  switch (c.kind) {
+    case EmbeddingOptimizerKind::kSgd:
+    case EmbeddingOptimizerKind::kAdagrad:
+      return static_cast<float>(c.weight_decay);
+    case EmbeddingOptimizerKind::kRowWiseAdagrad:
+      return c.weight_decay_mode == WeightDecayMode::kL2 ? static_cast<float>(c.weight_decay)
+                                                         : 0.0F;
+    case EmbeddingOptimizerKind::kAdam:
+      return 0.0F;
+  }
+  return 0.0F;
+}
+bool RowWiseDecoupled(const EmbeddingOptimizerConfig& c) {
+  return c.kind == EmbeddingOptimizerKind::kRowWiseAdagrad &&
+         c.weight_decay_mode == WeightDecayMode::kDecoupled && c.weight_decay != 0.0;
+}
 
 // The per-element loops vectorise (omp simd); on x86-64 an AVX2 clone runs where the CPU has it
 // (no FMA: results are identical to the baseline clone, element for element).
 TZREC_SIMD_CLONES void UpdateRowKernel(const RowUpdateParams& u, std::int64_t row, float* g) {
   float* w = u.w + row * u.cols;
-  if (u.wd != 0.0F) {
+  if (u.l2 != 0.0F) {
 #pragma omp simd
-    for (std::int64_t c = 0; c < u.cols; ++c) g[c] += u.wd * w[c];
+    for (std::int64_t c = 0; c < u.cols; ++c) g[c] += u.l2 * w[c];
   }
   switch (u.kind) {
     case EmbeddingOptimizerKind::kSgd:
@@ -73,6 +96,13 @@ TZREC_SIMD_CLONES void UpdateRowKernel(const RowUpdateParams& u, std::int64_t ro
         float& s = u.m1[row * u.blocks + k];
         s += sq / static_cast<float>(width);
         const float denom = std::sqrt(s) + u.eps;
+        if (u.correction != 1.0F) {
+#pragma omp simd
+          for (std::int64_t c = k * width; c < (k + 1) * width; ++c) {
+            w[c] = u.correction * w[c] - u.lr * g[c] / denom;
+          }
+          continue;
+        }
 #pragma omp simd
         for (std::int64_t c = k * width; c < (k + 1) * width; ++c) w[c] -= u.lr * g[c] / denom;
       }
@@ -85,7 +115,7 @@ TZREC_SIMD_CLONES void UpdateRowKernel(const RowUpdateParams& u, std::int64_t ro
       for (std::int64_t c = 0; c < u.cols; ++c) {
         m[c] = u.b1 * m[c] + (1.0F - u.b1) * g[c];
         v[c] = u.b2 * v[c] + (1.0F - u.b2) * g[c] * g[c];
-        w[c] -= u.lr * (m[c] / u.c1) / (std::sqrt(v[c] / u.c2) + u.eps);
+        w[c] -= u.lr * ((m[c] / u.c1) / (std::sqrt(v[c] / u.c2) + u.eps) + u.adam_wd * w[c]);
       }
       break;
     }
@@ -109,7 +139,11 @@ class RowUpdater {
                : 1,
            static_cast<float>(config.lr),
            static_cast<float>(config.eps),
-           static_cast<float>(config.weight_decay),
+           L2Decay(config),
+           config.kind == EmbeddingOptimizerKind::kAdam ? static_cast<float>(config.weight_decay)
+                                                        : 0.0F,
+           RowWiseDecoupled(config) ? static_cast<float>(1.0 - config.lr * config.weight_decay)
+                                    : 1.0F,
            static_cast<float>(config.beta1),
            static_cast<float>(config.beta2),
            static_cast<float>(1.0 - std::pow(config.beta1, static_cast<double>(step))),
@@ -148,7 +182,7 @@ void CheckApplyArgs(const at::Tensor& weight, const at::Tensor& rows, const at::
 }
 
 // The updated float32 rows `idx` of a weight by tensor ops (any device or dtype): w32 the rows'
-// weights, g their gradients (weight decay added). Updates the optimizer state rows in place.
+// weights, g their gradients (L2Decay already added). Updates the optimizer state rows in place.
 at::Tensor UpdatedRowsByTensors(const EmbeddingOptimizerConfig& config, std::int64_t step,
                                 std::int64_t cols, const at::Tensor& idx, const at::Tensor& w32,
                                 const at::Tensor& g, at::Tensor& momentum1, at::Tensor& momentum2) {
@@ -168,10 +202,14 @@ at::Tensor UpdatedRowsByTensors(const EmbeddingOptimizerConfig& config, std::int
         auto gb = g.view({g.size(0), blocks, cols / blocks});
         auto s = momentum1.index_select(0, idx) + (gb * gb).mean(2);
         momentum1.index_copy_(0, idx, s);
-        return w32 - (lr * gb / (s.sqrt() + eps).unsqueeze(2)).view({g.size(0), cols});
+        const double keep = RowWiseDecoupled(config) ? 1.0 - lr * config.weight_decay : 1.0;
+        return keep * w32 - (lr * gb / (s.sqrt() + eps).unsqueeze(2)).view({g.size(0), cols});
       }
       auto s = momentum1.index_select(0, idx) + (g * g).mean(1);
       momentum1.index_copy_(0, idx, s);
+      if (RowWiseDecoupled(config)) {
+        return (1.0 - lr * config.weight_decay) * w32 - lr * g / (s.sqrt() + eps).unsqueeze(1);
+      }
       return w32 - lr * g / (s.sqrt() + eps).unsqueeze(1);
     }
     case EmbeddingOptimizerKind::kAdam: {
@@ -184,13 +222,33 @@ at::Tensor UpdatedRowsByTensors(const EmbeddingOptimizerConfig& config, std::int
       const double t = static_cast<double>(step);
       const double c1 = 1.0 - std::pow(b1, t);
       const double c2 = 1.0 - std::pow(b2, t);
-      return w32 - lr * (m / c1) / ((v / c2).sqrt() + eps);
+      return w32 - lr * ((m / c1) / ((v / c2).sqrt() + eps) + config.weight_decay * w32);
     }
   }
   return {};
 }
 
 }  // namespace
+
+at::Tensor ClipPooledGradient(const EmbeddingOptimizerConfig& config, const at::Tensor& grad_out) {
+  if (!config.gradient_clipping) return grad_out;
+  if (!(config.max_gradient > 0.0)) {
+    throw std::invalid_argument(
+        "ClipPooledGradient: gradient_clipping needs max_gradient > 0, got " +
+        std::to_string(config.max_gradient));
+  }
+  return grad_out.clamp(-config.max_gradient, config.max_gradient);
+}
+
+void EmbeddingOptimizerState::SetLearningRate(double lr) {
+  if (!(lr >= 0.0) || !std::isfinite(lr)) {
+    throw std::invalid_argument(
+        "EmbeddingOptimizerState::SetLearningRate: lr must be finite and "
+        ">= 0, got " +
+        std::to_string(lr));
+  }
+  config_.lr = lr;
+}
 
 void EmbeddingOptimizerState::Apply(at::Tensor& weight, const at::Tensor& rows,
                                     const at::Tensor& grads) {
@@ -224,7 +282,8 @@ void EmbeddingOptimizerState::Apply(at::Tensor& weight, const at::Tensor& rows,
   auto w_rows = weight.index_select(0, idx);
   auto w32 = w_rows.to(at::kFloat);
   auto g = grads.to(device, at::kFloat);
-  if (config_.weight_decay != 0.0) g = g + config_.weight_decay * w32;
+  const float l2 = L2Decay(config_);
+  if (l2 != 0.0F) g = g + static_cast<double>(l2) * w32;
   const at::Tensor updated =
       UpdatedRowsByTensors(config_, step_, cols_, idx, w32, g, momentum1_, momentum2_);
   weight.index_copy_(0, idx, updated.to(weight.scalar_type()));
@@ -349,8 +408,14 @@ std::vector<Occ> CollectOccurrences(const std::vector<EmbeddingOptimizerState::P
 }  // namespace
 
 void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight,
-                                          const std::vector<PooledGrad>& parts) {
+                                          const std::vector<PooledGrad>& parts_in) {
   at::NoGradGuard no_grad;
+  std::vector<PooledGrad> clipped;
+  if (config_.gradient_clipping) {
+    clipped = parts_in;
+    for (auto& p : clipped) p.grad_out = ClipPooledGradient(config_, p.grad_out);
+  }
+  const std::vector<PooledGrad>& parts = config_.gradient_clipping ? clipped : parts_in;
   if (!PooledFastPath(weight, parts, rows_, cols_)) {
     ApplyPooledByRows(*this, weight, parts, cols_);
     return;

@@ -208,7 +208,8 @@ struct Dataset::Impl {
   }
 
   // Construction steps (Dataset::Dataset runs them in this order).
-  void Configure(const DataConfig& data, int for_rank, int of_world, std::int64_t batch_rows);
+  void Configure(const protos::DataConfig& data, int for_rank, int of_world,
+                 std::int64_t batch_rows);
   int Need(const std::string& column, const std::string& who);
   void AddFeatures(const PipelineConfig& config);
   void OpenFiles(const PipelineConfig& config, const std::string& input_path);
@@ -379,7 +380,7 @@ std::optional<Batch> Dataset::Impl::Producer::NextBatch() {
 // Dataset::Impl's construction steps, in the order the constructor runs them.
 
 // Rank, batch and reader options from data_config; throws for a bad rank, batch or dataset type.
-void Dataset::Impl::Configure(const DataConfig& data, int for_rank, int of_world,
+void Dataset::Impl::Configure(const protos::DataConfig& data, int for_rank, int of_world,
                               std::int64_t batch_rows) {
   auto& m = *this;
   if (of_world < 1 || for_rank < 0 || for_rank >= of_world) {
@@ -393,24 +394,24 @@ void Dataset::Impl::Configure(const DataConfig& data, int for_rank, int of_world
   m.rank = for_rank;
   m.world = of_world;
   m.batch_size = batch_rows;
-  m.drop_remainder = data.drop_remainder;
-  m.num_workers = std::max<std::int64_t>(0, data.num_workers);
+  m.drop_remainder = data.drop_remainder();
+  m.num_workers = std::max<std::int64_t>(0, data.num_workers());
   m.capacity = static_cast<std::size_t>(std::max<std::int64_t>(2, 2 * m.num_workers));
-  if (data.dataset_type == "ParquetDataset") {
+  if (data.dataset_type() == protos::ParquetDataset) {
     m.parquet = true;
-  } else if (data.dataset_type == "CsvDataset") {
+  } else if (data.dataset_type() == protos::CsvDataset) {
     m.parquet = false;
-    m.csv.delimiter = ParseDelimiter(data.delimiter);
-    m.csv.with_header = data.with_header;
-    m.csv.input_fields = data.input_fields;
-    if (!data.with_header && data.input_fields.empty()) {
+    m.csv.delimiter = ParseDelimiter(data.delimiter());
+    m.csv.with_header = data.with_header();
+    for (const auto& field : data.input_fields()) m.csv.input_fields.push_back(field.input_name());
+    if (!data.with_header() && m.csv.input_fields.empty()) {
       throw InputError(
           "CsvDataset: data_config.with_header is false but "
           "data_config.input_fields is empty; name the columns in "
           "input_fields (in file order) or write a header line");
     }
   } else {
-    throw InputError("data_config.dataset_type '" + data.dataset_type +
+    throw InputError("data_config.dataset_type '" + protos::DatasetType_Name(data.dataset_type()) +
                      "' is not supported; use ParquetDataset or CsvDataset");
   }
 }
@@ -431,14 +432,14 @@ int Dataset::Impl::Need(const std::string& column, const std::string& who) {
 // Transforms of every feature config, the columns they need and the sparse / dense split.
 void Dataset::Impl::AddFeatures(const PipelineConfig& config) {
   auto& m = *this;
-  const auto& data = config.data_config;
-  for (const auto& fc : config.feature_configs) {
-    m.transforms.emplace_back(fc);
+  const auto& data = config.data_config();
+  for (const auto& fc : config.feature_configs()) {
+    m.transforms.emplace_back(fc, data);
     const std::size_t f = m.transforms.size() - 1;
-    m.feature_slot.push_back(m.Need(fc.input_column(), "feature '" + fc.feature_name + "'"));
+    m.feature_slot.push_back(m.Need(InputColumn(config, fc), "feature '" + FeatureName(fc) + "'"));
     if (m.transforms[f].sparse()) {
       m.sparse_features.push_back(f);
-      m.sparse_names.push_back(fc.feature_name);
+      m.sparse_names.push_back(FeatureName(fc));
       m.sparse_tables.push_back(m.transforms[f].table_size());
     } else {
       m.dense_features.push_back(f);
@@ -446,17 +447,17 @@ void Dataset::Impl::AddFeatures(const PipelineConfig& config) {
       m.dense_dim += m.transforms[f].dense_dim();
     }
   }
-  if (!data.label_fields.empty()) {
-    m.label_slot = m.Need(data.label_fields.front(), "data_config.label_fields[0]");
+  if (data.label_fields_size() > 0) {
+    m.label_slot = m.Need(data.label_fields(0), "data_config.label_fields[0]");
   }
 }
 
 // Files: open, count, check the columns.
 void Dataset::Impl::OpenFiles(const PipelineConfig& config, const std::string& input_path) {
   auto& m = *this;
-  const auto& data = config.data_config;
+  const auto& data = config.data_config();
   m.file_names = input::ExpandInputPath(input_path);
-  const std::string& group_key = config.model_config.grouped_auc_key;
+  const std::string group_key = GroupedAucKey(config);
   for (const auto& path : m.file_names) {
     Impl::FileInfo info;
     info.path = path;
@@ -469,8 +470,8 @@ void Dataset::Impl::OpenFiles(const PipelineConfig& config, const std::string& i
     if (!group_key.empty() && m.group_slot < 0) {
       std::string column = group_key;
       if (std::find(columns.begin(), columns.end(), column) == columns.end()) {
-        for (const auto& fc : config.feature_configs) {
-          if (fc.feature_name == group_key) column = fc.input_column();
+        for (const auto& fc : config.feature_configs()) {
+          if (FeatureName(fc) == group_key) column = InputColumn(config, fc);
         }
       }
       m.group_slot = m.Need(column, "model_config grouped_auc grouping_key '" + group_key + "'");
@@ -478,11 +479,12 @@ void Dataset::Impl::OpenFiles(const PipelineConfig& config, const std::string& i
     for (std::size_t c = 0; c < m.needed.size(); ++c) {
       const auto it = std::find(columns.begin(), columns.end(), m.needed[c]);
       if (it == columns.end()) {
-        throw InputError(std::string(m.parquet ? "ParquetDataset" : "CsvDataset") + ": column '" +
-                         m.needed[c] + "' (needed by " + m.needed_by[c] + ") is not in " + path +
-                         "; its columns are " + NameList(columns) +
-                         (m.parquet || data.with_header ? "" : " (from data_config.input_fields)") +
-                         "; fix the feature expression / label_fields or the data");
+        throw InputError(
+            std::string(m.parquet ? "ParquetDataset" : "CsvDataset") + ": column '" + m.needed[c] +
+            "' (needed by " + m.needed_by[c] + ") is not in " + path + "; its columns are " +
+            NameList(columns) +
+            (m.parquet || data.with_header() ? "" : " (from data_config.input_fields)") +
+            "; fix the feature expression / label_fields or the data");
       }
       info.column_index.push_back(static_cast<int>(it - columns.begin()));
     }
@@ -514,7 +516,7 @@ void Dataset::Impl::StartFrom(const std::optional<DataCursor>& resume,
 Dataset::Dataset(const PipelineConfig& config, const std::string& input_path, int rank, int world,
                  std::int64_t batch_size, const std::optional<DataCursor>& resume)
     : impl_(std::make_unique<Impl>()) {
-  impl_->Configure(config.data_config, rank, world, batch_size);
+  impl_->Configure(config.data_config(), rank, world, batch_size);
   impl_->AddFeatures(config);
   impl_->OpenFiles(config, input_path);
   impl_->StartFrom(resume, input_path);

@@ -35,138 +35,75 @@ void ForEachToken(std::string_view text, std::string_view sep, Fn&& fn) {
   }
 }
 
-const char* kNormalizerForms =
-    "accepted: \"\", \"method=log1p\", \"method=expression,expr=log(x+<number>)\", "
-    "\"method=expression,expr=x\", \"method=minmax,min=<a>,max=<b>\", "
-    "\"method=zscore,mean=<a>,std=<b>\"";
-
 }  // namespace
-
-// ---------------------------------------------------------------------------------------------
-// Normalizer
-
-Normalizer Normalizer::Parse(const std::string& spec, const std::string& feature) {
-  Normalizer n;
-  if (Trim(spec).empty()) return n;
-  auto fail = [&](const std::string& why) -> std::runtime_error {
-    return std::runtime_error("feature '" + feature + "': normalizer \"" + spec + "\": " + why +
-                              "; " + kNormalizerForms);
-  };
-  std::string method;
-  std::unordered_map<std::string, std::string> kv;
-  ForEachToken(spec, ",", [&](std::string_view part) {
-    part = Trim(part);
-    if (part.empty()) return;
-    const auto eq = part.find('=');
-    if (eq == std::string_view::npos) throw fail("'" + std::string(part) + "' is not key=value");
-    kv[std::string(Trim(part.substr(0, eq)))] = std::string(Trim(part.substr(eq + 1)));
-  });
-  auto it = kv.find("method");
-  if (it == kv.end()) throw fail("no method=");
-  method = it->second;
-  auto number = [&](const std::string& key) {
-    auto f = kv.find(key);
-    if (f == kv.end()) throw fail("method=" + method + " needs " + key + "=<number>");
-    const auto v = ParseDouble(f->second);
-    if (!v) throw fail(key + "='" + f->second + "' is not a number");
-    return *v;
-  };
-  if (method == "log1p") {
-    n.method_ = Method::kLog1p;
-  } else if (method == "expression") {
-    auto e = kv.find("expr");
-    if (e == kv.end()) throw fail("method=expression needs expr=");
-    std::string expr;
-    for (char c : e->second) {
-      if (c != ' ') expr += c;
-    }
-    if (expr == "x") {
-      n.method_ = Method::kIdentity;
-    } else if (expr.starts_with("log(x+") && expr.ends_with(")")) {
-      const auto c = ParseDouble(std::string_view(expr).substr(6, expr.size() - 7));
-      if (!c) throw fail("expr '" + e->second + "': the constant is not a number");
-      n.method_ = Method::kLogPlus;
-      n.a_ = *c;
-    } else {
-      throw fail("expr '" + e->second + "' is not supported (only log(x+<number>) and x)");
-    }
-  } else if (method == "minmax") {
-    n.method_ = Method::kMinMax;
-    n.a_ = number("min");
-    const double max = number("max");
-    if (!(max > n.a_)) throw fail("max must be greater than min");
-    n.b_ = max - n.a_;
-  } else if (method == "zscore") {
-    n.method_ = Method::kZScore;
-    n.a_ = number("mean");
-    n.b_ = number("std");
-    if (!(n.b_ > 0)) throw fail("std must be > 0");
-  } else {
-    throw fail("unknown method '" + method + "'");
-  }
-  return n;
-}
-
-double Normalizer::Apply(double x) const {
-  switch (method_) {
-    case Method::kIdentity:
-      return x;
-    case Method::kLog1p:
-      return std::log1p(x);
-    case Method::kLogPlus:
-      return std::log(x + a_);
-    case Method::kMinMax:
-    case Method::kZScore:
-      return (x - a_) / b_;
-  }
-  return x;
-}
 
 // ---------------------------------------------------------------------------------------------
 // FeatureTransform
 
-FeatureTransform::FeatureTransform(const FeatureConfig& config)
-    : name_(config.feature_name),
-      separator_(config.separator),
-      value_dim_(config.value_dim),
-      default_value_(config.default_value) {
+FeatureTransform::FeatureTransform(const protos::FeatureConfig& config,
+                                   const protos::DataConfig& data)
+    : name_(FeatureName(config)), value_dim_(ValueDim(config)) {
   auto fail = [&](const std::string& why) {
     return std::runtime_error("feature '" + name_ + "': " + why);
   };
-  if (config.kind == FeatureKind::kId) {
+  const bool runs_fg = data.fg_mode() == protos::FG_NORMAL || data.fg_mode() == protos::FG_DAG;
+  if (!runs_fg) {
+    // Feature-generated input: integer ids (bucket ids for raw features with boundaries).
+    separator_ = data.fg_encoded_multival_sep();
+    if (IsSparse(config)) {
+      kind_ = IdKind::kNumBuckets;
+      table_size_ = NumEmbeddings(config);
+    } else {
+      kind_ = IdKind::kDense;
+      default_value_ = 0.0;
+    }
+    return;
+  }
+  if (IsIdFeature(config)) {
+    const protos::IdFeature& id = config.id_feature();
+    separator_ = id.separator();
     const int set =
-        (config.hash_bucket_size > 0) + (config.num_buckets > 0) + (!config.vocab_list.empty());
+        (id.hash_bucket_size() > 0) + (id.num_buckets() > 0) + (id.vocab_list_size() > 0);
     if (set != 1) {
       throw fail(
           "an id_feature needs exactly one of hash_bucket_size > 0, num_buckets > 0 or a "
           "non-empty vocab_list (got hash_bucket_size=" +
-          std::to_string(config.hash_bucket_size) +
-          ", num_buckets=" + std::to_string(config.num_buckets) + ", vocab_list of " +
-          std::to_string(config.vocab_list.size()) + ")");
+          std::to_string(id.hash_bucket_size()) +
+          ", num_buckets=" + std::to_string(id.num_buckets()) + ", vocab_list of " +
+          std::to_string(id.vocab_list_size()) + ")");
     }
-    if (config.hash_bucket_size > 0) {
+    if (id.hash_bucket_size() > 0) {
       kind_ = IdKind::kHash;
-      table_size_ = config.hash_bucket_size;
-    } else if (config.num_buckets > 0) {
+      table_size_ = static_cast<std::int64_t>(id.hash_bucket_size());
+    } else if (id.num_buckets() > 0) {
       kind_ = IdKind::kNumBuckets;
-      table_size_ = config.num_buckets;
+      table_size_ = static_cast<std::int64_t>(id.num_buckets());
     } else {
       kind_ = IdKind::kVocab;
-      for (std::size_t i = 0; i < config.vocab_list.size(); ++i) {
-        if (!vocab_.emplace(config.vocab_list[i], static_cast<std::int64_t>(i) + 2).second) {
-          throw fail("vocab_list holds '" + config.vocab_list[i] + "' twice; remove the duplicate");
+      for (int i = 0; i < id.vocab_list_size(); ++i) {
+        if (!vocab_.emplace(id.vocab_list(i), static_cast<std::int64_t>(i) + 2).second) {
+          throw fail("vocab_list holds '" + id.vocab_list(i) + "' twice; remove the duplicate");
         }
       }
-      table_size_ = static_cast<std::int64_t>(config.vocab_list.size()) + 2;
+      table_size_ = static_cast<std::int64_t>(id.vocab_list_size()) + 2;
     }
     return;
   }
-  // raw_feature
+  const protos::RawFeature& raw = config.raw_feature();
+  separator_ = raw.separator();
+  try {
+    default_value_ = std::stod(raw.default_value());
+  } catch (const std::exception&) {
+    throw fail("default_value \"" + raw.default_value() + "\" is not a number");
+  }
   if (value_dim_ < 1) throw fail("value_dim must be >= 1, got " + std::to_string(value_dim_));
-  normalizer_ = Normalizer::Parse(config.normalizer, name_);
-  if (separator_.empty()) separator_ = ",";
-  if (!config.boundaries.empty()) {
-    boundaries_ = config.boundaries;
+  try {
+    normalizer_ = ParseNormalizer(raw.normalizer());
+  } catch (const ConfigError& error) {
+    throw fail(error.what());
+  }
+  if (raw.boundaries_size() > 0) {
+    boundaries_.assign(raw.boundaries().begin(), raw.boundaries().end());
     for (std::size_t i = 1; i < boundaries_.size(); ++i) {
       if (!(boundaries_[i - 1] < boundaries_[i])) {
         throw fail("boundaries must be strictly increasing, but boundaries[" +

@@ -14,30 +14,19 @@
 
 namespace tzrec::input {
 
-// A raw feature's normalizer: "", "method=log1p", "method=expression,expr=log(x+C)" | "expr=x",
-// "method=minmax,min=a,max=b", "method=zscore,mean=a,std=b".
-class Normalizer {
- public:
-  enum class Method { kIdentity, kLog1p, kLogPlus, kMinMax, kZScore };
-  Normalizer() = default;
-  // Throws std::runtime_error naming `feature` and the spec, listing the accepted forms.
-  static Normalizer Parse(const std::string& spec, const std::string& feature);
-  double Apply(double x) const;
-  Method method() const { return method_; }
-
- private:
-  Method method_ = Method::kIdentity;
-  double a_ = 0.0;  // log: C; minmax: min; zscore: mean
-  double b_ = 1.0;  // minmax: max - min; zscore: std
-};
-
 class FeatureTransform {
  public:
   enum class IdKind { kHash, kNumBuckets, kVocab, kBoundaries, kDense };
 
   // Validates: exactly one of hash_bucket_size / num_buckets / vocab_list for an id feature,
   // boundaries sorted, value_dim >= 1, the normalizer. Throws std::runtime_error.
-  explicit FeatureTransform(const FeatureConfig& config);
+  // With data_config.fg_mode FG_NONE the cells are already feature-generated (TorchEasyRec
+  // tzrec/features/*.py `_parse_fg_encoded_*`): ids (and bucket ids of raw features with
+  // boundaries) are integers in [0, table rows), dense values are used as they are, and
+  // multi-value cells are split by data_config.fg_encoded_multival_sep. With FG_NORMAL / FG_DAG
+  // the transform runs the feature generation: hashing, num_buckets, vocab_list, boundaries and
+  // the normalizer, multi-value cells split by the feature's separator.
+  FeatureTransform(const protos::FeatureConfig& config, const protos::DataConfig& data);
 
   const std::string& name() const { return name_; }
   bool sparse() const { return kind_ != IdKind::kDense; }
@@ -88,7 +77,7 @@ class FeatureTransform {
   std::string separator_;  // id: multi-value separator; raw: value_dim separator
   std::unordered_map<std::string, std::int64_t> vocab_;
   std::vector<double> boundaries_;
-  Normalizer normalizer_;
+  tzrec::Normalizer normalizer_;
   std::int64_t value_dim_ = 1;
   double default_value_ = 0.0;
 };

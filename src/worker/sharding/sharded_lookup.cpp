@@ -294,8 +294,10 @@ void ShardedEmbeddingBagCollection::Impl::ApplyDataParallel(const Dist& dist,
     const at::Tensor& ids = dist.dp_ids[i];
     const std::int64_t dim = tables[static_cast<std::size_t>(f.table)].embedding_dim;
     dp_ids[di].push_back(ids);
-    dp_grads[di].push_back(PooledSumBackward(grad.narrow(1, f.col_base, dim).contiguous(),
-                                             dist.dp_offsets[i], ids.numel(), dist.dp_weights[i]));
+    const at::Tensor pooled =
+        ClipPooledGradient(dp_states[di]->config(), grad.narrow(1, f.col_base, dim));
+    dp_grads[di].push_back(PooledSumBackward(pooled.contiguous(), dist.dp_offsets[i], ids.numel(),
+                                             dist.dp_weights[i]));
   }
   for (std::size_t di = 0; di < dp_tables.size(); ++di) {
     const auto& cfg = tables[static_cast<std::size_t>(dp_tables[di])];

@@ -44,14 +44,13 @@ struct SingleModel {
     Topology topo;
     topo.ddr_cap = 1LL << 50;  // export holds every table in this process, whatever the host says
     PlannerOptions popts;
-    popts.batch_size = config.data_config.batch_size;
-    popts.optimizer = ParseEmbeddingOptimizerKind(config.train_config.sparse_optimizer.type);
+    popts.batch_size = config.data_config().batch_size();
+    popts.optimizer = SparseOptimizerFromConfig(config.train_config().sparse_optimizer()).kind;
     plan = Plan(topo, specs, popts);
     EmbeddingOptimizerConfig ocfg;
     ocfg.kind = popts.optimizer;
-    ebc = std::make_unique<ShardedEmbeddingBagCollection>(tables, plan, ocfg,
-                                                          config.train_config.seed, comm);
-    dense = DenseModel::Create(config, config.train_config.seed, comm->device());
+    ebc = std::make_unique<ShardedEmbeddingBagCollection>(tables, plan, ocfg, Seed(config), comm);
+    dense = DenseModel::Create(config, Seed(config), comm->device());
   }
 
   std::int64_t RestoreFrom(const std::string& model_dir, const std::string& dir) {
@@ -77,7 +76,7 @@ int Export(ExportOptions options) {
   }
   if (model_dir.empty()) model_dir = fs::path(checkpoint_path).parent_path().string();
   if (config_path.empty()) config_path = (fs::path(model_dir) / "pipeline.config").string();
-  const PipelineConfig config = LoadPipelineConfig(config_path);
+  const PipelineConfig config = LoadPipelineConfig(config_path).config;
   if (fs::exists(export_dir) && !fs::is_empty(export_dir)) {
     throw ConfigError("--export_dir '" + export_dir +
                       "' exists and is not empty; choose a new directory");
@@ -94,8 +93,8 @@ int Export(ExportOptions options) {
   const std::int64_t step = model.RestoreFrom(model_dir, checkpoint_path);
   fs::create_directories(export_dir);
   PipelineConfig out = config;
-  out.model_dir = export_dir;
-  std::ofstream(fs::path(export_dir) / "pipeline.config") << ToJson(out) << '\n';
+  out.set_model_dir(export_dir);
+  std::ofstream(fs::path(export_dir) / "pipeline.config") << ToText(out);
   CheckpointManager writer(export_dir, 0, model.comm);
   TrainState state = ModelState(*model.ebc, model.tables, *model.dense);
   state.step = step;
@@ -113,7 +112,7 @@ int Predict(PredictOptions options) {
   const std::string& output_path = options.output_path;
   std::int64_t& batch_size = options.batch_size;
   const PipelineConfig config =
-      LoadPipelineConfig((fs::path(export_dir) / "pipeline.config").string());
+      LoadPipelineConfig((fs::path(export_dir) / "pipeline.config").string()).config;
   SingleModel model(config);
   CheckpointManager ckpt(export_dir, 0, model.comm);
   auto latest = ckpt.Latest();
@@ -121,8 +120,7 @@ int Predict(PredictOptions options) {
     throw ConfigError("'" + export_dir + "' holds no exported model; run tzrec_train export first");
   model.RestoreFrom(export_dir, *latest);
   if (batch_size <= 0) {
-    batch_size = config.data_config.eval_batch_size > 0 ? config.data_config.eval_batch_size
-                                                        : config.data_config.batch_size;
+    batch_size = EvalBatchSize(config);
   }
   c10::NoGradGuard no_grad;
   Dataset ds = GuardInput([&] { return Dataset(config, input_path, 0, 1, batch_size); });

@@ -27,21 +27,21 @@ struct Layout {
 Layout MakeLayout(const PipelineConfig& config) {
   Layout l;
   std::int64_t col = 0;
-  for (const auto& f : config.feature_configs) {
-    if (f.is_sparse()) {
-      l.sparse_dim[f.feature_name] = f.embedding_dim;
+  for (const auto& f : config.feature_configs()) {
+    if (IsSparse(f)) {
+      l.sparse_dim[FeatureName(f)] = EmbeddingDim(f);
     } else {
-      l.dense_offset[f.feature_name] = col;
-      l.dense_width[f.feature_name] = f.value_dim;
-      col += f.value_dim;
+      l.dense_offset[FeatureName(f)] = col;
+      l.dense_width[FeatureName(f)] = ValueDim(f);
+      col += ValueDim(f);
     }
   }
   return l;
 }
 
-const FeatureGroupConfig& Group(const PipelineConfig& config, const std::string& name) {
-  for (const auto& g : config.model_config.feature_groups) {
-    if (g.group_name == name) return g;
+const protos::FeatureGroupConfig& Group(const PipelineConfig& config, const std::string& name) {
+  for (const auto& g : config.model_config().feature_groups()) {
+    if (g.group_name() == name) return g;
   }
   throw ConfigError("model_config: feature group '" + name +
                     "' is not defined; add it to model_config.feature_groups");
@@ -73,10 +73,10 @@ class Builder {
 class Mlp {
  public:
   Mlp() = default;
-  Mlp(Builder& b, const std::string& name, std::int64_t in, const MlpConfig& cfg) {
-    for (std::size_t i = 0; i < cfg.hidden_units.size(); ++i) {
-      layers_.push_back(b.Linear(name + "." + std::to_string(i), in, cfg.hidden_units[i]));
-      in = cfg.hidden_units[i];
+  Mlp(Builder& b, const std::string& name, std::int64_t in, const protos::MLP& cfg) {
+    for (int i = 0; i < cfg.hidden_units_size(); ++i) {
+      layers_.push_back(b.Linear(name + "." + std::to_string(i), in, cfg.hidden_units(i)));
+      in = cfg.hidden_units(i);
     }
     out_dim_ = in;
   }
@@ -96,7 +96,7 @@ class GroupInput {
  public:
   GroupInput() = default;
   GroupInput(const PipelineConfig& config, const Layout& layout, const std::string& group) {
-    for (const auto& f : Group(config, group).feature_names) {
+    for (const auto& f : Group(config, group).feature_names()) {
       if (layout.sparse_dim.count(f) != 0U) {
         parts_.push_back({f, -1, layout.sparse_dim.at(f)});
       } else if (layout.dense_offset.count(f) != 0U) {
@@ -147,7 +147,7 @@ class Dlrm final : public DenseModel {
  public:
   Dlrm(const PipelineConfig& config, std::uint64_t seed, const at::Device& device) {
     const Layout layout = MakeLayout(config);
-    const auto& mc = config.model_config;
+    const auto& mc = config.model_config().dlrm();
     Builder b(&parameters_, seed, device);
     dense_ = GroupInput(config, layout, "dense");
     sparse_ = GroupInput(config, layout, "sparse");
@@ -156,7 +156,7 @@ class Dlrm final : public DenseModel {
       throw ConfigError("dlrm: group 'sparse' has no sparse (id) features");
     const std::int64_t d = layout.sparse_dim.at(sparse_names_.front());
     dim_ = d;
-    dense_mlp_ = Mlp(b, "dense_mlp", dense_.dim(), mc.dense_mlp);
+    dense_mlp_ = Mlp(b, "dense_mlp", dense_.dim(), mc.dense_mlp());
     if (dense_mlp_.out_dim() != d) {
       throw ConfigError("dlrm: dense_mlp's last hidden unit is " +
                         std::to_string(dense_mlp_.out_dim()) + " but the sparse embedding dim is " +
@@ -164,9 +164,9 @@ class Dlrm final : public DenseModel {
     }
     const auto n = static_cast<std::int64_t>(sparse_names_.size()) + 1;
     std::int64_t in = d + n * (n - 1) / 2;
-    if (mc.arch_with_sparse) in += d * (n - 1);
-    with_sparse_ = mc.arch_with_sparse;
-    final_ = Mlp(b, "final_mlp", in, mc.final_mlp);
+    if (mc.arch_with_sparse()) in += d * (n - 1);
+    with_sparse_ = mc.arch_with_sparse();
+    final_ = Mlp(b, "final_mlp", in, mc.final());
     out_ = b.Linear("output", final_.out_dim(), 1);
     interaction_.emplace(n - 1, device);
   }
@@ -224,13 +224,13 @@ class DeepFm final : public DenseModel {
  public:
   DeepFm(const PipelineConfig& config, std::uint64_t seed, const at::Device& device) {
     const Layout layout = MakeLayout(config);
-    const auto& mc = config.model_config;
+    const auto& mc = config.model_config().deepfm();
     Builder b(&parameters_, seed, device);
-    for (const auto& g : mc.feature_groups) {
-      if (g.group_type == "WIDE") {
-        for (const auto& f : g.feature_names) {
+    for (const auto& g : config.model_config().feature_groups()) {
+      if (g.group_type() == protos::WIDE) {
+        for (const auto& f : g.feature_names()) {
           if (layout.sparse_dim.count(f) == 0U) {
-            throw ConfigError("deep_fm: wide group '" + g.group_name + "' feature '" + f +
+            throw ConfigError("deepfm: wide group '" + g.group_name() + "' feature '" + f +
                               "' must be an id feature");
           }
           wide_names_.push_back(f + kWideSuffix);
@@ -244,14 +244,14 @@ class DeepFm final : public DenseModel {
       const std::int64_t d = layout.sparse_dim.at(f);
       if (fm_dim != 0 && d != fm_dim) {
         throw ConfigError(
-            "deep_fm: the FM part needs equal embedding dims in group 'deep'; feature '" + f +
+            "deepfm: the FM part needs equal embedding dims in group 'deep'; feature '" + f +
             "' has " + std::to_string(d) + ", others " + std::to_string(fm_dim));
       }
       fm_dim = d;
     }
     fm_dim_ = fm_dim;
-    deep_mlp_ = Mlp(b, "deep_mlp", deep_.dim(), mc.deep_mlp);
-    final_ = Mlp(b, "final_mlp", deep_mlp_.out_dim() + fm_dim_, mc.final_mlp);
+    deep_mlp_ = Mlp(b, "deep_mlp", deep_.dim(), mc.deep());
+    final_ = Mlp(b, "final_mlp", deep_mlp_.out_dim() + fm_dim_, mc.final());
     out_ = b.Linear("output", final_.out_dim(), 1);
   }
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
@@ -288,18 +288,17 @@ class MultiTower final : public DenseModel {
  public:
   MultiTower(const PipelineConfig& config, std::uint64_t seed, const at::Device& device) {
     const Layout layout = MakeLayout(config);
-    const auto& mc = config.model_config;
-    if (mc.towers.empty())
+    const auto& mc = config.model_config().multi_tower();
+    if (mc.towers().empty())
       throw ConfigError("multi_tower: towers is empty; add at least one tower");
     Builder b(&parameters_, seed, device);
     std::int64_t in = 0;
-    for (std::size_t i = 0; i < mc.towers.size(); ++i) {
-      inputs_.emplace_back(config, layout, mc.towers[i].input);
-      towers_.emplace_back(b, "towers." + mc.towers[i].input, inputs_.back().dim(),
-                           mc.towers[i].mlp);
+    for (const auto& tower : mc.towers()) {
+      inputs_.emplace_back(config, layout, tower.input());
+      towers_.emplace_back(b, "towers." + tower.input(), inputs_.back().dim(), tower.mlp());
       in += towers_.back().out_dim();
     }
-    final_ = Mlp(b, "final_mlp", in, mc.final_mlp);
+    final_ = Mlp(b, "final_mlp", in, mc.final());
     out_ = b.Linear("output", final_.out_dim(), 1);
   }
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
@@ -338,18 +337,18 @@ std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
     }
     t.feature_names.push_back(feature);
   };
-  for (const auto& f : config.feature_configs) {
-    if (!f.is_sparse()) continue;
-    add(f.table_name(), f.feature_name, f.num_embeddings(), f.embedding_dim,
-        f.pooling == "mean" ? PoolingType::kMean : PoolingType::kSum);
+  for (const auto& f : config.feature_configs()) {
+    if (!IsSparse(f)) continue;
+    add(TableName(f), FeatureName(f), NumEmbeddings(f), EmbeddingDim(f),
+        Pooling(f) == "mean" ? PoolingType::kMean : PoolingType::kSum);
   }
-  if (config.model_config.model_type == "deep_fm") {
-    for (const auto& g : config.model_config.feature_groups) {
-      if (g.group_type != "WIDE") continue;
-      for (const auto& name : g.feature_names) {
-        const FeatureConfig& f = config.Feature(name);
-        add(f.table_name() + kWideSuffix, name + kWideSuffix, f.num_embeddings(),
-            config.model_config.wide_embedding_dim, PoolingType::kSum);
+  if (config.model_config().has_deepfm()) {
+    for (const auto& g : config.model_config().feature_groups()) {
+      if (g.group_type() != protos::WIDE) continue;
+      for (const auto& name : g.feature_names()) {
+        const protos::FeatureConfig& f = Feature(config, name);
+        add(TableName(f) + kWideSuffix, name + kWideSuffix, NumEmbeddings(f),
+            config.model_config().deepfm().wide_embedding_dim(), PoolingType::kSum);
       }
     }
   }
@@ -358,12 +357,12 @@ std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
 
 KeyedJaggedTensor AddDerivedFeatures(const PipelineConfig& config,
                                      const KeyedJaggedTensor& sparse) {
-  if (config.model_config.model_type != "deep_fm") return sparse;
+  if (!config.model_config().has_deepfm()) return sparse;
   std::vector<std::string> keys;
   std::vector<JaggedTensor> jts;
-  for (const auto& g : config.model_config.feature_groups) {
-    if (g.group_type != "WIDE") continue;
-    for (const auto& name : g.feature_names) {
+  for (const auto& g : config.model_config().feature_groups()) {
+    if (g.group_type() != protos::WIDE) continue;
+    for (const auto& name : g.feature_names()) {
       keys.push_back(name + kWideSuffix);
       jts.push_back(sparse[name]);
     }
@@ -374,23 +373,27 @@ KeyedJaggedTensor AddDerivedFeatures(const PipelineConfig& config,
 
 ParameterConstraints TableConstraints(const PipelineConfig& config, const std::string& table) {
   ParameterConstraints c;
-  for (const auto& f : config.feature_configs) {
-    if (f.is_sparse() && (f.table_name() == table || f.table_name() + kWideSuffix == table) &&
-        !f.sharding_types.empty()) {
-      c.sharding_types = f.sharding_types;
+  for (const auto& f : config.feature_configs()) {
+    const auto& constraints = IsIdFeature(f) ? f.id_feature().embedding_constraints()
+                                             : f.raw_feature().embedding_constraints();
+    if (IsSparse(f) && (TableName(f) == table || TableName(f) + kWideSuffix == table) &&
+        constraints.sharding_types_size() > 0) {
+      c.sharding_types = ShardingTypes(constraints);
     }
   }
-  if (c.sharding_types.empty()) c.sharding_types = config.train_config.global_sharding_types;
+  if (c.sharding_types.empty()) {
+    c.sharding_types = ShardingTypes(config.train_config().global_embedding_constraints());
+  }
   return c;
 }
 
 std::unique_ptr<DenseModel> DenseModel::Create(const PipelineConfig& config, std::uint64_t seed,
                                                const at::Device& device) {
-  const std::string& type = config.model_config.model_type;
+  const std::string type = ModelType(config);
   if (type == "dlrm") return std::make_unique<Dlrm>(config, seed, device);
-  if (type == "deep_fm") return std::make_unique<DeepFm>(config, seed, device);
+  if (type == "deepfm") return std::make_unique<DeepFm>(config, seed, device);
   if (type == "multi_tower") return std::make_unique<MultiTower>(config, seed, device);
-  throw ConfigError("model_config: unknown model '" + type + "'; use dlrm, deep_fm or multi_tower");
+  throw ConfigError("model_config: no model; set one of dlrm, deepfm, multi_tower");
 }
 
 std::int64_t DenseModel::num_parameters() const {

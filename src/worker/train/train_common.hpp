@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tzrec/checkpoint/checkpoint.hpp"
 #include "tzrec/comm/comm.hpp"
@@ -14,6 +15,7 @@
 #include "tzrec/sharding/collective_plan.hpp"
 #include "tzrec/sharding/sharded_ebc.hpp"
 #include "tzrec/train/model.hpp"
+#include "tzrec/train/train.hpp"
 
 namespace tzrec {
 
@@ -41,6 +43,16 @@ TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
                       const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense);
 // Loads the optimizer states of `state` (as filled by Restore) back into the shards.
 void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainState& state);
+
+// The config's optimizers and learning-rate schedules as the kernels take them (TorchEasyRec's
+// mapping: dense eps = torch.optim's default, sparse eps = FBGEMM's). optimizer_options.cpp.
+EmbeddingOptimizerConfig SparseOptimizerFromConfig(const protos::SparseOptimizer& optimizer);
+DenseOptimizerOptions DenseOptimizerFromConfig(const protos::DenseOptimizer& optimizer);
+LrScheduleOptions SparseScheduleFromConfig(const protos::SparseOptimizer& optimizer);
+LrScheduleOptions DenseScheduleFromConfig(const protos::DenseOptimizer& optimizer);
+// Prints the config's accepted-without-effect warnings, one "tzrec_train: warning: ..." line each
+// (rank 0 only, from the launcher env's RANK).
+void PrintConfigWarnings(const std::vector<std::string>& warnings);
 
 // torch.autocast(device_type, dtype) for the scope's lifetime.
 class AutocastScope {

@@ -58,15 +58,15 @@ class Trainer {
     rank_ = comm_->rank();
     world_ = comm_->world_size();
     device_ = comm_->device();
-    const auto& tc = config_.train_config;
-    accumulation_ = std::max<std::int64_t>(1, tc.gradient_accumulation_steps);
+    const auto& tc = config_.train_config();
+    accumulation_ = std::max<std::int64_t>(1, tc.gradient_accumulation_steps());
     const int cc = comm_->cuda_compute_capability_major();
     step_barrier_ = device_.is_cuda() && cc > 0 && cc < 7;
 
-    CheckpointManager ckpt(config_.model_dir, tc.keep_checkpoint_max, comm_);
+    CheckpointManager ckpt(config_.model_dir(), tc.keep_checkpoint_max(), comm_);
     std::optional<std::string> restore_dir = ckpt.Latest();
     if (restore_dir && !flags_.continue_train) {
-      throw ConfigError("model_dir '" + config_.model_dir + "' already holds checkpoint " +
+      throw ConfigError("model_dir '" + config_.model_dir() + "' already holds checkpoint " +
                         *restore_dir +
                         ": pass --continue_train to resume from it, or use an empty --model_dir");
     }
@@ -81,20 +81,24 @@ class Trainer {
         world_, comm_->local_world_size(),
         device_.is_cuda() ? ComputeDevice::kCuda : ComputeDevice::kCpu, DeviceMemoryBytes(device_));
     PlannerOptions popts;
-    popts.batch_size = config_.data_config.batch_size;
-    popts.optimizer = ParseEmbeddingOptimizerKind(tc.sparse_optimizer.type);
-    ebc_opt_ = ToEmbeddingOptimizer(tc.sparse_optimizer);
-    dense_ = DenseModel::Create(config_, tc.seed, device_);
+    popts.batch_size = config_.data_config().batch_size();
+    ebc_opt_ = SparseOptimizerFromConfig(tc.sparse_optimizer());
+    popts.optimizer = ebc_opt_.kind;
+    dense_ = DenseModel::Create(config_, Seed(config_), device_);
     popts.dense_parameter_bytes = dense_->num_parameters() * 4;
     plan_ = CollectivePlan(*comm_, topo, specs, popts);
-    ebc_ =
-        std::make_unique<ShardedEmbeddingBagCollection>(tables_, plan_, ebc_opt_, tc.seed, comm_);
+    ebc_ = std::make_unique<ShardedEmbeddingBagCollection>(tables_, plan_, ebc_opt_, Seed(config_),
+                                                           comm_);
     std::vector<at::Tensor> dense_params;
     for (const auto& p : dense_->parameters()) dense_params.push_back(p.tensor);
     sync_ = std::make_unique<DenseSync>(comm_, dense_params);
     sync_->BroadcastParameters(0);
-    optimizer_ = std::make_unique<DenseOptimizer>(tc.dense_optimizer, dense_->parameters());
-    if (tc.grad_scaler) scale_ = tc.grad_scaler->init_scale;
+    optimizer_ = std::make_unique<DenseOptimizer>(DenseOptimizerFromConfig(tc.dense_optimizer()),
+                                                  dense_->parameters());
+    if (tc.has_grad_scaler()) scale_ = tc.grad_scaler().init_scale();
+    sparse_schedule_.emplace(SparseScheduleFromConfig(tc.sparse_optimizer()), ebc_opt_.lr);
+    dense_schedule_.emplace(DenseScheduleFromConfig(tc.dense_optimizer()),
+                            optimizer_->learning_rate());
     if (rank_ == 0) {
       std::cout << "tzrec_train: world " << world_ << ", backend " << comm_->backend_name()
                 << ", device " << device_ << ", " << tables_.size() << " embedding table(s), "
@@ -116,18 +120,6 @@ class Trainer {
     return device.is_cuda() ? (80LL << 30) : 0;  // planner HBM cap per GPU (H100/H200 class)
   }
 
-  static EmbeddingOptimizerConfig ToEmbeddingOptimizer(const OptimizerConfig& o) {
-    EmbeddingOptimizerConfig e;
-    e.kind = ParseEmbeddingOptimizerKind(o.type);
-    e.lr = o.lr;
-    e.eps = o.eps;
-    e.beta1 = o.beta1;
-    e.beta2 = o.beta2;
-    e.weight_decay = o.weight_decay;
-    e.initial_accumulator_value = o.initial_accumulator_value;
-    return e;
-  }
-
   TrainState CurrentState(std::int64_t step, const std::string& cursor_json) {
     TrainState st = ModelState(*ebc_, tables_, *dense_);
     st.step = step;
@@ -136,7 +128,9 @@ class Trainer {
       st.dense_optimizer.push_back({name, tensor});
     st.data_cursor_json = cursor_json;
     nlohmann::json extra = {
-        {"grad_scale", scale_}, {"growth_tracker", growth_tracker_}, {"epoch", epoch_}};
+        {"grad_scale", scale_},   {"growth_tracker", growth_tracker_},
+        {"epoch", epoch_},        {"sparse_lr", sparse_lr_},
+        {"dense_lr", optimizer_->learning_rate()}};
     st.extra_json = extra.dump();
     return st;
   }
@@ -189,9 +183,9 @@ class Trainer {
   }
 
   void WriteEffectiveConfig() {
-    fs::create_directories(config_.model_dir);
-    std::ofstream(fs::path(config_.model_dir) / "pipeline.config") << ToJson(config_) << '\n';
-    std::ofstream(fs::path(config_.model_dir) / "version")
+    fs::create_directories(config_.model_dir());
+    std::ofstream(fs::path(config_.model_dir()) / "pipeline.config") << ToText(config_);
+    std::ofstream(fs::path(config_.model_dir()) / "version")
         << "tzrec_train " << TZRUN_VERSION << '\n';
   }
 
@@ -226,14 +220,14 @@ class Trainer {
                                  std::nullopt, 0);
     b.dense = at::zeros({0, ds.dense_dim()});
     b.labels = at::zeros({0});
-    if (!config_.model_config.grouped_auc_key.empty()) b.group_ids = at::zeros({0}, at::kLong);
+    if (!GroupedAucKey(config_).empty()) b.group_ids = at::zeros({0}, at::kLong);
     return b;
   }
 
   at::Tensor Logits(const Fetched& f) {
     const KeyedTensor kt = ebc_->Compute(f.dist);
     const at::Tensor dense = f.batch.dense.to(device_);
-    const std::string& mp = config_.train_config.mixed_precision;
+    const std::string& mp = config_.train_config().mixed_precision();
     if (mp.empty()) return dense_->Forward(kt, dense);
     AutocastScope scope(device_, mp == "BF16" ? at::kBFloat16 : at::kHalf);
     return dense_->Forward(kt, dense).to(at::kFloat);
@@ -254,30 +248,30 @@ class Trainer {
   };
 
   void Train(CheckpointManager& ckpt, const std::optional<DataCursor>& resume) {
-    const auto& tc = config_.train_config;
-    const std::int64_t batch = config_.data_config.batch_size;
+    const auto& tc = config_.train_config();
+    const std::int64_t batch = config_.data_config().batch_size();
     Dataset ds = GuardInput(
-        [&] { return Dataset(config_, config_.train_input_path, rank_, world_, batch, resume); });
-    const std::int64_t epochs = tc.num_steps > 0 ? 0 : std::max<std::int64_t>(1, tc.num_epochs);
+        [&] { return Dataset(config_, config_.train_input_path(), rank_, world_, batch, resume); });
+    const std::int64_t epochs = NumEpochs(config_);
     // Steps still to run: this epoch's remaining rows (a resumed rank may hold fewer), then full
     // epochs; recomputed when an epoch starts.
     const std::int64_t full_epoch_steps = (ds.total_rows() / world_ + batch - 1) / batch;
     Progress p;
     auto plan_total = [&]() {
-      p.total_steps = tc.num_steps > 0
-                          ? tc.num_steps
+      p.total_steps = tc.num_steps() > 0
+                          ? tc.num_steps()
                           : global_step_ + (ds.rows_assigned() + batch - 1) / batch +
                                 std::max<std::int64_t>(0, epochs - epoch_ - 1) * full_epoch_steps;
     };
     plan_total();
     p.last_cursor = ds.Cursor().ToJson();
 
-    auto done = [&]() { return tc.num_steps > 0 && global_step_ >= tc.num_steps; };
-    while (!done() && (tc.num_steps > 0 || epoch_ < epochs)) {
+    auto done = [&]() { return tc.num_steps() > 0 && global_step_ >= tc.num_steps(); };
+    while (!done() && (tc.num_steps() > 0 || epoch_ < epochs)) {
       std::optional<Fetched> cur = Fetch(ds, true);
       if (!cur) {  // epoch over (or the data is exhausted for num_steps)
         ++epoch_;
-        if (tc.num_steps == 0 && epoch_ >= epochs) break;
+        if (tc.num_steps() == 0 && epoch_ >= epochs) break;
         ds.StartNextEpoch();
         plan_total();
         continue;
@@ -286,10 +280,10 @@ class Trainer {
         if (step_barrier_) comm_->Barrier();  // CC < 7.0: TorchEasyRec's NCCL deadlock workaround
         std::optional<Fetched> next = Fetch(ds, true);  // input dist of batch k+1 overlaps batch k
         TrainStep(*cur, p);
-        if (tc.log_step_count_steps > 0 && global_step_ % tc.log_step_count_steps == 0) {
+        if (tc.log_step_count_steps() > 0 && global_step_ % tc.log_step_count_steps() == 0) {
           LogProgress(p);
         }
-        if (tc.save_checkpoints_steps > 0 && global_step_ % tc.save_checkpoints_steps == 0) {
+        if (tc.save_checkpoints_steps() > 0 && global_step_ % tc.save_checkpoints_steps() == 0) {
           SaveAndEval(ckpt, p.last_cursor, p.samples, p.train_start, p.last_loss, p.loss_sum,
                       p.loss_count);
         }
@@ -308,6 +302,7 @@ class Trainer {
 
   // Forward, backward and (every accumulation_ micro-batches) the dense step of one batch.
   void TrainStep(const Fetched& cur, Progress& p) {
+    ApplySchedules();
     at::Tensor logits = Logits(cur);
     at::Tensor loss = at::binary_cross_entropy_with_logits(logits, cur.batch.labels.to(device_));
     p.last_loss = loss.item<double>();
@@ -326,17 +321,33 @@ class Trainer {
     p.last_cursor = cur.cursor_json;
   }
 
+  // The learning rates of this step from the schedules (TorchEasyRec tzrec/optim/lr_scheduler.py:
+  // a function of the steps taken and the epochs completed, both restored by a resume, so a
+  // resumed run continues the schedule exactly). The sparse update runs in the backward, so this
+  // precedes the forward.
+  void ApplySchedules() {
+    const double sparse = sparse_schedule_->LearningRate(global_step_, epoch_);
+    if (sparse != sparse_lr_) {
+      for (auto& shard : ebc_->LocalShards()) shard.state->SetLearningRate(sparse);
+      sparse_lr_ = sparse;
+    }
+    const double dense = dense_schedule_->LearningRate(global_step_, epoch_);
+    if (dense != optimizer_->learning_rate()) optimizer_->SetLearningRate(dense);
+  }
+
   // The log line of the last log_step_count_steps steps (rank 0), then a new window.
   void LogProgress(Progress& p) {
-    const auto& tc = config_.train_config;
+    const auto& tc = config_.train_config();
     const auto now = std::chrono::steady_clock::now();
     const double secs = std::chrono::duration<double>(now - p.window_start).count();
     const double rate = static_cast<double>(p.window_samples) * world_ / std::max(secs, 1e-9);
-    const double per_step = secs / static_cast<double>(tc.log_step_count_steps);
+    const double per_step = secs / static_cast<double>(tc.log_step_count_steps());
     if (rank_ == 0) {
       std::cout << "step " << global_step_ << "/" << p.total_steps << "  loss " << std::fixed
                 << std::setprecision(5) << p.loss_sum / static_cast<double>(p.loss_count)
-                << "  samples/s " << std::setprecision(1) << rate << "  eta "
+                << "  lr " << std::setprecision(6) << sparse_lr_ << "/"
+                << optimizer_->learning_rate() << "  samples/s " << std::setprecision(1) << rate
+                << "  eta "
                 << Hms(per_step * static_cast<double>(p.total_steps - global_step_))
                 << std::defaultfloat << std::endl;
     }
@@ -349,7 +360,7 @@ class Trainer {
 
   void DenseStep() {
     sync_->AllReduceGradients();
-    const auto& tc = config_.train_config;
+    const auto& tc = config_.train_config();
     bool finite = true;
     if (scale_ > 0) {  // GradScaler: unscale, skip the step on inf/nan (identical on every rank)
       c10::NoGradGuard no_grad;
@@ -360,12 +371,12 @@ class Trainer {
         bad = bad + (~at::isfinite(p.tensor.grad())).sum();
       }
       finite = bad.item<double>() == 0;
-      const auto& gs = *tc.grad_scaler;
+      const auto& gs = tc.grad_scaler();
       if (!finite) {
-        scale_ *= gs.backoff_factor;
+        scale_ *= gs.backoff_factor();
         growth_tracker_ = 0;
-      } else if (++growth_tracker_ >= gs.growth_interval) {
-        scale_ *= gs.growth_factor;
+      } else if (++growth_tracker_ >= gs.growth_interval()) {
+        scale_ *= gs.growth_factor();
         growth_tracker_ = 0;
       }
     }
@@ -377,31 +388,31 @@ class Trainer {
   }
 
   void ClipGradients() {
-    const auto& gc = config_.train_config.grad_clipping;
-    if (gc.clipping_type == "none") return;
+    const auto& gc = config_.train_config().grad_clipping();
+    if (gc.clipping_type() == "none") return;
     c10::NoGradGuard no_grad;
-    if (gc.clipping_type == "value") {
+    if (gc.clipping_type() == "value") {
       for (const auto& p : dense_->parameters()) {
         if (p.tensor.grad().defined())
-          p.tensor.mutable_grad().clamp_(-gc.max_gradient, gc.max_gradient);
+          p.tensor.mutable_grad().clamp_(-gc.max_gradient(), gc.max_gradient());
       }
       return;
     }
     // Norm over every dense gradient. They are already averaged over ranks (identical everywhere),
     // so the local norm is the global norm; enable_global_grad_clip needs no extra collective here.
     double total = 0;
-    const bool inf_norm = std::isinf(gc.norm_type);
+    const bool inf_norm = std::isinf(gc.norm_type());
     for (const auto& p : dense_->parameters()) {
       if (!p.tensor.grad().defined()) continue;
       const at::Tensor g = p.tensor.grad().to(at::kDouble);
       if (inf_norm) {
         total = std::max(total, g.abs().max().item<double>());
       } else {
-        total += g.abs().pow(gc.norm_type).sum().item<double>();
+        total += g.abs().pow(gc.norm_type()).sum().item<double>();
       }
     }
-    if (!inf_norm) total = std::pow(total, 1.0 / gc.norm_type);
-    const double coef = gc.max_gradient / (total + 1e-6);
+    if (!inf_norm) total = std::pow(total, 1.0 / gc.norm_type());
+    const double coef = gc.max_gradient() / (total + 1e-6);
     if (coef < 1.0) {
       for (const auto& p : dense_->parameters()) {
         if (p.tensor.grad().defined()) p.tensor.mutable_grad().mul_(coef);
@@ -425,23 +436,23 @@ class Trainer {
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     samples_per_sec_ = static_cast<double>(samples) * world_ / std::max(secs, 1e-9);
-    if (!config_.eval_input_path.empty()) Evaluate();
+    if (!config_.eval_input_path().empty()) Evaluate();
     if (rank_ == 0) WriteMetrics();
   }
 
   void Evaluate() {
     c10::NoGradGuard no_grad;
-    const std::int64_t batch = config_.data_config.eval_batch_size > 0
-                                   ? config_.data_config.eval_batch_size
-                                   : config_.data_config.batch_size;
-    Dataset ds =
-        GuardInput([&] { return Dataset(config_, config_.eval_input_path, rank_, world_, batch); });
+    const std::int64_t batch = config_.data_config().eval_batch_size() > 0
+                                   ? config_.data_config().eval_batch_size()
+                                   : config_.data_config().batch_size();
+    Dataset ds = GuardInput(
+        [&] { return Dataset(config_, config_.eval_input_path(), rank_, world_, batch); });
     std::vector<at::Tensor> scores;
     std::vector<at::Tensor> labels;
     std::vector<at::Tensor> groups;
     std::int64_t steps = 0;
     const auto t0 = std::chrono::steady_clock::now();
-    while (config_.eval_config.num_steps <= 0 || steps < config_.eval_config.num_steps) {
+    while (config_.eval_config().num_steps() <= 0 || steps < config_.eval_config().num_steps()) {
       std::optional<Fetched> f = Fetch(ds, false);
       if (!f) break;
       scores.push_back(at::sigmoid(Logits(*f)).to(at::kCPU));
@@ -453,14 +464,14 @@ class Trainer {
     const at::Tensor l = labels.empty() ? at::zeros({0}) : at::cat(labels);
     const at::Tensor all_s = GatherV(s.to(at::kFloat));
     const at::Tensor all_l = GatherV(l.to(at::kFloat));
-    eval_auc_ = Auc(all_s, all_l);
+    eval_auc_ = Auc(all_s, all_l, AucThresholds());
     const double loss =
         all_s.numel() == 0
             ? NAN
             : at::binary_cross_entropy(all_s.clamp(1e-7, 1 - 1e-7), all_l).item<double>();
     eval_loss_ = loss;
     eval_samples_ = all_s.numel();
-    if (!config_.model_config.grouped_auc_key.empty()) {
+    if (!GroupedAucKey(config_).empty()) {
       const at::Tensor g = groups.empty() ? at::zeros({0}, at::kLong) : at::cat(groups);
       eval_gauc_ = GroupedAuc(all_s, all_l, GatherV(g.to(at::kLong)));
     }
@@ -473,6 +484,14 @@ class Trainer {
       std::cout << "  loss " << eval_loss_ << "  samples " << eval_samples_ << "  ("
                 << std::setprecision(2) << secs << " s)" << std::defaultfloat << std::endl;
     }
+  }
+
+  // The auc metric's thresholds (TorchEasyRec: torchmetrics' binned AUC, 200 by default; 0 exact).
+  std::int64_t AucThresholds() const {
+    for (const auto& metric : config_.model_config().metrics()) {
+      if (metric.has_auc()) return metric.auc().thresholds();
+    }
+    return 0;
   }
 
   // Gathers every rank's 1-D tensor on every rank (rank order).
@@ -492,7 +511,7 @@ class Trainer {
         {"world_size", world_},
         {"train_loss", std::isnan(train_loss_) ? nlohmann::json() : nlohmann::json(train_loss_)},
         {"samples_per_sec", samples_per_sec_}};
-    const fs::path previous = fs::path(config_.model_dir) / "metrics.json";
+    const fs::path previous = fs::path(config_.model_dir()) / "metrics.json";
     if (std::isnan(train_loss_) && samples_per_sec_ == 0 && fs::exists(previous)) {
       // A resumed run with nothing left to train: keep the training figures of the run that
       // trained.
@@ -504,18 +523,18 @@ class Trainer {
         // an unreadable old file: write the fresh figures
       }
     }
-    if (!config_.eval_input_path.empty()) {
+    if (!config_.eval_input_path().empty()) {
       m["eval_auc"] = eval_auc_;
       m["eval_loss"] = std::isnan(eval_loss_) ? nlohmann::json() : nlohmann::json(eval_loss_);
       m["eval_samples"] = eval_samples_;
       if (!std::isnan(eval_gauc_)) m["eval_grouped_auc"] = eval_gauc_;
     }
-    const fs::path path = fs::path(config_.model_dir) / "metrics.json";
-    const fs::path tmp = fs::path(config_.model_dir) / ".metrics.json.tmp";
+    const fs::path path = fs::path(config_.model_dir()) / "metrics.json";
+    const fs::path tmp = fs::path(config_.model_dir()) / ".metrics.json.tmp";
     std::ofstream(tmp) << m.dump(2) << '\n';
     fs::rename(tmp, path);
     // One line per evaluation, like TorchEasyRec's train_eval_result_v2.txt.
-    std::ofstream(fs::path(config_.model_dir) / "train_eval_result.txt", std::ios::app)
+    std::ofstream(fs::path(config_.model_dir()) / "train_eval_result.txt", std::ios::app)
         << m.dump() << '\n';
   }
 
@@ -537,6 +556,9 @@ class Trainer {
   std::int64_t global_step_ = 0;
   std::int64_t saved_step_ = -1;
   std::int64_t epoch_ = 0;
+  std::optional<LrSchedule> sparse_schedule_;
+  std::optional<LrSchedule> dense_schedule_;
+  double sparse_lr_ = -1;  // the lr last given to the embedding shards
   double scale_ = 0;  // GradScaler loss scale; 0: no scaler
   std::int64_t growth_tracker_ = 0;
   double train_loss_ = NAN;
@@ -580,15 +602,18 @@ void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainSta
 }
 
 int TrainEval(const TrainEvalOptions& flags) {
-  PipelineConfig config = LoadPipelineConfig(flags.pipeline_config_path, flags.edit_config_json);
-  if (!flags.train_input_path.empty()) config.train_input_path = flags.train_input_path;
-  if (!flags.eval_input_path.empty()) config.eval_input_path = flags.eval_input_path;
-  if (!flags.model_dir.empty()) config.model_dir = flags.model_dir;
-  if (config.train_input_path.empty()) {
+  LoadedConfig loaded = LoadPipelineConfig(flags.pipeline_config_path, flags.edit_config_json);
+  PipelineConfig& config = loaded.config;
+  if (!flags.train_input_path.empty()) config.set_train_input_path(flags.train_input_path);
+  if (!flags.eval_input_path.empty()) config.set_eval_input_path(flags.eval_input_path);
+  if (!flags.model_dir.empty()) config.set_model_dir(flags.model_dir);
+  ResolveInputs(&config, &loaded.warnings);
+  PrintConfigWarnings(loaded.warnings);
+  if (config.train_input_path().empty()) {
     throw ConfigError(
         "no train input: set train_input_path in the config or pass --train_input_path");
   }
-  if (config.model_dir.empty())
+  if (config.model_dir().empty())
     throw ConfigError("no model_dir: set it in the config or pass --model_dir");
   return Trainer(std::move(config), flags).Run();
 }

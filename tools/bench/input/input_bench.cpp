@@ -27,25 +27,27 @@ namespace fs = std::filesystem;
 
 using tzrec::bench::WriteCriteoParquet;
 
+// ParquetDataset with feature generation (fg_mode FG_DAG: ids hashed, dense values normalised),
+// one reader thread per rank.
 tzrec::PipelineConfig CriteoConfig() {
   tzrec::PipelineConfig c;
-  c.data_config.label_fields = {"label"};
+  auto* data = c.mutable_data_config();
+  data->set_dataset_type(tzrec::protos::ParquetDataset);
+  data->set_fg_mode(tzrec::protos::FG_DAG);
+  data->set_num_workers(1);
+  data->add_label_fields("label");
   for (int i = 0; i < 13; ++i) {
-    tzrec::FeatureConfig f;
-    f.kind = tzrec::FeatureKind::kRaw;
-    f.feature_name = "int_" + std::to_string(i);
-    f.expression = f.feature_name;
-    f.normalizer = "method=log1p";
-    c.feature_configs.push_back(f);
+    auto* raw = c.add_feature_configs()->mutable_raw_feature();
+    raw->set_feature_name("int_" + std::to_string(i));
+    raw->set_expression(raw->feature_name());
+    raw->set_normalizer("method=log1p");
   }
   for (int i = 0; i < 26; ++i) {
-    tzrec::FeatureConfig f;
-    f.kind = tzrec::FeatureKind::kId;
-    f.feature_name = "cat_" + std::to_string(i);
-    f.expression = "user:" + f.feature_name;
-    f.embedding_dim = 4;
-    f.hash_bucket_size = 100000;
-    c.feature_configs.push_back(f);
+    auto* id = c.add_feature_configs()->mutable_id_feature();
+    id->set_feature_name("cat_" + std::to_string(i));
+    id->set_expression("user:" + id->feature_name());
+    id->set_embedding_dim(4);
+    id->set_hash_bucket_size(100000);
   }
   return c;
 }

@@ -56,6 +56,9 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+sys.path.insert(0, os.path.join(ROOT, "tools", "config"))
+import pbtext  # noqa: E402 (tools/config/pbtext.py: .config text -> dict)
+
 PROGRESS = re.compile(r"^step (\d+)/(\d+)\s+loss (\S+)\s+samples/s (\S+)")
 
 
@@ -66,7 +69,7 @@ def rel(path: str) -> str:
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", default=rel("examples/configs/synthetic_criteo.json"))
+    ap.add_argument("--config", default=rel("examples/configs/synthetic_criteo.config"))
     ap.add_argument("--rows", type=int, default=400000, help="rows of synthetic data (default 400000)")
     ap.add_argument("--files", type=int, default=4, help="Parquet files (default 4)")
     ap.add_argument("--data-dir", default="", help="where the data is cached (default under TMPDIR)")
@@ -350,8 +353,7 @@ def fmt_k(x: float) -> str:
 
 def main() -> int:
     a = parse_args()
-    with open(a.config) as f:
-        config = json.load(f)
+    config = pbtext.load(a.config)
     batch = a.batch or int(config["data_config"]["batch_size"])
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     work = tempfile.mkdtemp(prefix="tzrec_trainbench_")

@@ -6,7 +6,7 @@ sharded table-wise over Gloo on CPU.
 Run under the TorchRec venv (tools/bench/embedding/setup_torchrec.sh) plus pyarrow, e.g.:
 
   .venv-torchrec/bin/torchrun --standalone --nproc-per-node=2 tools/bench/train/torchrec_dlrm.py \\
-      --config examples/configs/synthetic_criteo.json --data '/tmp/criteo/*.parquet' \\
+      --config examples/configs/synthetic_criteo.config --data '/tmp/criteo/*.parquet' \\
       --warmup 20 --iters 100
 
 The model, read from the pipeline config (a dlrm model_config):
@@ -21,10 +21,11 @@ The model, read from the pipeline config (a dlrm model_config):
   - sparse optimizer: the config's sparse_optimizer, applied in backward
     (apply_optimizer_in_backward): adagrad_optimizer -> torch.optim.Adagrad (TorchRec fuses it as
     EXACT_ADAGRAD), rowwise_adagrad_optimizer -> torchrec.optim.RowWiseAdagrad
-    (EXACT_ROWWISE_ADAGRAD), sgd_optimizer -> torch.optim.SGD; lr / eps /
-    initial_accumulator_value from the config;
+    (EXACT_ROWWISE_ADAGRAD), sgd_optimizer -> torch.optim.SGD; lr from the config, eps 1e-8
+    (FBGEMM's default, which tzrec_train's fused embedding optimizers use too; TorchEasyRec's
+    protos have no eps);
   - dense optimizer: the config's dense_optimizer (adam_optimizer -> torch.optim.Adam with lr,
-    beta1, beta2, eps; adagrad / sgd likewise) over the non-embedding parameters, whose gradients
+    beta1, beta2, eps 1e-8; adagrad / sgd likewise) over the non-embedding parameters, whose gradients
     DistributedModelParallel's DDP all-reduces;
   - loss: binary cross entropy with logits against the first label field.
 
@@ -57,10 +58,13 @@ import sys
 import time
 import warnings
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "config"))
+import pbtext  # noqa: E402 (tools/config/pbtext.py: .config text -> dict)
+
 
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description="TorchRec DLRM training benchmark (CPU, Gloo)")
-    ap.add_argument("--config", required=True, help="tzrec_train pipeline config (JSON, dlrm)")
+    ap.add_argument("--config", required=True, help="tzrec_train pipeline config (.config protobuf text or protobuf JSON, dlrm)")
     ap.add_argument("--data", required=True, help="Parquet glob (quote it), e.g. 'DIR/*.parquet'")
     ap.add_argument("--batch", type=int, default=0,
                     help="per-rank batch size (default: the config's data_config.batch_size)")
@@ -82,8 +86,7 @@ def fail(msg: str) -> None:
 
 def read_config(path: str) -> dict:
     """The parts of a tzrec_train pipeline config that define the model and the optimizers."""
-    with open(path) as f:
-        cfg = json.load(f)
+    cfg = pbtext.load(path)
     dense, sparse = [], []  # (name, normalizer) / (name, rows, dim)
     for fc in cfg["feature_configs"]:
         (kind, body), = fc.items()
@@ -214,12 +217,9 @@ def main() -> int:
     lr = float(sbody.get("lr", 0.001))
     if sname == "adagrad_optimizer":
         # FBGEMM's fused EXACT_ADAGRAD takes lr and eps only; its accumulator starts at 0.
-        if float(sbody.get("initial_accumulator_value", 0.0)) != 0.0 and rank == 0:
-            print("torchrec_dlrm.py: initial_accumulator_value is ignored (FBGEMM starts the "
-                  "accumulator at 0)", file=sys.stderr)
-        sparse_cls, sparse_kw = torch.optim.Adagrad, {"lr": lr, "eps": float(sbody.get("eps", 1e-8))}
+        sparse_cls, sparse_kw = torch.optim.Adagrad, {"lr": lr, "eps": 1e-8}
     elif sname == "rowwise_adagrad_optimizer":
-        sparse_cls, sparse_kw = RowWiseAdagrad, {"lr": lr, "eps": float(sbody.get("eps", 1e-8))}
+        sparse_cls, sparse_kw = RowWiseAdagrad, {"lr": lr, "eps": 1e-8}
     elif sname == "sgd_optimizer":
         sparse_cls, sparse_kw = torch.optim.SGD, {"lr": lr}
     else:
@@ -253,7 +253,7 @@ def main() -> int:
     if dname == "adam_optimizer":
         make_dense = lambda p: torch.optim.Adam(  # noqa: E731
             p, lr=dlr, betas=(float(dbody.get("beta1", 0.9)), float(dbody.get("beta2", 0.999))),
-            eps=float(dbody.get("eps", 1e-8)))
+            eps=1e-8)
     elif dname == "adagrad_optimizer":
         make_dense = lambda p: torch.optim.Adagrad(p, lr=dlr)  # noqa: E731
     elif dname == "sgd_optimizer":

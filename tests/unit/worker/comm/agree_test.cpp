@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "tzrec/checkpoint/checkpoint.hpp"
-#include "tzrec/config/config.hpp"
+#include "tzrec/error.hpp"
 #include "tzrec/planner/planner.hpp"
 
 namespace tzrec {

@@ -25,7 +25,7 @@
 
 #include "tzrec/comm/agree.hpp"
 #include "tzrec/comm/comm.hpp"
-#include "tzrec/config/config.hpp"
+#include "tzrec/error.hpp"
 
 namespace {
 

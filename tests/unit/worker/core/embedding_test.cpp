@@ -136,8 +136,16 @@ Table Reference(const EmbeddingOptimizerConfig& cfg, Table w, const std::vector<
       g.resize(cols, 0.0);
       for (std::size_t k = 0; k < cols; ++k) g[k] += step.grads[i][k];
     }
+    const bool rowwise = cfg.kind == EmbeddingOptimizerKind::kRowWiseAdagrad;
+    const bool l2 = cfg.kind == EmbeddingOptimizerKind::kSgd ||
+                    cfg.kind == EmbeddingOptimizerKind::kAdagrad ||
+                    (rowwise && cfg.weight_decay_mode == WeightDecayMode::kL2);
+    const double keep = rowwise && cfg.weight_decay_mode == WeightDecayMode::kDecoupled
+                            ? 1 - cfg.lr * cfg.weight_decay
+                            : 1.0;
     for (auto& [r, g] : agg) {
-      for (std::size_t k = 0; k < cols; ++k) g[k] += cfg.weight_decay * w[r][k];
+      if (l2)
+        for (std::size_t k = 0; k < cols; ++k) g[k] += cfg.weight_decay * w[r][k];
       switch (cfg.kind) {
         case EmbeddingOptimizerKind::kSgd:
           for (std::size_t k = 0; k < cols; ++k) w[r][k] -= cfg.lr * g[k];
@@ -153,7 +161,7 @@ Table Reference(const EmbeddingOptimizerConfig& cfg, Table w, const std::vector<
           for (std::size_t k = 0; k < cols; ++k) mean += g[k] * g[k];
           s_row[r] += mean / static_cast<double>(cols);
           for (std::size_t k = 0; k < cols; ++k)
-            w[r][k] -= cfg.lr * g[k] / (std::sqrt(s_row[r]) + cfg.eps);
+            w[r][k] = keep * w[r][k] - cfg.lr * g[k] / (std::sqrt(s_row[r]) + cfg.eps);
           break;
         }
         case EmbeddingOptimizerKind::kAdam:
@@ -162,7 +170,8 @@ Table Reference(const EmbeddingOptimizerConfig& cfg, Table w, const std::vector<
             m2[r][k] = cfg.beta2 * m2[r][k] + (1 - cfg.beta2) * g[k] * g[k];
             const double mh = m1[r][k] / (1 - std::pow(cfg.beta1, t));
             const double vh = m2[r][k] / (1 - std::pow(cfg.beta2, t));
-            w[r][k] -= cfg.lr * mh / (std::sqrt(vh) + cfg.eps);
+            // FBGEMM adam: decoupled weight decay inside the lr term.
+            w[r][k] -= cfg.lr * (mh / (std::sqrt(vh) + cfg.eps) + cfg.weight_decay * w[r][k]);
           }
           break;
       }
@@ -171,9 +180,10 @@ Table Reference(const EmbeddingOptimizerConfig& cfg, Table w, const std::vector<
   return w;
 }
 
-void RunOptimizer(const EmbeddingOptimizerConfig& cfg) {
+// strided: a non-contiguous weight, so Apply takes the tensor-op path instead of the row kernel.
+void RunOptimizer(const EmbeddingOptimizerConfig& cfg, bool strided = false) {
   at::manual_seed(7);
-  auto weight = at::randn({6, 3});
+  auto weight = strided ? at::randn({3, 6}).t() : at::randn({6, 3});
   const Table initial = ToTable(weight);
   const std::vector<Step> steps = {
       {{4, 1, 4, 4, 0}, {{0.5, -1, 2}, {1, 1, 1}, {-0.25, 0.5, 0.5}, {1, 0, -3}, {0.1, 0.2, 0.3}}},
@@ -230,6 +240,95 @@ TEST(EmbeddingOptimizer, AdamTwoSteps) {
   auto c = Cfg(EmbeddingOptimizerKind::kAdam, 0.05);
   c.weight_decay = 0.01;
   RunOptimizer(c);
+}
+
+TEST(EmbeddingOptimizer, AdamDecoupledWeightDecayBothPaths) {
+  auto c = Cfg(EmbeddingOptimizerKind::kAdam, 0.05);
+  c.weight_decay = 0.2;
+  RunOptimizer(c);
+  RunOptimizer(c, /*strided=*/true);
+}
+
+TEST(EmbeddingOptimizer, AdamWeightDecayByHand) {
+  // w = 1, g = 0.5, lr = 0.1, wd = 0.1, t = 1: m̂ = 0.5, v̂ = 0.25, m̂/(√v̂+eps) ≈ 1;
+  // FBGEMM: w -= 0.1 · (1 + 0.1 · 1) = 0.89 (L2 on g would give 0.9).
+  auto c = Cfg(EmbeddingOptimizerKind::kAdam, 0.1);
+  c.weight_decay = 0.1;
+  EmbeddingOptimizerState state(c, 1, 1, at::kCPU);
+  auto w = at::ones({1, 1});
+  state.Apply(w, Long({0}), at::full({1, 1}, 0.5));
+  EXPECT_NEAR(w.item<float>(), 0.89, 1e-6);
+  EXPECT_NEAR(state.StateTensors()[0].second.item<float>(), 0.05, 1e-7);  // m from the raw g
+}
+
+TEST(EmbeddingOptimizer, RowWiseAdagradWeightDecayModes) {
+  for (const auto mode :
+       {WeightDecayMode::kNone, WeightDecayMode::kL2, WeightDecayMode::kDecoupled}) {
+    auto c = Cfg(EmbeddingOptimizerKind::kRowWiseAdagrad, 0.3);
+    c.weight_decay = 0.1;
+    c.weight_decay_mode = mode;
+    RunOptimizer(c);
+    RunOptimizer(c, /*strided=*/true);
+  }
+  // By hand, decoupled: w = 2, g = 1 (one column), lr = 0.5, wd = 0.1: s = 1,
+  // w = (1 - 0.05)·2 - 0.5·1/1 = 1.4; kNone: 2 - 0.5 = 1.5.
+  auto c = Cfg(EmbeddingOptimizerKind::kRowWiseAdagrad, 0.5);
+  c.weight_decay = 0.1;
+  c.eps = 0;
+  c.weight_decay_mode = WeightDecayMode::kDecoupled;
+  EmbeddingOptimizerState dec(c, 1, 1, at::kCPU);
+  auto w = at::full({1, 1}, 2.0);
+  dec.Apply(w, Long({0}), at::ones({1, 1}));
+  EXPECT_NEAR(w.item<float>(), 1.4, 1e-6);
+  c.weight_decay_mode = WeightDecayMode::kNone;
+  EmbeddingOptimizerState none(c, 1, 1, at::kCPU);
+  w.fill_(2.0);
+  none.Apply(w, Long({0}), at::ones({1, 1}));
+  EXPECT_NEAR(w.item<float>(), 1.5, 1e-6);
+}
+
+TEST(EmbeddingOptimizer, GradientClippingClampsThePooledGradientBeforeTheRowSum) {
+  // Row 1 in two bags with pooled gradients [3, -0.5] and [2, 0.2]; max_gradient 1:
+  // FBGEMM clamps each pooled element first → [1, -0.5] + [1, 0.2] = [2, -0.3]; SGD lr 1.
+  // (No clipping: [5, -0.3]; clamping the row sum instead: [1, -0.3].)
+  auto c = Cfg(EmbeddingOptimizerKind::kSgd, 1.0);
+  c.gradient_clipping = true;
+  c.max_gradient = 1.0;
+  const at::Tensor grad_out = at::tensor({3.0F, -0.5F, 2.0F, 0.2F}).view({2, 2});
+  for (const bool strided : {false, true}) {
+    SCOPED_TRACE(strided ? "tensor path" : "row kernel");
+    EmbeddingOptimizerState state(c, 4, 2, at::kCPU);
+    at::Tensor w = strided ? at::zeros({2, 4}).t() : at::zeros({4, 2});
+    state.ApplyPooled(w, {{Long({1, 1}), Long({0, 1, 2}), grad_out, at::Tensor()}});
+    ExpectClose(w[1], at::tensor({-2.0F, 0.3F}), 1e-6);
+    ExpectClose(grad_out, at::tensor({3.0F, -0.5F, 2.0F, 0.2F}).view({2, 2}), 0);  // untouched
+  }
+  c.gradient_clipping = false;
+  EmbeddingOptimizerState off(c, 4, 2, at::kCPU);
+  auto w = at::zeros({4, 2});
+  off.ApplyPooled(w, {{Long({1, 1}), Long({0, 1, 2}), grad_out, at::Tensor()}});
+  ExpectClose(w[1], at::tensor({-5.0F, 0.3F}), 1e-6);
+}
+
+TEST(EmbeddingOptimizer, ClipPooledGradientAndItsValidation) {
+  auto c = Cfg(EmbeddingOptimizerKind::kAdagrad, 0.1);
+  const at::Tensor g = at::tensor({-4.0F, 0.5F, 9.0F});
+  EXPECT_TRUE(ClipPooledGradient(c, g).is_same(g));  // off: the tensor itself
+  c.gradient_clipping = true;
+  c.max_gradient = 2.0;
+  ExpectClose(ClipPooledGradient(c, g), at::tensor({-2.0F, 0.5F, 2.0F}), 0);
+  c.max_gradient = 0.0;
+  EXPECT_THROW(ClipPooledGradient(c, g), std::invalid_argument);
+  EXPECT_THROW(EmbeddingOptimizerState(c, 2, 2, at::kCPU), std::invalid_argument);
+}
+
+TEST(EmbeddingOptimizer, SetLearningRate) {
+  EmbeddingOptimizerState s(Cfg(EmbeddingOptimizerKind::kSgd, 1.0), 2, 1, at::kCPU);
+  s.SetLearningRate(0.25);
+  auto w = at::zeros({2, 1});
+  s.Apply(w, Long({0}), at::ones({1, 1}));
+  EXPECT_NEAR(w[0].item<float>(), -0.25, 1e-7);
+  EXPECT_THROW(s.SetLearningRate(-1), std::invalid_argument);
 }
 
 TEST(EmbeddingOptimizer, AggregationBeforeUpdateMattersForAdagrad) {

@@ -60,13 +60,12 @@ TEST(Parquet, IntsHashLikeTheirCsvText) {
   TempDir dir;
   WriteParquet(dir / "p.parquet", {"label", "c"}, {Int64s({1, 0}), Int64s({12, -3})}, 10);
   WriteText(dir / "p.csv", "label,c\n1,12\n0,-3\n");
-  PipelineConfig c;
-  c.data_config.label_fields = {"label"};
+  PipelineConfig c = FgConfig(protos::ParquetDataset);
   auto f = Id("c", "c");
-  f.hash_bucket_size = 777;
-  c.feature_configs = {f};
+  f.mutable_id_feature()->set_hash_bucket_size(777);
+  *c.add_feature_configs() = f;
   Dataset p(c, dir / "p.parquet", 0, 1, 8);
-  c.data_config.dataset_type = "CsvDataset";
+  c.mutable_data_config()->set_dataset_type(protos::CsvDataset);
   Dataset t(c, dir / "p.csv", 0, 1, 8);
   const auto pv = IdsOf(ReadAll(p), "c");
   EXPECT_EQ(pv, IdsOf(ReadAll(t), "c"));
@@ -140,7 +139,7 @@ TEST(Dataset, EpochsPrefetchDepthsAndDropRemainder) {
   auto config = ParquetConfig();
   std::vector<std::vector<std::int64_t>> runs;
   for (std::int64_t workers : {0, 1, 3}) {
-    config.data_config.num_workers = workers;
+    config.mutable_data_config()->set_num_workers(static_cast<std::uint32_t>(workers));
     Dataset ds(config, dir / "a.parquet", 0, 1, 4);
     runs.push_back(IdsOf(ReadAll(ds), "s"));
     EXPECT_EQ(ds.Cursor().consumed, (std::vector<RowRange>{{0, 10}}));
@@ -151,7 +150,7 @@ TEST(Dataset, EpochsPrefetchDepthsAndDropRemainder) {
   }
   EXPECT_EQ(runs[0], runs[1]);
   EXPECT_EQ(runs[0], runs[2]);
-  config.data_config.drop_remainder = true;
+  config.mutable_data_config()->set_drop_remainder(true);
   Dataset ds(config, dir / "a.parquet", 0, 1, 4);
   const auto batches = ReadAll(ds);
   ASSERT_EQ(batches.size(), 2U);
@@ -166,13 +165,12 @@ TEST(Dataset, EpochsPrefetchDepthsAndDropRemainder) {
 TEST(Dataset, GroupIdsHashTheGroupingColumn) {
   TempDir dir;
   WriteText(dir / "g.csv", "label,user\n1,u1\n0,u2\n1,u1\n");
-  PipelineConfig c;
-  c.data_config.dataset_type = "CsvDataset";
-  c.data_config.label_fields = {"label"};
+  PipelineConfig c = FgConfig(protos::CsvDataset);
   auto f = Id("uid", "user");
-  f.hash_bucket_size = 10;
-  c.feature_configs = {f};
-  c.model_config.grouped_auc_key = "uid";  // a feature name: its input column 'user' is used
+  f.mutable_id_feature()->set_hash_bucket_size(10);
+  *c.add_feature_configs() = f;
+  // A feature name: its input column 'user' is used.
+  c.mutable_model_config()->add_metrics()->mutable_grouped_auc()->set_grouping_key("uid");
   Dataset ds(c, dir / "g.csv", 0, 1, 8);
   auto b = ds.Next();
   ASSERT_TRUE(b);
@@ -190,17 +188,16 @@ TEST(Parquet, CriteoLayoutReadsEveryRowOnce) {
   const std::string path = dir / "criteo.parquet";
   const std::int64_t rows = 200000;
   const double expect_positives = bench::WriteCriteoParquet(path, rows);
-  PipelineConfig c;
-  c.data_config.label_fields = {"label"};
+  PipelineConfig c = FgConfig(protos::ParquetDataset);
   for (int i = 0; i < 13; ++i) {
-    auto f = Raw("int_" + std::to_string(i), "int_" + std::to_string(i));
-    f.normalizer = "method=log1p";
-    c.feature_configs.push_back(f);
+    auto* f = c.add_feature_configs();
+    *f = Raw("int_" + std::to_string(i), "int_" + std::to_string(i));
+    f->mutable_raw_feature()->set_normalizer("method=log1p");
   }
   for (int i = 0; i < 26; ++i) {
-    auto f = Id("cat_" + std::to_string(i), "cat_" + std::to_string(i));
-    f.hash_bucket_size = 100000;
-    c.feature_configs.push_back(f);
+    auto* f = c.add_feature_configs();
+    *f = Id("cat_" + std::to_string(i), "cat_" + std::to_string(i));
+    f->mutable_id_feature()->set_hash_bucket_size(100000);
   }
   std::int64_t read = 0;
   double positives = 0;

@@ -68,21 +68,38 @@ std::shared_ptr<arrow::Array> Strings(const std::vector<std::string>& v) {
   return b.Finish().ValueOrDie();
 }
 
-inline FeatureConfig Id(const std::string& name, const std::string& column) {
-  FeatureConfig fc;
-  fc.kind = FeatureKind::kId;
-  fc.feature_name = name;
-  fc.expression = "user:" + column;
-  fc.embedding_dim = 4;
+// An id feature `name` reading `column` (expression "user:<column>"), embedding_dim 4; the
+// separator keeps its default "\x1d", so a cell without it is one value.
+inline protos::FeatureConfig Id(const std::string& name, const std::string& column) {
+  protos::FeatureConfig fc;
+  auto* id = fc.mutable_id_feature();
+  id->set_feature_name(name);
+  id->set_expression("user:" + column);
+  id->set_embedding_dim(4);
   return fc;
 }
 
-inline FeatureConfig Raw(const std::string& name, const std::string& column) {
-  FeatureConfig fc;
-  fc.kind = FeatureKind::kRaw;
-  fc.feature_name = name;
-  fc.expression = column;
+// A dense raw feature `name` reading `column` (expression = column), value_dim 1.
+inline protos::FeatureConfig Raw(const std::string& name, const std::string& column) {
+  protos::FeatureConfig fc;
+  auto* raw = fc.mutable_raw_feature();
+  raw->set_feature_name(name);
+  raw->set_expression(column);
   return fc;
+}
+
+// A config with feature generation (fg_mode FG_DAG: features read their expression's column and
+// are hashed / bucketed / normalised), label column "label", a header line (CsvDataset) and one
+// reader thread; no features.
+inline PipelineConfig FgConfig(protos::DatasetType type) {
+  PipelineConfig c;
+  auto* data = c.mutable_data_config();
+  data->set_dataset_type(type);
+  data->set_fg_mode(protos::FG_DAG);
+  data->set_with_header(true);
+  data->set_num_workers(1);
+  data->add_label_fields("label");
+  return c;
 }
 
 inline std::vector<std::int64_t> Longs(const at::Tensor& t) {
@@ -126,37 +143,38 @@ inline std::vector<std::int64_t> IdsOf(const std::vector<Batch>& batches, const 
   return out;
 }
 
+// label, user (num_buckets 10), price (dense, default 1), title (hash 100), tags (hash 50, '|').
 inline PipelineConfig CsvConfig() {
-  PipelineConfig c;
-  c.data_config.dataset_type = "CsvDataset";
-  c.data_config.label_fields = {"label"};
+  PipelineConfig c = FgConfig(protos::CsvDataset);
   auto user = Id("user", "user");
-  user.num_buckets = 10;
+  user.mutable_id_feature()->set_num_buckets(10);
   auto title = Id("title", "title");
-  title.hash_bucket_size = 100;
+  title.mutable_id_feature()->set_hash_bucket_size(100);
   auto tags = Id("tags", "tags");
-  tags.hash_bucket_size = 50;
-  tags.separator = "|";
+  tags.mutable_id_feature()->set_hash_bucket_size(50);
+  tags.mutable_id_feature()->set_separator("|");
   auto price = Raw("price", "price");
-  price.default_value = 1;
-  c.feature_configs = {user, price, title, tags};
+  price.mutable_raw_feature()->set_default_value("1");
+  for (const auto& f : {user, price, title, tags}) *c.add_feature_configs() = f;
   return c;
 }
 
+// The columns of WriteTypedParquet: rid (num_buckets 1000), s / ls (hash 1000), f (dense,
+// default -1), d (vocab x, y).
 inline PipelineConfig ParquetConfig() {
-  PipelineConfig c;
-  c.data_config.label_fields = {"label"};
+  PipelineConfig c = FgConfig(protos::ParquetDataset);
   auto id = Id("rid", "rid");
-  id.num_buckets = 1000;
+  id.mutable_id_feature()->set_num_buckets(1000);
   auto s = Id("s", "s");
-  s.hash_bucket_size = 1000;
+  s.mutable_id_feature()->set_hash_bucket_size(1000);
   auto ls = Id("ls", "ls");
-  ls.hash_bucket_size = 1000;
+  ls.mutable_id_feature()->set_hash_bucket_size(1000);
   auto d = Id("d", "d");
-  d.vocab_list = {"x", "y"};
+  d.mutable_id_feature()->add_vocab_list("x");
+  d.mutable_id_feature()->add_vocab_list("y");
   auto f = Raw("f", "f");
-  f.default_value = -1;
-  c.feature_configs = {id, s, f, ls, d};
+  f.mutable_raw_feature()->set_default_value("-1");
+  for (const auto& fc : {id, s, f, ls, d}) *c.add_feature_configs() = fc;
   return c;
 }
 

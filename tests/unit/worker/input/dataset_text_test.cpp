@@ -87,23 +87,22 @@ TEST(Csv, HeaderQuotedFieldsAndTransformsGiveExactBatches) {
 }
 
 PipelineConfig CriteoConfig() {
-  PipelineConfig c;
-  c.data_config.dataset_type = "CsvDataset";
-  c.data_config.delimiter = "\t";
-  c.data_config.with_header = false;
-  c.data_config.label_fields = {"label"};
-  c.data_config.input_fields = {"label"};
-  for (int i = 0; i < 13; ++i) c.data_config.input_fields.push_back("int_" + std::to_string(i));
-  for (int i = 0; i < 26; ++i) c.data_config.input_fields.push_back("cat_" + std::to_string(i));
+  PipelineConfig c = FgConfig(protos::CsvDataset);
+  auto* data = c.mutable_data_config();
+  data->set_delimiter("\t");
+  data->set_with_header(false);
+  data->add_input_fields()->set_input_name("label");
+  for (int i = 0; i < 13; ++i) data->add_input_fields()->set_input_name("int_" + std::to_string(i));
+  for (int i = 0; i < 26; ++i) data->add_input_fields()->set_input_name("cat_" + std::to_string(i));
   for (int i = 0; i < 13; ++i) {
-    auto f = Raw("int_" + std::to_string(i), "int_" + std::to_string(i));
-    f.normalizer = "method=expression,expr=log(x+3)";
-    c.feature_configs.push_back(f);
+    auto* f = c.add_feature_configs();
+    *f = Raw("int_" + std::to_string(i), "int_" + std::to_string(i));
+    f->mutable_raw_feature()->set_normalizer("method=expression,expr=log(x+3)");
   }
   for (int i = 0; i < 26; ++i) {
-    auto f = Id("cat_" + std::to_string(i), "cat_" + std::to_string(i));
-    f.hash_bucket_size = 1000;
-    c.feature_configs.push_back(f);
+    auto* f = c.add_feature_configs();
+    *f = Id("cat_" + std::to_string(i), "cat_" + std::to_string(i));
+    f->mutable_id_feature()->set_hash_bucket_size(1000);
   }
   return c;
 }
@@ -181,8 +180,8 @@ TEST(Errors, MissingColumnNamesColumnFileAndAvailableColumns) {
   WriteTypedParquet(dir / "a.parquet", 0, 3, 4);
   auto c = ParquetConfig();
   auto extra = Id("price", "item:nope");
-  extra.hash_bucket_size = 5;
-  c.feature_configs.push_back(extra);
+  extra.mutable_id_feature()->set_hash_bucket_size(5);
+  *c.add_feature_configs() = extra;
   const auto e = ErrorOf([&] { Dataset ds(c, dir / "a.parquet", 0, 1, 4); });
   EXPECT_NE(e.find("column 'nope'"), std::string::npos) << e;
   EXPECT_NE(e.find("feature 'price'"), std::string::npos) << e;
@@ -207,11 +206,11 @@ TEST(Errors, MissingFilesAndGlobsMatchingNothing) {
   const auto np = ErrorOf([&] { Dataset ds(ParquetConfig(), dir / "text.parquet", 0, 1, 4); });
   EXPECT_NE(np.find("not a readable Parquet file"), std::string::npos) << np;
   auto c = ParquetConfig();
-  c.data_config.dataset_type = "OdpsDataset";
+  c.mutable_data_config()->set_dataset_type(protos::OdpsDataset);
   EXPECT_NE(ErrorOf([&] { Dataset ds(c, dir / "text.parquet", 0, 1, 4); }).find("'OdpsDataset'"),
             std::string::npos);
-  c.data_config.dataset_type = "CsvDataset";
-  c.data_config.with_header = false;
+  c.mutable_data_config()->set_dataset_type(protos::CsvDataset);
+  c.mutable_data_config()->set_with_header(false);
   EXPECT_NE(ErrorOf([&] { Dataset ds(c, dir / "text.parquet", 0, 1, 4); }).find("input_fields"),
             std::string::npos);
 }
@@ -221,7 +220,7 @@ TEST(Errors, BadValuesNameFileRowAndValue) {
   WriteText(dir / "a.csv", "label,user,price,title,tags\n1,1,2,t,a\n1,2,abc,t,a\n");
   for (std::int64_t workers : {0, 2}) {
     auto c = CsvConfig();
-    c.data_config.num_workers = workers;
+    c.mutable_data_config()->set_num_workers(static_cast<std::uint32_t>(workers));
     Dataset ds(c, dir / "a.csv", 0, 1, 1);
     ASSERT_TRUE(ds.Next());  // row 0 is fine
     const auto e = ErrorOf([&] { ds.Next(); });
@@ -230,11 +229,10 @@ TEST(Errors, BadValuesNameFileRowAndValue) {
     EXPECT_NE(e.find("'abc' is not a number"), std::string::npos) << e;
   }
   WriteParquet(dir / "b.parquet", {"label", "rid"}, {Int64s({1, 0}), Int64s({5, 1000})}, 10);
-  PipelineConfig c;
-  c.data_config.label_fields = {"label"};
+  PipelineConfig c = FgConfig(protos::ParquetDataset);
   auto f = Id("rid", "rid");
-  f.num_buckets = 1000;
-  c.feature_configs = {f};
+  f.mutable_id_feature()->set_num_buckets(1000);
+  *c.add_feature_configs() = f;
   Dataset ds(c, dir / "b.parquet", 0, 1, 4);
   const auto e = ErrorOf([&] { ds.Next(); });
   EXPECT_NE(e.find("b.parquet row 1"), std::string::npos) << e;

@@ -1,0 +1,133 @@
+// Effective values of the config messages and the per-feature helpers
+// (include/tzrec/config/config.hpp).
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tzrec/config/config.hpp"
+#include "tzrun/base/strings.hpp"
+
+namespace tzrec {
+
+std::uint64_t Seed(const PipelineConfig& config) {
+  return config.train_config().has_seed() ? config.train_config().seed() : 42;
+}
+
+std::int64_t NumSteps(const PipelineConfig& config) {
+  return config.train_config().num_steps();
+}
+
+std::int64_t NumEpochs(const PipelineConfig& config) {
+  const auto& t = config.train_config();
+  if (t.num_steps() > 0) return 0;
+  return t.num_epochs() > 0 ? t.num_epochs() : 1;
+}
+
+std::int64_t EvalBatchSize(const PipelineConfig& config) {
+  const auto& d = config.data_config();
+  return d.eval_batch_size() > 0 ? d.eval_batch_size() : d.batch_size();
+}
+
+bool RunsFeatureGeneration(const PipelineConfig& config) {
+  return config.data_config().fg_mode() == protos::FG_NORMAL ||
+         config.data_config().fg_mode() == protos::FG_DAG;
+}
+
+std::string GroupedAucKey(const PipelineConfig& config) {
+  for (const auto& metric : config.model_config().metrics()) {
+    if (metric.has_grouped_auc()) return metric.grouped_auc().grouping_key();
+  }
+  return "";
+}
+
+std::string ModelType(const PipelineConfig& config) {
+  switch (config.model_config().model_case()) {
+    case protos::ModelConfig::kDlrm:
+      return "dlrm";
+    case protos::ModelConfig::kDeepfm:
+      return "deepfm";
+    case protos::ModelConfig::kMultiTower:
+      return "multi_tower";
+    default:
+      return "";
+  }
+}
+
+const std::string& FeatureName(const protos::FeatureConfig& f) {
+  return f.has_id_feature() ? f.id_feature().feature_name() : f.raw_feature().feature_name();
+}
+
+bool IsIdFeature(const protos::FeatureConfig& f) {
+  return f.has_id_feature();
+}
+
+bool IsSparse(const protos::FeatureConfig& f) {
+  return f.has_id_feature() || f.raw_feature().boundaries_size() > 0;
+}
+
+std::int64_t EmbeddingDim(const protos::FeatureConfig& f) {
+  if (f.has_id_feature()) return f.id_feature().embedding_dim();
+  return f.raw_feature().boundaries_size() > 0 ? f.raw_feature().embedding_dim() : 0;
+}
+
+std::int64_t NumEmbeddings(const protos::FeatureConfig& f) {
+  if (f.has_id_feature()) {
+    const auto& id = f.id_feature();
+    if (id.hash_bucket_size() > 0) return static_cast<std::int64_t>(id.hash_bucket_size());
+    if (id.num_buckets() > 0) return static_cast<std::int64_t>(id.num_buckets());
+    if (id.vocab_list_size() > 0) return id.vocab_list_size() + 2;
+    return 0;
+  }
+  const int n = f.raw_feature().boundaries_size();
+  return n > 0 ? n + 1 : 0;
+}
+
+std::string TableName(const protos::FeatureConfig& f) {
+  const std::string& name =
+      f.has_id_feature() ? f.id_feature().embedding_name() : f.raw_feature().embedding_name();
+  return name.empty() ? FeatureName(f) + "_emb" : name;
+}
+
+const std::string& Pooling(const protos::FeatureConfig& f) {
+  return f.has_id_feature() ? f.id_feature().pooling() : f.raw_feature().pooling();
+}
+
+std::int64_t ValueDim(const protos::FeatureConfig& f) {
+  return f.has_id_feature() ? 1 : f.raw_feature().value_dim();
+}
+
+std::string InputColumn(const PipelineConfig& config, const protos::FeatureConfig& f) {
+  if (!RunsFeatureGeneration(config)) return FeatureName(f);
+  const std::string& expression =
+      f.has_id_feature() ? f.id_feature().expression() : f.raw_feature().expression();
+  if (expression.empty()) return FeatureName(f);
+  const std::size_t colon = expression.rfind(':');
+  return colon == std::string::npos ? expression : expression.substr(colon + 1);
+}
+
+std::vector<ShardingType> ShardingTypes(const protos::ParameterConstraints& constraints) {
+  std::vector<ShardingType> types;
+  for (const std::string& name : constraints.sharding_types()) {
+    try {
+      types.push_back(ParseShardingType(name));
+    } catch (const std::invalid_argument& error) {
+      throw ConfigError(error.what());
+    }
+  }
+  return types;
+}
+
+const protos::FeatureConfig& Feature(const PipelineConfig& config, const std::string& name) {
+  std::vector<std::string> names;
+  for (const auto& f : config.feature_configs()) {
+    if (FeatureName(f) == name) return f;
+    names.push_back(FeatureName(f));
+  }
+  throw ConfigError("no feature '" + name + "' in feature_configs" +
+                    (names.empty()
+                         ? std::string()
+                         : " (did you mean '" + tzrun::base::ClosestName(name, names) +
+                               "'?); defined features: " + tzrun::base::Join(names, ", ")));
+}
+
+}  // namespace tzrec

@@ -1,0 +1,250 @@
+// The TorchEasyRec fields that our .proto files leave out (alibaba/TorchEasyRec
+// tzrec/protos/*.proto at the commit the shared reference configs come from), each with what it is
+// and the nearest supported alternative. A config that sets one is refused with that text
+// (internal.hpp).
+#include <string>
+#include <vector>
+
+#include "internal.hpp"
+#include "tzrun/base/strings.hpp"
+
+namespace tzrec::config_internal {
+namespace {
+
+constexpr const char* kRank = "tzrec_train trains dlrm, deepfm and multi_tower";
+constexpr const char* kMultiTask =
+    "a multi-task model; tzrec_train trains the single-task rank models dlrm, deepfm and "
+    "multi_tower";
+constexpr const char* kMatch =
+    "a match (retrieval) model; tzrec_train trains rank models only: dlrm, deepfm, multi_tower";
+constexpr const char* kGenerative =
+    "a generative model; tzrec_train trains dlrm, deepfm and "
+    "multi_tower";
+constexpr const char* kFeatureType =
+    "a feature type tzrec_train does not implement; supported: id_feature, raw_feature (generate "
+    "the feature offline and read it as an id_feature or raw_feature with fg_mode: FG_NONE)";
+constexpr const char* kSequence =
+    "sequence features are not implemented by tzrec_train; supported: id_feature, raw_feature";
+constexpr const char* kSampler =
+    "negative samplers serve match models, which tzrec_train does "
+    "not train";
+constexpr const char* kOdps =
+    "a feature of TorchEasyRec's ODPS/streaming readers; tzrec_train "
+    "reads local CsvDataset / ParquetDataset files";
+constexpr const char* kSparseOpt =
+    "a sparse optimizer tzrec_train does not implement; supported: sgd_optimizer, "
+    "adagrad_optimizer, adam_optimizer, rowwise_adagrad_optimizer";
+constexpr const char* kEmbeddingInit =
+    "custom embedding init is not implemented; tzrec_train initialises tables as TorchRec does";
+
+const std::vector<TorchEasyRecField> kFields = {
+    {"tzrec.protos.EasyRecConfig", "export_config",
+     "export settings (exporter_type, best_exporter_metric); tzrec_train export exports the newest "
+     "checkpoint, or the one --checkpoint_path names"},
+    {"tzrec.protos.EasyRecConfig", "item_input_path", kMatch},
+
+    {"tzrec.protos.TrainConfig", "fine_tune_checkpoint",
+     "fine-tuning from another run is not implemented yet; to resume this run use "
+     "--continue_train"},
+    {"tzrec.protos.TrainConfig", "fine_tune_ckpt_param_map",
+     "fine-tuning from another run is not implemented yet"},
+    {"tzrec.protos.TrainConfig", "save_checkpoints_epochs", "use save_checkpoints_steps"},
+    {"tzrec.protos.TrainConfig", "save_checkpoints_timestamp_interval",
+     "event-time checkpoints are for streaming input; use save_checkpoints_steps"},
+    {"tzrec.protos.TrainConfig", "save_checkpoints_timestamps",
+     "event-time checkpoints are for streaming input; use save_checkpoints_steps"},
+    {"tzrec.protos.TrainConfig", "save_checkpoints_timestamp_quorum",
+     "event-time checkpoints are for streaming input; use save_checkpoints_steps"},
+    {"tzrec.protos.TrainConfig", "cudnn_allow_tf32",
+     "the TF32 switches are not implemented; tzrec_train keeps libtorch's defaults (cuDNN TF32 "
+     "on, matmul TF32 off, as TorchEasyRec's defaults): remove the field"},
+    {"tzrec.protos.TrainConfig", "cuda_matmul_allow_tf32",
+     "the TF32 switches are not implemented; tzrec_train keeps libtorch's defaults (cuDNN TF32 "
+     "on, matmul TF32 off, as TorchEasyRec's defaults): remove the field"},
+    {"tzrec.protos.TrainConfig", "delta_embedding_dump_config",
+     "delta embedding dumps to FeatureStore are not implemented"},
+
+    {"tzrec.protos.EvalConfig", "evaluator_type",
+     "tzrec_train evaluates the latest checkpoint (evaluator_type \"latest\"); remove the field"},
+
+    {"tzrec.protos.DataConfig", "fg_encoded", "deprecated in TorchEasyRec; use fg_mode"},
+    {"tzrec.protos.DataConfig", "sample_weight_fields", "sample weights are not implemented yet"},
+    {"tzrec.protos.DataConfig", "shuffle",
+     "shuffling is not implemented yet; shuffle the data before training"},
+    {"tzrec.protos.DataConfig", "shuffle_buffer_size",
+     "shuffling is not implemented yet; shuffle the data before training"},
+    {"tzrec.protos.DataConfig", "sample_mask_prob", "sample masking is not implemented"},
+    {"tzrec.protos.DataConfig", "negative_sample_mask_prob", kSampler},
+    {"tzrec.protos.DataConfig", "force_base_data_group", kSampler},
+    {"tzrec.protos.DataConfig", "sample_cost_field",
+     "cost-based batching is not implemented; use batch_size"},
+    {"tzrec.protos.DataConfig", "batch_cost_size",
+     "cost-based batching is not implemented; use batch_size"},
+    {"tzrec.protos.DataConfig", "input_fields_str", "write the columns as input_fields"},
+    {"tzrec.protos.DataConfig", "in_order", kOdps},
+    {"tzrec.protos.DataConfig", "min_batch_size", "use drop_remainder"},
+    {"tzrec.protos.DataConfig", "negative_sampler", kSampler},
+    {"tzrec.protos.DataConfig", "negative_sampler_v2", kSampler},
+    {"tzrec.protos.DataConfig", "hard_negative_sampler", kSampler},
+    {"tzrec.protos.DataConfig", "hard_negative_sampler_v2", kSampler},
+    {"tzrec.protos.DataConfig", "tdm_sampler", kSampler},
+
+    {"tzrec.protos.FeatureConfig", "combo_feature", kFeatureType},
+    {"tzrec.protos.FeatureConfig", "lookup_feature", kFeatureType},
+    {"tzrec.protos.FeatureConfig", "match_feature", kFeatureType},
+    {"tzrec.protos.FeatureConfig", "sequence_feature", kSequence},
+    {"tzrec.protos.FeatureConfig", "expr_feature", kFeatureType},
+    {"tzrec.protos.FeatureConfig", "overlap_feature", kFeatureType},
+    {"tzrec.protos.FeatureConfig", "tokenize_feature", kFeatureType},
+    {"tzrec.protos.FeatureConfig", "custom_feature", kFeatureType},
+    {"tzrec.protos.FeatureConfig", "kv_dot_product", kFeatureType},
+    {"tzrec.protos.FeatureConfig", "bool_mask_feature", kFeatureType},
+    {"tzrec.protos.FeatureConfig", "combine_feature", kFeatureType},
+    {"tzrec.protos.FeatureConfig", "sequence_id_feature", kSequence},
+    {"tzrec.protos.FeatureConfig", "sequence_raw_feature", kSequence},
+    {"tzrec.protos.FeatureConfig", "sequence_combo_feature", kSequence},
+    {"tzrec.protos.FeatureConfig", "sequence_lookup_feature", kSequence},
+    {"tzrec.protos.FeatureConfig", "sequence_match_feature", kSequence},
+    {"tzrec.protos.FeatureConfig", "sequence_expr_feature", kSequence},
+    {"tzrec.protos.FeatureConfig", "sequence_overlap_feature", kSequence},
+    {"tzrec.protos.FeatureConfig", "sequence_tokenize_feature", kSequence},
+    {"tzrec.protos.FeatureConfig", "sequence_custom_feature", kSequence},
+    {"tzrec.protos.FeatureConfig", "sequence_kv_dot_product", kSequence},
+    {"tzrec.protos.FeatureConfig", "sequence_bool_mask_feature", kSequence},
+    {"tzrec.protos.FeatureConfig", "sequence_combine_feature", kSequence},
+
+    {"tzrec.protos.IdFeature", "vocab_dict", "use vocab_list"},
+    {"tzrec.protos.IdFeature", "value_dim",
+     "tzrec_train reads every value of a multi-value cell (TorchEasyRec's value_dim 0); remove it"},
+    {"tzrec.protos.IdFeature", "default_value",
+     "fg default values are not implemented; an empty cell has no id"},
+    {"tzrec.protos.IdFeature", "weighted", "weighted id features are not implemented"},
+    {"tzrec.protos.IdFeature", "init_fn", kEmbeddingInit},
+    {"tzrec.protos.IdFeature", "use_mask", "feature masking is not implemented"},
+    {"tzrec.protos.IdFeature", "zch",
+     "zero-collision hashing is not implemented; use hash_bucket_size"},
+    {"tzrec.protos.IdFeature", "vocab_file", "write the vocabulary as vocab_list"},
+    {"tzrec.protos.IdFeature", "asset_dir", "write the vocabulary as vocab_list"},
+    {"tzrec.protos.IdFeature", "dynamicemb", "dynamic embeddings are not implemented"},
+    {"tzrec.protos.IdFeature", "fg_encoded_default_value",
+     "fill empty cells in the data; an empty fg-encoded cell has no id"},
+    {"tzrec.protos.IdFeature", "default_bucketize_value",
+     "vocab_list maps unknown values to 1 and empty ones to 0"},
+    {"tzrec.protos.IdFeature", "fg_value_type", "remove it (values are read as text or integers)"},
+    {"tzrec.protos.IdFeature", "trainable", "frozen embeddings are not implemented"},
+    {"tzrec.protos.IdFeature", "stub_type", "fg DAG intermediate features are not implemented"},
+    {"tzrec.protos.IdFeature", "data_type", "tables are FP32"},
+    {"tzrec.protos.IdFeature", "sequence_length", kSequence},
+    {"tzrec.protos.IdFeature", "sequence_delim", kSequence},
+    {"tzrec.protos.IdFeature", "sequence_fields", kSequence},
+
+    {"tzrec.protos.RawFeature", "init_fn", kEmbeddingInit},
+    {"tzrec.protos.RawFeature", "use_mask", "feature masking is not implemented"},
+    {"tzrec.protos.RawFeature", "fg_encoded_default_value",
+     "fill empty cells in the data, or use fg_mode FG_DAG with default_value"},
+    {"tzrec.protos.RawFeature", "trainable", "frozen embeddings are not implemented"},
+    {"tzrec.protos.RawFeature", "stub_type", "fg DAG intermediate features are not implemented"},
+    {"tzrec.protos.RawFeature", "data_type", "tables are FP32"},
+    {"tzrec.protos.RawFeature", "autodis",
+     "dense embeddings are not implemented; use boundaries for a bucket embedding"},
+    {"tzrec.protos.RawFeature", "mlp",
+     "dense embeddings are not implemented; use boundaries for a bucket embedding"},
+    {"tzrec.protos.RawFeature", "sequence_length", kSequence},
+    {"tzrec.protos.RawFeature", "sequence_delim", kSequence},
+    {"tzrec.protos.RawFeature", "sequence_fields", kSequence},
+
+    {"tzrec.protos.ParameterConstraints", "compute_kernels",
+     "tzrec_train uses the fused kernel (dense for data_parallel); constrain sharding_types"},
+
+    {"tzrec.protos.ModelConfig", "multi_tower_din", kSequence},
+    {"tzrec.protos.ModelConfig", "mask_net", kRank},
+    {"tzrec.protos.ModelConfig", "wide_and_deep", kRank},
+    {"tzrec.protos.ModelConfig", "dcn_v1", kRank},
+    {"tzrec.protos.ModelConfig", "dcn_v2", kRank},
+    {"tzrec.protos.ModelConfig", "xdeepfm", kRank},
+    {"tzrec.protos.ModelConfig", "wukong", kRank},
+    {"tzrec.protos.ModelConfig", "simple_multi_task", kMultiTask},
+    {"tzrec.protos.ModelConfig", "mmoe", kMultiTask},
+    {"tzrec.protos.ModelConfig", "dbmtl", kMultiTask},
+    {"tzrec.protos.ModelConfig", "ple", kMultiTask},
+    {"tzrec.protos.ModelConfig", "dc2vr", kMultiTask},
+    {"tzrec.protos.ModelConfig", "dlrm_hstu", kGenerative},
+    {"tzrec.protos.ModelConfig", "pepnet", kMultiTask},
+    {"tzrec.protos.ModelConfig", "ultra_hstu", kGenerative},
+    {"tzrec.protos.ModelConfig", "dssm", kMatch},
+    {"tzrec.protos.ModelConfig", "dssm_v2", kMatch},
+    {"tzrec.protos.ModelConfig", "dat", kMatch},
+    {"tzrec.protos.ModelConfig", "hstu_match", kMatch},
+    {"tzrec.protos.ModelConfig", "mind", kMatch},
+    {"tzrec.protos.ModelConfig", "tdm", kMatch},
+    {"tzrec.protos.ModelConfig", "rocket_launching", kRank},
+    {"tzrec.protos.ModelConfig", "sid_rqvae", kGenerative},
+    {"tzrec.protos.ModelConfig", "sid_rqkmeans", kGenerative},
+    {"tzrec.protos.ModelConfig", "generative_qwen", kGenerative},
+    {"tzrec.protos.ModelConfig", "prompt_generative_qwen", kGenerative},
+    {"tzrec.protos.ModelConfig", "train_metrics",
+     "training metrics are not implemented; the progress line shows the loss"},
+    {"tzrec.protos.ModelConfig", "variational_dropout", "variational dropout is not implemented"},
+    {"tzrec.protos.ModelConfig", "kernel", "tzrec_train runs its own kernels; remove it"},
+    {"tzrec.protos.ModelConfig", "use_pareto_loss_weight", kMultiTask},
+
+    {"tzrec.protos.FeatureGroupConfig", "sequence_groups", kSequence},
+    {"tzrec.protos.FeatureGroupConfig", "sequence_encoders", kSequence},
+    {"tzrec.protos.FeatureGroupConfig", "embedding_name_suffix",
+     "give the features distinct embedding_name values instead"},
+
+    {"tzrec.protos.DeepFM", "wide_init_fn", kEmbeddingInit},
+
+    {"tzrec.protos.LossConfig", "softmax_cross_entropy",
+     "multi-class losses are not implemented; supported: binary_cross_entropy"},
+    {"tzrec.protos.LossConfig", "l2_loss", "supported: binary_cross_entropy"},
+    {"tzrec.protos.LossConfig", "jrc_loss", "supported: binary_cross_entropy"},
+    {"tzrec.protos.LossConfig", "binary_focal_loss", "supported: binary_cross_entropy"},
+
+    {"tzrec.protos.MetricConfig", "multiclass_auc", "supported metrics: auc, grouped_auc"},
+    {"tzrec.protos.MetricConfig", "recall_at_k", "supported metrics: auc, grouped_auc"},
+    {"tzrec.protos.MetricConfig", "mean_absolute_error", "supported metrics: auc, grouped_auc"},
+    {"tzrec.protos.MetricConfig", "mean_squared_error", "supported metrics: auc, grouped_auc"},
+    {"tzrec.protos.MetricConfig", "accuracy", "supported metrics: auc, grouped_auc"},
+
+    {"tzrec.protos.SparseOptimizer", "lars_sgd_optimizer", kSparseOpt},
+    {"tzrec.protos.SparseOptimizer", "lamb_optimizer", kSparseOpt},
+    {"tzrec.protos.SparseOptimizer", "partial_rowwise_lamb_optimizer", kSparseOpt},
+    {"tzrec.protos.SparseOptimizer", "partial_rowwise_adam_optimizer", kSparseOpt},
+    {"tzrec.protos.DenseOptimizer", "param_optimizers",
+     "per-parameter dense optimizers are not implemented; one dense optimizer trains all"},
+    {"tzrec.protos.DenseOptimizer", "part_optimizers",
+     "per-parameter dense optimizers are not implemented; one dense optimizer trains all"},
+};
+
+}  // namespace
+
+const std::vector<TorchEasyRecField>& TorchEasyRecFields() {
+  return kFields;
+}
+
+const TorchEasyRecField* FindTorchEasyRecField(const std::string& message,
+                                               const std::string& field) {
+  for (const TorchEasyRecField& entry : kFields) {
+    if (message == entry.message && field == entry.field) return &entry;
+  }
+  return nullptr;
+}
+
+std::string UnknownFieldMessage(const google::protobuf::Descriptor& message,
+                                const std::string& field, const std::string& where) {
+  if (const TorchEasyRecField* known = FindTorchEasyRecField(message.full_name(), field)) {
+    return where + ": '" + field + "' (" + message.name() +
+           ") is a TorchEasyRec option that tzrec_train does not support: " + known->hint;
+  }
+  std::vector<std::string> names;
+  for (int i = 0; i < message.field_count(); ++i) names.push_back(message.field(i)->name());
+  for (const TorchEasyRecField& entry : kFields) {
+    if (message.full_name() == entry.message) names.push_back(entry.field);
+  }
+  std::string text = where + ": unknown field '" + field + "' in " + message.name();
+  if (!names.empty()) text += " (did you mean '" + tzrun::base::ClosestName(field, names) + "'?)";
+  return text + "; neither TorchEasyRec nor tzrec_train has it";
+}
+
+}  // namespace tzrec::config_internal

@@ -1,0 +1,159 @@
+// Validation of feature_configs (include/tzrec/config/config.hpp).
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "internal.hpp"
+#include "tzrec/config/config.hpp"
+#include "validate_util.hpp"
+
+namespace tzrec::config_internal {
+namespace {
+
+std::string FeaturePath(int index, const protos::FeatureConfig& feature) {
+  return "feature_configs[" + std::to_string(index) + "]." +
+         (IsIdFeature(feature) ? "id_feature" : "raw_feature");
+}
+
+std::vector<ShardingType> CheckedShardingTypes(const protos::ParameterConstraints& constraints,
+                                               const std::string& path) {
+  try {
+    return ShardingTypes(constraints);
+  } catch (const ConfigError& error) {
+    throw ConfigError(path + ".sharding_types: " + error.what());
+  }
+}
+
+void ValidateId(const protos::IdFeature& f, const std::string& path) {
+  Require(f.embedding_dim() > 0, path + ".embedding_dim: must be > 0 (the embedding width)");
+  std::vector<std::string> set;
+  if (f.hash_bucket_size() > 0) set.push_back("hash_bucket_size");
+  if (f.num_buckets() > 0) set.push_back("num_buckets");
+  if (f.vocab_list_size() > 0) set.push_back("vocab_list");
+  Require(set.size() == 1,
+          path + ": " +
+              (set.empty() ? std::string("no table size")
+                           : "both " + tzrun::base::Join(set, " and ") + " are set") +
+              " (feature '" + f.feature_name() +
+              "'); set exactly one of hash_bucket_size, num_buckets, vocab_list");
+  std::set<std::string> vocab;
+  for (const std::string& word : f.vocab_list()) {
+    Require(vocab.insert(word).second, path + ".vocab_list: \"" + word +
+                                           "\" appears twice; vocabulary entries must be unique");
+  }
+  Require(f.pooling() == "sum" || f.pooling() == "mean",
+          path + ".pooling: \"" + f.pooling() + "\"; use \"sum\" or \"mean\"");
+  Require(!f.separator().empty(), path + ".separator: empty; give the multi-value separator");
+}
+
+void ValidateRaw(const protos::RawFeature& f, const std::string& path, bool runs_fg,
+                 std::vector<std::string>* warnings) {
+  for (int i = 1; i < f.boundaries_size(); ++i) {
+    Require(f.boundaries(i) > f.boundaries(i - 1),
+            path + ".boundaries: must be strictly increasing, but [" + std::to_string(i - 1) +
+                "] and [" + std::to_string(i) + "] are not");
+  }
+  Require(f.value_dim() > 0, path + ".value_dim: must be > 0 (values per row)");
+  Require(f.pooling() == "sum" || f.pooling() == "mean",
+          path + ".pooling: \"" + f.pooling() + "\"; use \"sum\" or \"mean\"");
+  if (f.boundaries_size() == 0) {
+    Require(f.embedding_dim() == 0,
+            path + ".embedding_dim: " + std::to_string(f.embedding_dim()) +
+                " without boundaries; a dense raw feature has no table: add boundaries or remove "
+                "embedding_dim");
+  } else {
+    Require(f.embedding_dim() > 0, path +
+                                       ".embedding_dim: must be > 0 for a bucketized raw "
+                                       "feature (with boundaries)");
+    Require(f.value_dim() == 1, path + ".value_dim: must be 1 with boundaries");
+  }
+  try {
+    ParseNormalizer(f.normalizer());
+  } catch (const ConfigError& error) {
+    throw ConfigError(path + ".normalizer: " + error.what());
+  }
+  if (!runs_fg && !f.normalizer().empty() && warnings != nullptr) {
+    warnings->push_back(path +
+                        ".normalizer: not applied with fg_mode FG_NONE (the input is "
+                        "already feature-generated), as in TorchEasyRec");
+  }
+  try {
+    std::size_t used = 0;
+    (void)std::stod(f.default_value(), &used);
+    Require(used == f.default_value().size(), "");
+  } catch (const std::exception&) {
+    throw ConfigError(path + ".default_value: \"" + f.default_value() + "\" is not a number");
+  }
+}
+
+}  // namespace
+
+void ValidateFeatures(const PipelineConfig& config) {
+  const bool runs_fg = RunsFeatureGeneration(config);
+  std::vector<std::string> columns;
+  for (const protos::Field& field : config.data_config().input_fields()) {
+    columns.push_back(field.input_name());
+  }
+  std::map<std::string, int> index;
+  std::map<std::string, int> table_owner;
+  for (int i = 0; i < config.feature_configs_size(); ++i) {
+    const protos::FeatureConfig& f = config.feature_configs(i);
+    Require(f.feature_case() != protos::FeatureConfig::FEATURE_NOT_SET,
+            "feature_configs[" + std::to_string(i) + "]: empty; set id_feature or raw_feature");
+    const std::string path = FeaturePath(i, f);
+    Require(!FeatureName(f).empty(), path + ".feature_name: empty; every feature needs a name");
+    if (IsIdFeature(f)) {
+      ValidateId(f.id_feature(), path);
+    } else {
+      ValidateRaw(f.raw_feature(), path, runs_fg, nullptr);
+    }
+    const auto [it, inserted] = index.emplace(FeatureName(f), i);
+    Require(inserted, path + ".feature_name: '" + FeatureName(f) + "' is already used by " +
+                          FeaturePath(it->second, config.feature_configs(it->second)) +
+                          "; feature names must be unique");
+    if (!columns.empty()) {
+      const std::string column = InputColumn(config, f);
+      Require(std::find(columns.begin(), columns.end(), column) != columns.end(),
+              path + (runs_fg ? ".expression" : ".feature_name") + ": input column '" + column +
+                  "' is not one of data_config.input_fields" + Suggest(column, columns) +
+                  (runs_fg ? ""
+                           : " (with fg_mode FG_NONE a feature reads the column named by "
+                             "its feature_name)"));
+    }
+    const protos::ParameterConstraints& constraints = IsIdFeature(f)
+                                                          ? f.id_feature().embedding_constraints()
+                                                          : f.raw_feature().embedding_constraints();
+    CheckedShardingTypes(constraints, path + ".embedding_constraints");
+    if (!IsSparse(f)) {
+      Require(constraints.sharding_types_size() == 0,
+              path +
+                  ".embedding_constraints: set on a dense raw feature, which has no table; "
+                  "remove it");
+      continue;
+    }
+    const auto [owner, fresh] = table_owner.emplace(TableName(f), i);
+    if (fresh) continue;
+    const protos::FeatureConfig& first = config.feature_configs(owner->second);
+    const std::string lead = path + ": feature '" + FeatureName(f) + "' shares table '" +
+                             TableName(f) + "' with feature '" + FeatureName(first) + "' (" +
+                             FeaturePath(owner->second, first) + ") but ";
+    const std::string tail = "; features with the same embedding_name must agree on it";
+    Require(EmbeddingDim(f) == EmbeddingDim(first),
+            lead + "embedding_dim " + std::to_string(EmbeddingDim(f)) +
+                " != " + std::to_string(EmbeddingDim(first)) + tail);
+    Require(NumEmbeddings(f) == NumEmbeddings(first),
+            lead + "its table size " + std::to_string(NumEmbeddings(f)) +
+                " != " + std::to_string(NumEmbeddings(first)) + tail);
+    Require(Pooling(f) == Pooling(first),
+            lead + "pooling \"" + Pooling(f) + "\" != \"" + Pooling(first) + "\"" + tail);
+  }
+  if (const auto& global = config.train_config().global_embedding_constraints();
+      global.sharding_types_size() > 0) {
+    CheckedShardingTypes(global, "train_config.global_embedding_constraints");
+  }
+}
+
+}  // namespace tzrec::config_internal

@@ -1,0 +1,220 @@
+// Validation of model_config: groups, towers and the model's own rules
+// (include/tzrec/config/config.hpp).
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "internal.hpp"
+#include "tzrec/config/config.hpp"
+#include "tzrun/base/strings.hpp"
+#include "validate_util.hpp"
+
+namespace tzrec::config_internal {
+namespace {
+
+void ValidateMlp(const protos::MLP& mlp, const std::string& path, bool need_units) {
+  Require(!need_units || mlp.hidden_units_size() > 0,
+          path + ".hidden_units: empty; give at least one layer width, e.g. [64, 32]");
+  for (int i = 0; i < mlp.hidden_units_size(); ++i) {
+    Require(mlp.hidden_units(i) > 0,
+            path + ".hidden_units[" + std::to_string(i) + "]: must be > 0, got 0 (a layer width)");
+  }
+  const std::string not_yet =
+      " is a TorchEasyRec MLP option that tzrec_train does not honour "
+      "yet; remove it";
+  Require(mlp.dropout_ratio_size() == 0, path + ".dropout_ratio" + not_yet);
+  Require(mlp.activation() == "nn.ReLU",
+          path + ".activation: \"" + mlp.activation() + "\"" + not_yet + " (nn.ReLU is)");
+  Require(!mlp.use_bn(), path + ".use_bn: true" + not_yet);
+  Require(mlp.bias(), path + ".bias: false" + not_yet);
+  Require(!mlp.use_ln(), path + ".use_ln: true" + not_yet);
+}
+
+class ModelChecks {
+ public:
+  explicit ModelChecks(const PipelineConfig& config) : config_(config) {
+    for (const auto& f : config.feature_configs()) features_[FeatureName(f)] = &f;
+  }
+  void Run();
+
+ private:
+  const protos::FeatureGroupConfig& Group(const std::string& name, const std::string& path) {
+    const auto it = groups_.find(name);
+    Require(it != groups_.end(), path + ": feature group '" + name +
+                                     "' is not defined in model_config.feature_groups" +
+                                     Suggest(name, group_names_) +
+                                     "; defined groups: " + tzrun::base::Join(group_names_, ", "));
+    return *it->second;
+  }
+  const protos::FeatureConfig& F(const std::string& name) { return *features_.at(name); }
+  std::int64_t SharedDim(const protos::FeatureGroupConfig& group, const std::string& path,
+                         const std::string& why);
+  void Groups();
+  void Dlrm();
+  void DeepFm();
+  void MultiTower();
+
+  const PipelineConfig& config_;
+  std::map<std::string, const protos::FeatureConfig*> features_;
+  std::map<std::string, const protos::FeatureGroupConfig*> groups_;
+  std::vector<std::string> group_names_;
+};
+
+std::int64_t ModelChecks::SharedDim(const protos::FeatureGroupConfig& group,
+                                    const std::string& path, const std::string& why) {
+  std::int64_t dim = 0;
+  std::string first;
+  for (const std::string& name : group.feature_names()) {
+    const protos::FeatureConfig& f = F(name);
+    if (!IsSparse(f)) continue;
+    if (dim == 0) {
+      dim = EmbeddingDim(f);
+      first = name;
+    }
+    Require(EmbeddingDim(f) == dim, path + ": sparse features of group '" + group.group_name() +
+                                        "' must share one " + "embedding_dim (" + why + "), but '" +
+                                        first + "' has " + std::to_string(dim) + " and '" + name +
+                                        "' has " + std::to_string(EmbeddingDim(f)) +
+                                        "; set every embedding_dim of the group to the same value");
+  }
+  return dim;
+}
+
+void ModelChecks::Groups() {
+  const protos::ModelConfig& model = config_.model_config();
+  Require(model.feature_groups_size() > 0,
+          "model_config.feature_groups: empty; define the groups the model reads (e.g. \"dense\" "
+          "and \"sparse\" for dlrm)");
+  std::vector<std::string> feature_names;
+  for (const auto& [name, f] : features_) feature_names.push_back(name);
+  for (int g = 0; g < model.feature_groups_size(); ++g) {
+    const protos::FeatureGroupConfig& group = model.feature_groups(g);
+    const std::string path = "model_config.feature_groups[" + std::to_string(g) + "]";
+    Require(!group.group_name().empty(), path + ".group_name: empty; every group needs a name");
+    Require(
+        groups_.emplace(group.group_name(), &group).second,
+        path + ".group_name: '" + group.group_name() + "' is defined twice; names must be unique");
+    group_names_.push_back(group.group_name());
+    Require(group.group_type() == protos::DEEP || group.group_type() == protos::WIDE,
+            path + ".group_type: " + protos::FeatureGroupType_Name(group.group_type()) +
+                " groups are sequence groups, which tzrec_train does not support; use DEEP or "
+                "WIDE");
+    Require(group.feature_names_size() > 0,
+            path + ".feature_names: empty (group '" + group.group_name() + "'); list its features");
+    std::set<std::string> seen;
+    for (int k = 0; k < group.feature_names_size(); ++k) {
+      const std::string& name = group.feature_names(k);
+      const std::string item = path + ".feature_names[" + std::to_string(k) + "]";
+      Require(features_.count(name) == 1,
+              item + ": unknown feature '" + name + "' in group '" + group.group_name() +
+                  "'; define it in feature_configs" + Suggest(name, feature_names));
+      Require(seen.insert(name).second,
+              item + ": feature '" + name + "' listed twice in group '" + group.group_name() + "'");
+    }
+  }
+}
+
+void ModelChecks::Dlrm() {
+  const protos::DLRM& dlrm = config_.model_config().dlrm();
+  const std::string path = "model_config.dlrm";
+  const auto& dense = Group("dense", path + " (group \"dense\")");
+  const auto& sparse = Group("sparse", path + " (group \"sparse\")");
+  for (const std::string& name : dense.feature_names()) {
+    Require(!IsSparse(F(name)), path + ": group \"dense\" holds '" + name +
+                                    "', a sparse feature (an id feature or a raw feature with "
+                                    "boundaries); move it to group \"sparse\"");
+  }
+  for (const std::string& name : sparse.feature_names()) {
+    Require(IsSparse(F(name)), path + ": group \"sparse\" holds '" + name +
+                                   "', a dense raw feature; move it to group \"dense\" (or give "
+                                   "it boundaries and an embedding_dim)");
+  }
+  const std::int64_t dim = SharedDim(sparse, path, "DLRM's interaction takes dot products");
+  ValidateMlp(dlrm.dense_mlp(), path + ".dense_mlp", true);
+  ValidateMlp(dlrm.final(), path + ".final", false);
+  if (dlrm.arch_with_sparse()) {
+    const std::int64_t last =
+        dlrm.dense_mlp().hidden_units(dlrm.dense_mlp().hidden_units_size() - 1);
+    Require(last == dim, path + ".dense_mlp.hidden_units: the last unit " + std::to_string(last) +
+                             " must equal the sparse embedding_dim " + std::to_string(dim) +
+                             " (the dense output joins the dot interaction with the embeddings); "
+                             "set the last unit to " +
+                             std::to_string(dim));
+  }
+}
+
+void ModelChecks::DeepFm() {
+  const protos::DeepFM& deepfm = config_.model_config().deepfm();
+  const std::string path = "model_config.deepfm";
+  const auto& wide = Group("wide", path + " (group \"wide\")");
+  const auto& deep = Group("deep", path + " (group \"deep\")");
+  for (const std::string& name : wide.feature_names()) {
+    Require(IsSparse(F(name)), path + ": group \"wide\" holds '" + name +
+                                   "', a dense raw feature; the wide part embeds sparse features "
+                                   "only: remove it from \"wide\"");
+  }
+  SharedDim(deep, path, "the FM part takes dot products of the deep group's embeddings");
+  Require(deepfm.wide_embedding_dim() > 0, path + ".wide_embedding_dim: must be > 0");
+  ValidateMlp(deepfm.deep(), path + ".deep", true);
+  ValidateMlp(deepfm.final(), path + ".final", false);
+}
+
+void ModelChecks::MultiTower() {
+  const protos::MultiTower& mt = config_.model_config().multi_tower();
+  const std::string path = "model_config.multi_tower";
+  Require(mt.towers_size() > 0, path + ".towers: empty; add one tower per feature group");
+  std::set<std::string> used;
+  for (int i = 0; i < mt.towers_size(); ++i) {
+    const std::string tower_path = path + ".towers[" + std::to_string(i) + "]";
+    Group(mt.towers(i).input(), tower_path + ".input");
+    Require(used.insert(mt.towers(i).input()).second,
+            tower_path + ".input: group '" + mt.towers(i).input() +
+                "' already feeds another tower; each group feeds one tower");
+    ValidateMlp(mt.towers(i).mlp(), tower_path + ".mlp", true);
+  }
+  ValidateMlp(mt.final(), path + ".final", false);
+}
+
+void ModelChecks::Run() {
+  const protos::ModelConfig& model = config_.model_config();
+  Require(model.model_case() != protos::ModelConfig::MODEL_NOT_SET,
+          "model_config: no model; set one of dlrm, deepfm, multi_tower");
+  Require(model.num_class() == 1,
+          "model_config.num_class: " + std::to_string(model.num_class()) +
+              "; tzrec_train trains binary models (num_class 1 with binary_cross_entropy): "
+              "multi-class losses are not supported");
+  for (int i = 0; i < model.losses_size(); ++i) {
+    Require(model.losses(i).has_binary_cross_entropy(),
+            "model_config.losses[" + std::to_string(i) + "]: empty; set binary_cross_entropy {}");
+  }
+  for (int i = 0; i < model.metrics_size(); ++i) {
+    const protos::MetricConfig& metric = model.metrics(i);
+    const std::string path = "model_config.metrics[" + std::to_string(i) + "]";
+    Require(metric.metric_case() != protos::MetricConfig::METRIC_NOT_SET,
+            path + ": empty; set auc {} or grouped_auc { grouping_key: ... }");
+    if (metric.has_auc()) {
+      Require(metric.auc().thresholds() != 1,
+              path + ".auc.thresholds: 1; use 0 (exact AUC) or >= 2 bins (TorchEasyRec: 200)");
+    }
+  }
+  Groups();
+  switch (model.model_case()) {
+    case protos::ModelConfig::kDlrm:
+      Dlrm();
+      break;
+    case protos::ModelConfig::kDeepfm:
+      DeepFm();
+      break;
+    default:
+      MultiTower();
+  }
+}
+
+}  // namespace
+
+void ValidateModel(const PipelineConfig& config) {
+  ModelChecks(config).Run();
+}
+
+}  // namespace tzrec::config_internal

@@ -1,0 +1,24 @@
+// Internal helpers of the config validation units.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tzrec/config/config.hpp"
+#include "tzrun/base/strings.hpp"
+
+namespace tzrec::config_internal {
+
+inline void Require(bool ok, const std::string& message) {
+  if (!ok) throw ConfigError(message);
+}
+
+inline std::string Suggest(const std::string& name, const std::vector<std::string>& names) {
+  if (names.empty()) return "";
+  return " (did you mean '" + tzrun::base::ClosestName(name, names) + "'?)";
+}
+
+void ValidateModel(const PipelineConfig& config);
+void ValidateFeatures(const PipelineConfig& config);
+
+}  // namespace tzrec::config_internal

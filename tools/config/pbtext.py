@@ -1,0 +1,189 @@
+"""Read a tzrec_train pipeline config (TorchEasyRec .config, protobuf text format) into a Python
+dict shaped like its protobuf JSON, without the Python protobuf package: fields named `repeated`
+in our .proto files (src/worker/config/proto/tzrec/protos) become lists, every other field a
+scalar or a dict; enum values stay strings ("DEEP"), numbers int or float, strings decoded.
+A file that starts with '{' is read as protobuf JSON as is.
+
+Used by the tests (tests/integration/train_job_helpers.py) and tools (tools/bench/train) that
+derive configs from the examples; write the result back with `json.dumps` (tzrec_train reads a
+file starting with '{' as protobuf JSON) or as protobuf text with json_to_config.to_text.
+
+Supported text syntax: `name: value`, `name { ... }`, `name: { ... }`, `name <...>`, `#`
+comments, lists `name: [a, b]`, adjacent string literals, and the C escapes of protobuf text
+(\\n \\t \\" \\' \\\\ \\xHH, octal). Raises ValueError with the line number on anything else.
+"""
+import json
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+PROTOS = ROOT / "src" / "worker" / "config" / "proto"
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+|\#[^\n]*)
+  | (?P<str>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+  | (?P<punct>[{}<>\[\]:,;])
+  | (?P<word>[-+]?[A-Za-z0-9_.+-]+)
+""", re.VERBOSE)
+_ESC = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v",
+        "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+def repeated_fields(protos=PROTOS) -> set:
+    """Names of the fields declared `repeated` in the .proto files; a name that is repeated in
+    one message and singular in another would make the dict shape ambiguous, so it is refused."""
+    repeated, singular = set(), set()
+    for path in sorted(pathlib.Path(protos).rglob("*.proto")):
+        text = re.sub(r"//[^\n]*", "", path.read_text())
+        for label, name in re.findall(r"\b(repeated|optional|required)\s+[\w.]+\s+(\w+)\s*=", text):
+            (repeated if label == "repeated" else singular).add(name)
+        # oneof members have no label: they are singular
+        for body in re.findall(r"\boneof\s+\w+\s*\{([^}]*)\}", text):
+            singular.update(re.findall(r"^\s*[\w.]+\s+(\w+)\s*=", body, re.MULTILINE))
+    if not repeated:
+        raise ValueError(f"no repeated fields found under {protos}: is the proto directory right?")
+    both = repeated & singular
+    if both:
+        raise ValueError(f"fields both repeated and singular in {protos}: {sorted(both)}")
+    return repeated
+
+
+def _unquote(token: str, line: int) -> str:
+    body, out, i = token[1:-1], bytearray(), 0
+    while i < len(body):
+        c = body[i]
+        if c != "\\":
+            out += c.encode()
+            i += 1
+            continue
+        n = body[i + 1]
+        if n in _ESC:
+            out += _ESC[n].encode()
+            i += 2
+        elif n in "xX":
+            m = re.match(r"[0-9A-Fa-f]{1,2}", body[i + 2:])
+            if not m:
+                raise ValueError(f"line {line}: bad \\x escape in {token}")
+            out.append(int(m.group(), 16))
+            i += 2 + len(m.group())
+        elif n in "01234567":
+            m = re.match(r"[0-7]{1,3}", body[i + 1:])
+            out.append(int(m.group(), 8) & 0xFF)
+            i += 1 + len(m.group())
+        else:
+            raise ValueError(f"line {line}: unknown escape \\{n} in {token}")
+    return out.decode("utf-8")
+
+
+def _tokens(text: str):
+    pos, line = 0, 1
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m:
+            raise ValueError(f"line {line}: unexpected character {text[pos]!r}")
+        if m.lastgroup != "ws":
+            yield m.lastgroup, m.group(), line
+        line += m.group().count("\n")
+        pos = m.end()
+
+
+def _scalar(kind: str, token: str, line: int):
+    if kind == "str":
+        return _unquote(token, line)
+    if kind != "word":
+        raise ValueError(f"line {line}: expected a value, got {token!r}")
+    if token in ("true", "True", "t"):
+        return True
+    if token in ("false", "False", "f"):
+        return False
+    if re.fullmatch(r"[-+]?(0x[0-9A-Fa-f]+|\d+)", token):
+        return int(token, 0) if not re.fullmatch(r"[-+]?0\d+", token) else int(token, 8)
+    if re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?[fF]?|[-+]?(inf|infinity|nan)", token,
+                    re.IGNORECASE):
+        return float(token.rstrip("fF") if not token.lower().endswith("inf") else token)
+    if re.fullmatch(r"[A-Za-z_]\w*", token):
+        return token  # an enum value
+    raise ValueError(f"line {line}: cannot read the value {token!r}")
+
+
+class _Parser:
+    def __init__(self, text: str, repeated: set):
+        self.toks = list(_tokens(text))
+        self.i = 0
+        self.repeated = repeated
+
+    def peek(self):
+        return self.toks[self.i] if self.i < len(self.toks) else (None, None, -1)
+
+    def take(self):
+        tok = self.peek()
+        self.i += 1
+        return tok
+
+    def message(self, close=None) -> dict:
+        out = {}
+        while True:
+            kind, tok, line = self.peek()
+            if kind is None:
+                if close:
+                    raise ValueError(f"end of file: missing {close!r}")
+                return out
+            if tok == close:
+                self.take()
+                return out
+            if kind != "word":
+                raise ValueError(f"line {line}: expected a field name, got {tok!r}")
+            self.take()
+            self.field(out, tok, line)
+            if self.peek()[1] in (",", ";"):
+                self.take()
+
+    def value(self):
+        kind, tok, line = self.take()
+        if tok in ("{", "<"):
+            return self.message("}" if tok == "{" else ">")
+        value = _scalar(kind, tok, line)
+        while kind == "str" and self.peek()[0] == "str":  # "a" "b" is "ab"
+            kind, tok, line = self.take()
+            value += _unquote(tok, line)
+        return value
+
+    def field(self, out: dict, name: str, line: int):
+        colon = self.peek()[1] == ":"
+        if colon:
+            self.take()
+        elif self.peek()[1] not in ("{", "<"):
+            raise ValueError(f"line {line}: expected ':' or '{{' after '{name}'")
+        if self.peek()[1] == "[":
+            self.take()
+            values = []
+            while self.peek()[1] != "]":
+                values.append(self.value())
+                if self.peek()[1] == ",":
+                    self.take()
+            self.take()
+        else:
+            values = [self.value()]
+        if name in self.repeated:
+            out.setdefault(name, []).extend(values)
+        elif name in out or len(values) != 1:
+            raise ValueError(f"line {line}: '{name}' is not a repeated field but is set twice")
+        else:
+            out[name] = values[0]
+
+
+def parse(text: str, repeated=None) -> dict:
+    """The config in `text` (protobuf text, or protobuf JSON when it starts with '{') as a dict."""
+    if text.lstrip().startswith("{"):
+        return json.loads(text)
+    return _Parser(text, repeated if repeated is not None else repeated_fields()).message()
+
+
+def load(path) -> dict:
+    """parse() of the file at `path`."""
+    return parse(pathlib.Path(path).read_text())
+
+
+if __name__ == "__main__":
+    import sys
+    print(json.dumps(load(sys.argv[1]), indent=2))
