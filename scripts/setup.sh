@@ -8,7 +8,7 @@ VENV="${TZRUN_VENV:-$ROOT/.venv}"
 WANT_TORCH=1
 [[ "${1:-}" == "--no-torch" ]] && WANT_TORCH=0
 
-DEB_PKGS=(build-essential cmake ninja-build ccache clang libclang-rt-14-dev
+DEB_PKGS=(build-essential cmake ninja-build ccache clang clang-tidy libclang-rt-14-dev
   libcli11-dev libspdlog-dev nlohmann-json3-dev libasio-dev libgtest-dev
   python3-venv iproute2 procps)
 

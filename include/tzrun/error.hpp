@@ -3,7 +3,7 @@
 // CLI11's model: an error carries the exit code the process ends with, and its message already
 // says what failed, with which value, and what to do. Layers throw a subclass (cli::UsageError,
 // rendezvous::RendezvousError, agent errors, ...) and the one boundary in src/app/main.cpp prints
-// `what()` and returns `exit_code()`. Anything else that escapes (std::exception from a library)
+// `what()` and returns `ExitCode()`. Anything else that escapes (std::exception from a library)
 // is an internal error: exit 1 with "internal error", never blamed on the user's input.
 //
 // Exit codes follow docs/launcher.md ("Exit codes"): a worker's own code (or 128+signal) for
@@ -31,7 +31,7 @@ inline constexpr int kNotFound = 127;        ///< the worker program was not fou
 class Error : public std::runtime_error {
  public:
   Error(const std::string& what, int exit_code) : std::runtime_error(what), exit_code_(exit_code) {}
-  [[nodiscard]] int exit_code() const noexcept { return exit_code_; }
+  [[nodiscard]] int ExitCode() const noexcept { return exit_code_; }
 
  private:
   int exit_code_;

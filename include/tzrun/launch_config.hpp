@@ -26,7 +26,7 @@ enum class Std : std::uint8_t { kNone = 0, kOut = 1, kErr = 2, kAll = 3 };
 struct StdSpec {
   Std all = Std::kNone;
   std::map<int, Std> per_rank;  // non-empty => map form
-  [[nodiscard]] Std for_rank(int local_rank) const {
+  [[nodiscard]] Std ForRank(int local_rank) const {
     if (per_rank.empty()) return all;
     auto it = per_rank.find(local_rank);
     return it == per_rank.end() ? Std::kNone : it->second;

@@ -6,7 +6,7 @@
 // other nodes on the rendezvous watcher's eventfd. Nothing is polled on a timer except
 // while a group is being stopped (descendants that are not our children cannot be waited
 // for, so group emptiness is re-checked every 50 ms). Blocking rendezvous calls check the
-// signalfd between their (<= 1 s) slices through interrupt_check().
+// signalfd between their (<= 1 s) slices through InterruptCheck().
 //
 // Member definitions: agent.cpp (run, the job loop, starting workers), supervise.cpp
 // (monitoring, reaping, stopping a group), attempt_record.cpp (failure report, summary).
@@ -63,44 +63,43 @@ class Agent {
   Agent& operator=(const Agent&) = delete;
   ~Agent();
 
-  int run();
+  int Run();
 
  private:
   // agent.cpp
-  int run_job();
-  void prepare_job();
-  void find_program();
-  void open_log_dir();
-  void create_rendezvous();
-  void interrupt_check();
-  void next_round(int local_restarts, rendezvous::RendezvousInfo& info,
-                  rendezvous::AssignedRanks& ranks);
-  AttemptOutcome run_attempt(const rendezvous::RendezvousInfo& info,
-                             const rendezvous::AssignedRanks& ranks);
-  Action decide_next(AttemptOutcome& outcome, const RestartBudget& budget);
-  void say(const Action& a);
-  void start_workers(const rendezvous::RendezvousInfo& info,
-                     const rendezvous::AssignedRanks& ranks);
-  void start_worker(const WorkerSpec& spec, const std::string& prefix_template);
-  int finish_job(int code);
-  void cleanup(int code);
+  int RunJob();
+  void PrepareJob();
+  void FindProgram();
+  void OpenLogDir();
+  void CreateRendezvous();
+  void InterruptCheck();
+  void NextRound(int local_restarts, rendezvous::RendezvousInfo& info,
+                 rendezvous::AssignedRanks& ranks);
+  AttemptOutcome RunAttempt(const rendezvous::RendezvousInfo& info,
+                            const rendezvous::AssignedRanks& ranks);
+  Action DecideNext(AttemptOutcome& outcome, const RestartBudget& budget);
+  void Say(const Action& a);
+  void StartWorkers(const rendezvous::RendezvousInfo& info, const rendezvous::AssignedRanks& ranks);
+  void StartWorker(const WorkerSpec& spec, const std::string& prefix_template);
+  int FinishJob(int code);
+  void Cleanup(int code);
   // supervise.cpp
-  AttemptResult monitor();
-  void stop_group(int sig);
-  void kill_group(int sig);
-  void wait_events(int timeout_ms, bool* escalate);
-  void read_signals(bool* escalate);
-  void reap_all();
-  void record_exit(Worker& w, int status);
-  bool all_gone();
-  void signal_targets(int sig, bool log_each);
-  void signal_strays(int sig);
-  [[nodiscard]] std::vector<pid_t> stray_children() const;
-  void drain_tees();
+  AttemptResult Monitor();
+  void StopGroup(int sig);
+  void KillGroup(int sig);
+  void WaitEvents(int timeout_ms, bool* escalate);
+  void ReadSignals(bool* escalate);
+  void ReapAll();
+  void RecordExit(Worker& w, int status);
+  bool AllGone();
+  void SignalTargets(int sig, bool log_each);
+  void SignalStrays(int sig);
+  [[nodiscard]] std::vector<pid_t> StrayChildren() const;
+  void DrainTees();
   // attempt_record.cpp
-  void record_attempt();
-  void report_failure();
-  void write_summary(int code, const std::string& outcome);
+  void RecordAttempt();
+  void ReportFailure();
+  void WriteSummary(int code, const std::string& outcome);
 
   LaunchConfig cfg_;
   std::shared_ptr<spdlog::logger> log_;

@@ -16,6 +16,6 @@ namespace tzrun::agent {
 /// The logger at --log-level `level` (python logging names, case-insensitive: debug, info,
 /// warning, error, critical/fatal, off; anything else is warning). Returns the registered
 /// "tzrun.agent" logger instead when one exists (tests install their own).
-std::shared_ptr<spdlog::logger> make_logger(const std::string& level);
+std::shared_ptr<spdlog::logger> MakeLogger(const std::string& level);
 
 }  // namespace tzrun::agent

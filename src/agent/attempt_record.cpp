@@ -12,18 +12,18 @@
 namespace tzrun::agent {
 namespace {
 
-double unix_seconds(SysClock::time_point t) {
+double UnixSeconds(SysClock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-RankOutcome rank_outcome(const Worker& w, int restarts) {
+RankOutcome OutcomeOf(const Worker& w, int restarts) {
   RankOutcome r;
   r.local_rank = w.local_rank;
   r.global_rank = w.global_rank;
   r.pid = w.pid;
   r.restarts = restarts;
-  r.start_time = unix_seconds(w.start_time);
-  r.end_time = unix_seconds(w.reaped ? w.end_time : SysClock::now());
+  r.start_time = UnixSeconds(w.start_time);
+  r.end_time = UnixSeconds(w.reaped ? w.end_time : SysClock::now());
   if (w.reaped && WIFSIGNALED(w.wait_status)) {
     r.signal = WTERMSIG(w.wait_status);
     r.exit_code = 128 + r.signal;
@@ -31,37 +31,36 @@ RankOutcome rank_outcome(const Worker& w, int restarts) {
     r.exit_code = WEXITSTATUS(w.wait_status);
   }
   if (r.exit_code != 0) {
-    if (auto info = read_error_file(w.error_file)) r.error_message = info->message;
+    if (auto info = ReadErrorFile(w.error_file)) r.error_message = info->message;
   }
   return r;
 }
 
 }  // namespace
 
-void Agent::record_attempt() {
+void Agent::RecordAttempt() {
   std::vector<RankOutcome> ranks;
-  for (const auto& w : workers_) ranks.push_back(rank_outcome(w, attempt_));
+  for (const auto& w : workers_) ranks.push_back(OutcomeOf(w, attempt_));
   attempts_.push_back(std::move(ranks));
   root_global_rank_.reset();
   if (!failures_.empty()) {
-    root_global_rank_ =
-        static_cast<std::size_t>(failures_[select_root_cause(failures_)].global_rank);
+    root_global_rank_ = static_cast<std::size_t>(failures_[SelectRootCause(failures_)].global_rank);
   }
 }
 
-void Agent::report_failure() {
+void Agent::ReportFailure() {
   if (failures_.empty()) return;
-  const auto root = select_root_cause(failures_);
+  const auto root = SelectRootCause(failures_);
   const std::string& entrypoint = cfg_.training_script;
-  log_->error("{}", format_failure_log_message(failures_[root], entrypoint));
-  if (hostname_.empty()) hostname_ = local_fqdn();
-  const std::string text = format_failure_report(entrypoint, failures_, root, hostname_);
+  log_->error("{}", FormatFailureLogMessage(failures_[root], entrypoint));
+  if (hostname_.empty()) hostname_ = LocalFqdn();
+  const std::string text = FormatFailureReport(entrypoint, failures_, root, hostname_);
   std::fputs(text.c_str(), stderr);
   std::fflush(stderr);
   auto it = base_env_.find("TORCHELASTIC_ERROR_FILE");
   if (it != base_env_.end() && !it->second.empty()) {
     try {
-      if (!copy_root_error_file(failures_[root], it->second)) {
+      if (!CopyRootErrorFile(failures_[root], it->second)) {
         log_->info("no error file from the root-cause worker to copy to {}", it->second);
       }
     } catch (const ReportError& e) {
@@ -70,21 +69,21 @@ void Agent::report_failure() {
   }
 }
 
-void Agent::write_summary(int code, const std::string& outcome) {
+void Agent::WriteSummary(int code, const std::string& outcome) {
   RunSummary s;
   s.run_id = run_id_.empty() ? cfg_.rdzv_id : run_id_;
   s.outcome = outcome;
   s.exit_code = code;
   s.restarts = attempts_.empty() ? 0 : static_cast<int>(attempts_.size()) - 1;
   s.world_size = world_size_ > 0 ? world_size_ : cfg_.nproc_per_node;
-  s.start_time = unix_seconds(start_time_);
-  s.end_time = unix_seconds(SysClock::now());
+  s.start_time = UnixSeconds(start_time_);
+  s.end_time = UnixSeconds(SysClock::now());
   s.attempts = attempts_;
   if (!attempts_.empty()) s.ranks = attempts_.back();
   s.root_cause_rank = outcome == "failed" ? root_global_rank_ : std::nullopt;
   s.hostname = hostname_;
   try {
-    write_summary_json(*cfg_.summary_json, s);
+    WriteSummaryJson(*cfg_.summary_json, s);
   } catch (const std::exception& e) {
     log_->error("{}", e.what());
   }

@@ -26,10 +26,10 @@ struct StorePlan {
   int port = 0;
 };
 
-StorePlan store_plan(const LaunchConfig& cfg) {
-  if (is_dynamic(cfg)) return {cfg.local_addr.value_or("<this host's FQDN>"), 0};
+StorePlan PlanStore(const LaunchConfig& cfg) {
+  if (IsDynamic(cfg)) return {cfg.local_addr.value_or("<this host's FQDN>"), 0};
   if (!cfg.rdzv_endpoint.empty()) {  // static: an explicit endpoint wins
-    const auto ep = rendezvous::parse_endpoint(cfg.rdzv_endpoint, -1);
+    const auto ep = rendezvous::ParseEndpoint(cfg.rdzv_endpoint, -1);
     return {ep.host, ep.port};
   }
   return {cfg.master_addr, cfg.master_port};
@@ -37,10 +37,10 @@ StorePlan store_plan(const LaunchConfig& cfg) {
 
 /// Every worker's argv and env, built first so an error for rank N is reported before
 /// anything is printed.
-std::vector<PlannedWorker> plan_workers(const LaunchConfig& cfg, const Env& base_env,
-                                        const StorePlan& store, int group_rank, int group_world) {
-  const bool dynamic = is_dynamic(cfg);
-  const auto ranks = rendezvous::identical_ranks(group_rank, group_world, cfg.nproc_per_node);
+std::vector<PlannedWorker> PlanWorkers(const LaunchConfig& cfg, const Env& base_env,
+                                       const StorePlan& store, int group_rank, int group_world) {
+  const bool dynamic = IsDynamic(cfg);
+  const auto ranks = rendezvous::IdenticalRanks(group_rank, group_world, cfg.nproc_per_node);
   std::vector<PlannedWorker> workers;
   for (int lr = 0; lr < cfg.nproc_per_node; ++lr) {
     WorkerSpec spec{lr,
@@ -52,31 +52,31 @@ std::vector<PlannedWorker> plan_workers(const LaunchConfig& cfg, const Env& base
                     ranks.role_world_size,
                     cfg.nproc_per_node,
                     0};
-    auto env = build_worker_env(cfg, spec, base_env, store.addr, store.port,
-                                "<log dir>/attempt_0/" + std::to_string(lr) + "/error.json");
+    auto env = BuildWorkerEnv(cfg, spec, base_env, store.addr, store.port,
+                              "<log dir>/attempt_0/" + std::to_string(lr) + "/error.json");
     if (dynamic) env["MASTER_PORT"] = "<free port>";
-    auto argv = build_worker_argv(cfg, lr, env);
+    auto argv = BuildWorkerArgv(cfg, lr, env);
     workers.emplace_back(std::move(argv), std::move(env));
   }
   return workers;
 }
 
-void print_configuration(const LaunchConfig& cfg) {
+void PrintConfiguration(const LaunchConfig& cfg) {
   std::printf("resolved configuration:\n");
   std::printf("  nnodes=%d:%d node_rank=%d nproc_per_node=%d (%s)\n", cfg.min_nodes, cfg.max_nodes,
               cfg.node_rank, cfg.nproc_per_node, cfg.nproc_per_node_spec.c_str());
   std::printf("  rdzv_backend=%s rdzv_endpoint=%s rdzv_id=%s\n",
-              is_dynamic(cfg) ? "c10d" : cfg.rdzv_backend.c_str(),
+              IsDynamic(cfg) ? "c10d" : cfg.rdzv_backend.c_str(),
               cfg.rdzv_endpoint.empty() ? "<derived>" : cfg.rdzv_endpoint.c_str(),
               cfg.rdzv_id.c_str());
   std::printf("  max_restarts=%d shutdown_timeout=%gs log_dir=%s\n", cfg.max_restarts,
               cfg.shutdown_timeout, cfg.log_dir.value_or("<temporary>").c_str());
-  std::printf("  signals_to_handle=%s\n", base::join(cfg.signals_to_handle, ",").c_str());
+  std::printf("  signals_to_handle=%s\n", base::Join(cfg.signals_to_handle, ",").c_str());
 }
 
 /// Every variable torchrun sets is shown, even when it equals the agent's own value
 /// (e.g. a platform RANK that happens to match); other inherited variables are not.
-void print_workers(const std::vector<PlannedWorker>& workers, const Env& agent_env) {
+void PrintWorkers(const std::vector<PlannedWorker>& workers, const Env& agent_env) {
   static const std::set<std::string> kTorchrunKeys = {"RANK",
                                                       "LOCAL_RANK",
                                                       "GROUP_RANK",
@@ -111,16 +111,16 @@ void print_workers(const std::vector<PlannedWorker>& workers, const Env& agent_e
 
 }  // namespace
 
-int dry_run(LaunchConfig cfg) {
-  validate_topology(cfg);
-  const auto agent_env = base::environ_map();
+int DryRun(LaunchConfig cfg) {
+  ValidateTopology(cfg);
+  const auto agent_env = base::EnvironMap();
   Env base_env = agent_env;
-  if (needs_omp_default(cfg, base_env)) base_env["OMP_NUM_THREADS"] = "1";
+  if (NeedsOmpDefault(cfg, base_env)) base_env["OMP_NUM_THREADS"] = "1";
   if (cfg.rdzv_id.empty() || (cfg.standalone && cfg.rdzv_id == "none")) {
     cfg.rdzv_id = "<random uuid>";
   }
-  const bool dynamic = is_dynamic(cfg);
-  const StorePlan store = store_plan(cfg);
+  const bool dynamic = IsDynamic(cfg);
+  const StorePlan store = PlanStore(cfg);
   std::printf("tzrun dry run: %d worker(s), run id %s, store on %s:%s\n", cfg.nproc_per_node,
               cfg.rdzv_id.c_str(), store.addr.c_str(),
               dynamic ? "<free port>" : std::to_string(store.port).c_str());
@@ -133,9 +133,9 @@ int dry_run(LaunchConfig cfg) {
                 dynamic ? " (c10d assigns node ranks at the rendezvous)"
                         : " (assuming the same --nproc-per-node on every node)");
   }
-  const auto workers = plan_workers(cfg, base_env, store, group_rank, group_world);
-  print_configuration(cfg);
-  print_workers(workers, agent_env);
+  const auto workers = PlanWorkers(cfg, base_env, store, group_rank, group_world);
+  PrintConfiguration(cfg);
+  PrintWorkers(workers, agent_env);
   return ExitCode::kSuccess;
 }
 

@@ -11,6 +11,6 @@ namespace tzrun::agent {
 /// Prints the plan of `cfg` on stdout and returns 0. Throws what building the workers
 /// throws (AgentError, WorkerSetupError, rendezvous::ConfigError) before printing the
 /// worker lines.
-int dry_run(LaunchConfig cfg);
+int DryRun(LaunchConfig cfg);
 
 }  // namespace tzrun::agent

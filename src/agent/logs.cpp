@@ -22,10 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-using base::errno_text;
+using base::ErrnoText;
 
 // Python's tempfile.gettempdir() candidates: $TMPDIR, $TEMP, $TMP, then /tmp.
-std::string temp_root() {
+std::string TempRoot() {
   for (const char* var : {"TMPDIR", "TEMP", "TMP"}) {
     const char* v = std::getenv(var);
     if (v != nullptr && *v != '\0') {
@@ -38,7 +38,7 @@ std::string temp_root() {
 
 // Python's tempfile.mkdtemp(prefix=..., dir=...): <dir>/<prefix><8 chars of [a-z0-9_]>,
 // mode 0700, absolute path.
-std::string make_temp_dir(const std::string& dir, const std::string& prefix) {
+std::string MakeTempDir(const std::string& dir, const std::string& prefix) {
   static constexpr std::string_view kChars = "abcdefghijklmnopqrstuvwxyz0123456789_";
   std::random_device rd;
   std::mt19937_64 gen((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^
@@ -57,11 +57,11 @@ std::string make_temp_dir(const std::string& dir, const std::string& prefix) {
     if (last_err != EEXIST) break;
   }
   throw LogDirError("cannot create a log directory '" + (base / (prefix + "XXXXXXXX")).string() +
-                    "': " + errno_text(last_err) +
+                    "': " + ErrnoText(last_err) +
                     "; pass a writable directory with --log-dir (or set TMPDIR)");
 }
 
-void remove_all_or_throw(const fs::path& p) {
+void RemoveAllOrThrow(const fs::path& p) {
   std::error_code ec;
   fs::remove_all(p, ec);
   if (ec && ec != std::errc::no_such_file_or_directory) {
@@ -70,7 +70,7 @@ void remove_all_or_throw(const fs::path& p) {
   }
 }
 
-void mkdir_or_throw(const fs::path& p, bool parents) {
+void MkdirOrThrow(const fs::path& p, bool parents) {
   std::error_code ec;
   if (parents) {
     fs::create_directories(p, ec);
@@ -87,7 +87,7 @@ void mkdir_or_throw(const fs::path& p, bool parents) {
 // purpose (it reads as "error").
 constexpr std::array<int, 10> kPalette = {36, 32, 33, 35, 34, 96, 92, 93, 95, 94};
 
-bool want_color(int fd, ColorMode mode) {
+bool WantColor(int fd, ColorMode mode) {
   if (mode == ColorMode::kAlways) return true;
   if (mode == ColorMode::kNever) return false;
   const char* no_color = std::getenv("NO_COLOR");
@@ -99,7 +99,7 @@ bool want_color(int fd, ColorMode mode) {
 
 // ---------------------------------------------------------------- LogDir
 
-LogDir LogDir::create(const std::optional<std::string>& base, const std::string& run_id) {
+LogDir LogDir::Create(const std::optional<std::string>& base, const std::string& run_id) {
   LogDir d;
   if (base && *base == kDevNull) {
     d.disabled_ = true;
@@ -108,7 +108,7 @@ LogDir LogDir::create(const std::optional<std::string>& base, const std::string&
   }
   std::string root;
   if (!base || base->empty()) {
-    root = make_temp_dir(temp_root(), "torchelastic_");
+    root = MakeTempDir(TempRoot(), "torchelastic_");
   } else {
     root = *base;
     std::error_code ec;
@@ -118,48 +118,48 @@ LogDir LogDir::create(const std::optional<std::string>& base, const std::string&
                         "' exists and is not a directory; pass a directory path (it is created "
                         "if missing) or /dev/null to disable log files");
     }
-    if (!fs::exists(st)) mkdir_or_throw(root, /*parents=*/true);
+    if (!fs::exists(st)) MkdirOrThrow(root, /*parents=*/true);
   }
   std::string safe_id = run_id.empty() ? std::string("none") : run_id;
   for (char& c : safe_id) {
     if (c == '/') c = '_';
   }
-  d.run_dir_ = make_temp_dir(root, safe_id + "_");
+  d.run_dir_ = MakeTempDir(root, safe_id + "_");
   return d;
 }
 
-std::string LogDir::attempt_dir(int attempt) const {
+std::string LogDir::AttemptDir(int attempt) const {
   if (disabled_) return std::string(kDevNull);
   return run_dir_ + "/attempt_" + std::to_string(attempt);
 }
 
-std::string LogDir::rank_dir(int attempt, int local_rank) const {
+std::string LogDir::RankDir(int attempt, int local_rank) const {
   if (disabled_) return std::string(kDevNull);
-  return attempt_dir(attempt) + "/" + std::to_string(local_rank);
+  return AttemptDir(attempt) + "/" + std::to_string(local_rank);
 }
 
-std::string LogDir::stdout_path(int attempt, int local_rank) const {
+std::string LogDir::StdoutPath(int attempt, int local_rank) const {
   if (disabled_) return std::string(kDevNull);
-  return rank_dir(attempt, local_rank) + "/stdout.log";
+  return RankDir(attempt, local_rank) + "/stdout.log";
 }
 
-std::string LogDir::stderr_path(int attempt, int local_rank) const {
+std::string LogDir::StderrPath(int attempt, int local_rank) const {
   if (disabled_) return std::string(kDevNull);
-  return rank_dir(attempt, local_rank) + "/stderr.log";
+  return RankDir(attempt, local_rank) + "/stderr.log";
 }
 
-std::string LogDir::error_file(int attempt, int local_rank) const {
+std::string LogDir::ErrorFile(int attempt, int local_rank) const {
   if (disabled_) return "";
-  return rank_dir(attempt, local_rank) + "/error.json";
+  return RankDir(attempt, local_rank) + "/error.json";
 }
 
-void LogDir::reset_attempt(int attempt, int local_world_size) const {
+void LogDir::ResetAttempt(int attempt, int local_world_size) const {
   if (disabled_) return;
-  const fs::path dir = attempt_dir(attempt);
-  remove_all_or_throw(dir);
-  mkdir_or_throw(dir, /*parents=*/true);
+  const fs::path dir = AttemptDir(attempt);
+  RemoveAllOrThrow(dir);
+  MkdirOrThrow(dir, /*parents=*/true);
   for (int r = 0; r < local_world_size; ++r) {
-    mkdir_or_throw(dir / std::to_string(r), /*parents=*/false);
+    MkdirOrThrow(dir / std::to_string(r), /*parents=*/false);
   }
 }
 
@@ -168,11 +168,11 @@ void LogDir::reset_attempt(int attempt, int local_world_size) const {
 ConsoleSink::ConsoleSink(int out_fd, int err_fd, ColorMode mode)
     : out_fd_(out_fd),
       err_fd_(err_fd),
-      out_color_(want_color(out_fd, mode)),
-      err_color_(want_color(err_fd, mode)) {}
+      out_color_(WantColor(out_fd, mode)),
+      err_color_(WantColor(err_fd, mode)) {}
 
-void ConsoleSink::append_prefix(std::string& buf, bool color, std::string_view prefix,
-                                int local_rank) const {
+void ConsoleSink::AppendPrefix(std::string& buf, bool color, std::string_view prefix,
+                               int local_rank) const {
   if (prefix.empty()) return;
   if (!color) {
     buf += prefix;
@@ -187,24 +187,24 @@ void ConsoleSink::append_prefix(std::string& buf, bool color, std::string_view p
   buf += "\x1b[0m";
 }
 
-void ConsoleSink::write_line(int stream, std::string_view prefix, std::string_view line,
-                             int local_rank) {
-  const bool color = colored(stream);
+void ConsoleSink::WriteLine(int stream, std::string_view prefix, std::string_view line,
+                            int local_rank) {
+  const bool color = Colored(stream);
   std::string buf;
   buf.reserve(prefix.size() + line.size() + 16);
-  append_prefix(buf, color, prefix, local_rank);
+  AppendPrefix(buf, color, prefix, local_rank);
   buf += line;
   buf += '\n';
   std::lock_guard<std::mutex> lock(mu_);
-  write_all(stream == 2 ? err_fd_ : out_fd_, buf, 1);
+  WriteAll(stream == 2 ? err_fd_ : out_fd_, buf, 1);
 }
 
-void ConsoleSink::write_lines(int stream, std::string_view prefix,
-                              const std::vector<std::string_view>& lines, int local_rank) {
+void ConsoleSink::WriteLines(int stream, std::string_view prefix,
+                             const std::vector<std::string_view>& lines, int local_rank) {
   if (lines.empty()) return;
-  const bool color = colored(stream);
+  const bool color = Colored(stream);
   std::string one_prefix;
-  append_prefix(one_prefix, color, prefix, local_rank);
+  AppendPrefix(one_prefix, color, prefix, local_rank);
   std::size_t total = 0;
   for (auto l : lines) total += one_prefix.size() + l.size() + 1;
   std::string buf;
@@ -215,16 +215,16 @@ void ConsoleSink::write_lines(int stream, std::string_view prefix,
     buf += '\n';
   }
   std::lock_guard<std::mutex> lock(mu_);
-  write_all(stream == 2 ? err_fd_ : out_fd_, buf, lines.size());
+  WriteAll(stream == 2 ? err_fd_ : out_fd_, buf, lines.size());
 }
 
-std::size_t ConsoleSink::dropped_lines() const {
+std::size_t ConsoleSink::DroppedLines() const {
   std::lock_guard<std::mutex> lock(mu_);
   return dropped_;
 }
 
 // Caller holds mu_.
-void ConsoleSink::write_all(int fd, std::string_view data, std::size_t nlines) {
+void ConsoleSink::WriteAll(int fd, std::string_view data, std::size_t nlines) {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());
     if (n >= 0) {
@@ -253,7 +253,7 @@ TeeRouter::TeeRouter(ConsoleSink& sink, std::string prefix, int stream, int file
       to_console_(to_console),
       local_rank_(local_rank) {}
 
-void TeeRouter::write_file(std::string_view bytes) {
+void TeeRouter::WriteFile(std::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(file_fd_, bytes.data(), bytes.size());
     if (n >= 0) {
@@ -262,7 +262,7 @@ void TeeRouter::write_file(std::string_view bytes) {
     }
     if (errno == EINTR) continue;
     file_error_ = "writing the log file (fd " + std::to_string(file_fd_) +
-                  ") failed: " + errno_text(errno) +
+                  ") failed: " + ErrnoText(errno) +
                   "; further output of this stream goes to the console only — free disk space "
                   "or choose another --log-dir";
     file_fd_ = -1;
@@ -272,7 +272,7 @@ void TeeRouter::write_file(std::string_view bytes) {
 
 namespace {
 // Largest cut <= n that does not split a UTF-8 sequence (falls back to n for invalid data).
-std::size_t utf8_cut(std::string_view s, std::size_t n) {
+std::size_t Utf8Cut(std::string_view s, std::size_t n) {
   if (n >= s.size()) return s.size();
   for (std::size_t cut = n; cut > 0 && n - cut <= 3; --cut) {
     if ((static_cast<unsigned char>(s[cut]) & 0xC0) != 0x80) return cut;  // s[cut] starts a char
@@ -281,15 +281,15 @@ std::size_t utf8_cut(std::string_view s, std::size_t n) {
 }
 }  // namespace
 
-void TeeRouter::feed(std::string_view bytes) {
+void TeeRouter::Feed(std::string_view bytes) {
   if (bytes.empty()) return;
-  if (file_fd_ >= 0) write_file(bytes);
+  if (file_fd_ >= 0) WriteFile(bytes);
   if (!to_console_) return;
 
   std::vector<std::string_view> lines;
   auto add_line = [&lines](std::string_view line) {
     while (line.size() > kMaxLine) {
-      const std::size_t cut = utf8_cut(line, kMaxLine);
+      const std::size_t cut = Utf8Cut(line, kMaxLine);
       lines.push_back(line.substr(0, cut));
       line.remove_prefix(cut);
     }
@@ -320,32 +320,32 @@ void TeeRouter::feed(std::string_view bytes) {
     add_line(bytes.substr(pos, nl - pos));
     pos = nl + 1;
   }
-  if (!lines.empty()) sink_.write_lines(stream_, prefix_, lines, local_rank_);
+  if (!lines.empty()) sink_.WriteLines(stream_, prefix_, lines, local_rank_);
 
   // An over-long line still without a newline: flush its full chunks now.
   if (pending_.size() > kMaxLine) {
     std::string_view pv = pending_;
     std::vector<std::string_view> chunks;
     while (pv.size() > kMaxLine) {
-      const std::size_t cut = utf8_cut(pv, kMaxLine);
+      const std::size_t cut = Utf8Cut(pv, kMaxLine);
       chunks.push_back(pv.substr(0, cut));
       pv.remove_prefix(cut);
     }
-    sink_.write_lines(stream_, prefix_, chunks, local_rank_);
+    sink_.WriteLines(stream_, prefix_, chunks, local_rank_);
     pending_ = std::string(pv);
   }
 }
 
-void TeeRouter::finish() {
+void TeeRouter::Finish() {
   if (!to_console_ || pending_.empty()) return;
-  sink_.write_line(stream_, prefix_, pending_, local_rank_);
+  sink_.WriteLine(stream_, prefix_, pending_, local_rank_);
   pending_.clear();
 }
 
 // ---------------------------------------------------------------- make_prefix
 
-std::string make_prefix(const std::string& tmpl, const std::string& role, int local_rank,
-                        int global_rank) {
+std::string MakePrefix(const std::string& tmpl, const std::string& role, int local_rank,
+                       int global_rank) {
   if (tmpl.empty()) return "[" + role + std::to_string(local_rank) + "]:";
 
   auto lookup = [&](std::string_view name) -> std::optional<std::string> {

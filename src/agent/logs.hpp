@@ -39,12 +39,12 @@ class LogDirError : public tzrun::Error {
 /// per agent (in create()) and is absolute. Nothing is ever cleaned up.
 ///
 /// With base "/dev/null" logging is disabled: no directory is created, every path
-/// accessor returns "/dev/null" and error_file() returns "" (torchrun exports an empty
+/// accessor returns "/dev/null" and ErrorFile() returns "" (torchrun exports an empty
 /// TORCHELASTIC_ERROR_FILE). torchrun then effectively ignores -r/-t: worker streams stay
 /// on the agent's console, unprefixed — the agent implements that.
 ///
 /// Thread-safety: immutable after create(); const methods may be called concurrently,
-/// reset_attempt() touches the file system and must not race with itself.
+/// ResetAttempt() touches the file system and must not race with itself.
 class LogDir {
  public:
   static constexpr std::string_view kDevNull = "/dev/null";
@@ -52,26 +52,26 @@ class LogDir {
   /// `base`: --log-dir (nullopt or "" => temp dir); `run_id`: rdzv run id ('/' are
   /// replaced by '_'). Throws LogDirError when base is a file or a directory cannot be
   /// created.
-  static LogDir create(const std::optional<std::string>& base, const std::string& run_id);
+  static LogDir Create(const std::optional<std::string>& base, const std::string& run_id);
 
-  [[nodiscard]] bool disabled() const noexcept { return disabled_; }
+  [[nodiscard]] bool Disabled() const noexcept { return disabled_; }
   /// The absolute run directory (or "/dev/null").
-  [[nodiscard]] const std::string& run_dir() const noexcept { return run_dir_; }
+  [[nodiscard]] const std::string& RunDir() const noexcept { return run_dir_; }
   /// <run_dir>/attempt_<attempt> (path only, nothing is created).
-  [[nodiscard]] std::string attempt_dir(int attempt) const;
+  [[nodiscard]] std::string AttemptDir(int attempt) const;
   /// <run_dir>/attempt_<attempt>/<local_rank> (path only).
-  [[nodiscard]] std::string rank_dir(int attempt, int local_rank) const;
-  [[nodiscard]] std::string stdout_path(int attempt, int local_rank) const;
-  [[nodiscard]] std::string stderr_path(int attempt, int local_rank) const;
+  [[nodiscard]] std::string RankDir(int attempt, int local_rank) const;
+  [[nodiscard]] std::string StdoutPath(int attempt, int local_rank) const;
+  [[nodiscard]] std::string StderrPath(int attempt, int local_rank) const;
   /// Value for the worker's TORCHELASTIC_ERROR_FILE ("" when disabled). The file itself
   /// only exists if the worker writes it.
-  [[nodiscard]] std::string error_file(int attempt, int local_rank) const;
+  [[nodiscard]] std::string ErrorFile(int attempt, int local_rank) const;
 
   /// Prepares attempt <attempt> for `local_world_size` workers exactly like torchrun's
   /// reify(): removes attempt_<attempt> recursively (a repeated attempt number wipes the
   /// old logs), recreates it and creates one directory per local rank 0..n-1.
   /// No-op when disabled. Throws LogDirError on file-system errors.
-  void reset_attempt(int attempt, int local_world_size) const;
+  void ResetAttempt(int attempt, int local_world_size) const;
 
  private:
   LogDir() = default;
@@ -99,20 +99,20 @@ class ConsoleSink {
 
   /// Writes prefix + line + '\n' to out_fd (stream 1) or err_fd (stream 2).
   /// `line` must not contain the trailing '\n'.
-  void write_line(int stream, std::string_view prefix, std::string_view line, int local_rank);
+  void WriteLine(int stream, std::string_view prefix, std::string_view line, int local_rank);
   /// Like write_line for several lines at once, still one write(2) for the whole batch.
-  void write_lines(int stream, std::string_view prefix, const std::vector<std::string_view>& lines,
-                   int local_rank);
+  void WriteLines(int stream, std::string_view prefix, const std::vector<std::string_view>& lines,
+                  int local_rank);
 
-  [[nodiscard]] bool colored(int stream) const noexcept {
+  [[nodiscard]] bool Colored(int stream) const noexcept {
     return stream == 2 ? err_color_ : out_color_;
   }
   /// Number of lines that could not be written (console closed or broken).
-  [[nodiscard]] std::size_t dropped_lines() const;
+  [[nodiscard]] std::size_t DroppedLines() const;
 
  private:
-  void append_prefix(std::string& buf, bool color, std::string_view prefix, int local_rank) const;
-  void write_all(int fd, std::string_view data, std::size_t nlines);
+  void AppendPrefix(std::string& buf, bool color, std::string_view prefix, int local_rank) const;
+  void WriteAll(int fd, std::string_view data, std::size_t nlines);
 
   int out_fd_;
   int err_fd_;
@@ -128,7 +128,7 @@ class ConsoleSink {
 /// without a newline are emitted in kMaxLine chunks (cut on a UTF-8 boundary), each as its
 /// own console line. The file receives the exact bytes; TeeRouter never closes file_fd.
 /// If writing the file fails (e.g. ENOSPC), file writing stops, the console keeps going
-/// and file_error() says what happened (the agent should log it once).
+/// and FileError() says what happened (the agent should log it once).
 ///
 /// Thread-safety: one TeeRouter per stream, fed from one thread at a time.
 class TeeRouter {
@@ -138,15 +138,15 @@ class TeeRouter {
   TeeRouter(ConsoleSink& sink, std::string prefix, int stream, int file_fd, bool to_console,
             int local_rank);
 
-  void feed(std::string_view bytes);
+  void Feed(std::string_view bytes);
   /// Emits a pending partial line. Idempotent; feeding after finish() starts a new line.
-  void finish();
+  void Finish();
 
   /// Empty unless writing the file failed.
-  [[nodiscard]] const std::string& file_error() const noexcept { return file_error_; }
+  [[nodiscard]] const std::string& FileError() const noexcept { return file_error_; }
 
  private:
-  void write_file(std::string_view bytes);
+  void WriteFile(std::string_view bytes);
 
   ConsoleSink& sink_;
   std::string prefix_;
@@ -163,7 +163,7 @@ class TeeRouter {
 /// TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE) is expanded with Python string.Template
 /// safe_substitute semantics: $name / ${name} for role_name, local_rank and rank (global),
 /// "$$" => "$", unknown names and stray '$' are left verbatim.
-std::string make_prefix(const std::string& tmpl, const std::string& role, int local_rank,
-                        int global_rank);
+std::string MakePrefix(const std::string& tmpl, const std::string& role, int local_rank,
+                       int global_rank);
 
 }  // namespace tzrun::agent

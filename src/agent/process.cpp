@@ -26,7 +26,7 @@ namespace tzrun::agent::detail {
 namespace {
 
 // Marks every fd >= 3 close-on-exec (async-signal-safe).
-void cloexec_from_3() {
+void CloexecFrom3() {
 #ifdef CLOSE_RANGE_CLOEXEC
   if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return;
 #endif
@@ -42,18 +42,18 @@ void cloexec_from_3() {
   }
 }
 
-[[noreturn]] void child_fail(int pipe_fd, int err) {
+[[noreturn]] void ChildFail(int pipe_fd, int err) {
   // Best effort: the parent reads the errno; a short write just reads as EOF (success).
   ssize_t rc = ::write(pipe_fd, &err, sizeof err);
   (void)rc;
   ::_exit(err == ENOENT ? 127 : 126);
 }
 
-using base::errno_text;
+using base::ErrnoText;
 
 }  // namespace
 
-pid_t spawn(const SpawnRequest& req) {
+pid_t Spawn(const SpawnRequest& req) {
   // Everything the child needs is prepared here: after fork() only async-signal-safe
   // calls are allowed (the store server runs threads).
   std::vector<char*> argv;
@@ -77,7 +77,7 @@ pid_t spawn(const SpawnRequest& req) {
   if (::pipe2(pfd.data(), O_CLOEXEC) != 0) {
     int err = errno;
     throw SpawnError("cannot create the exec-status pipe for '" + req.program +
-                         "': " + errno_text(err) + "; raise the open-file limit (ulimit -n)",
+                         "': " + ErrnoText(err) + "; raise the open-file limit (ulimit -n)",
                      125, err);
   }
   const pid_t parent = ::getpid();
@@ -86,29 +86,29 @@ pid_t spawn(const SpawnRequest& req) {
     int err = errno;
     ::close(pfd[0]);
     ::close(pfd[1]);
-    throw SpawnError("fork() failed for worker '" + req.program + "': " + errno_text(err) +
+    throw SpawnError("fork() failed for worker '" + req.program + "': " + ErrnoText(err) +
                          "; check memory and the process limit (ulimit -u)",
                      125, err);
   }
   if (pid == 0) {
     ::close(pfd[0]);
-    if (::setsid() < 0) child_fail(pfd[1], errno);
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) child_fail(pfd[1], errno);
+    if (::setsid() < 0) ChildFail(pfd[1], errno);
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(pfd[1], errno);
     if (::getppid() != parent) ::_exit(125);  // the agent already died
     if (req.stdout_fd >= 0 && ::dup2(req.stdout_fd, STDOUT_FILENO) < 0) {
-      child_fail(pfd[1], errno);
+      ChildFail(pfd[1], errno);
     }
     if (req.stderr_fd >= 0 && ::dup2(req.stderr_fd, STDERR_FILENO) < 0) {
-      child_fail(pfd[1], errno);
+      ChildFail(pfd[1], errno);
     }
     struct sigaction dfl {};
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
     for (int sig : req.reset_to_default) ::sigaction(sig, &dfl, nullptr);
     ::sigprocmask(SIG_SETMASK, &req.child_mask, nullptr);
-    cloexec_from_3();
+    CloexecFrom3();
     ::execve(req.program.c_str(), argv.data(), envp.data());
-    child_fail(pfd[1], errno);
+    ChildFail(pfd[1], errno);
   }
   ::close(pfd[1]);
   int child_errno = 0;
@@ -126,7 +126,7 @@ pid_t spawn(const SpawnRequest& req) {
                        : child_errno == EACCES  ? "make it executable (chmod +x)"
                        : child_errno == ENOEXEC ? "add a #! line or run it with Python"
                                                 : "check the program";
-    throw SpawnError("cannot execute '" + req.program + "': " + errno_text(child_errno) +
+    throw SpawnError("cannot execute '" + req.program + "': " + ErrnoText(child_errno) +
                          " (errno " + std::to_string(child_errno) + "); " + hint,
                      code, child_errno);
   }
@@ -137,7 +137,7 @@ pid_t spawn(const SpawnRequest& req) {
 // Guardian
 
 Guardian::~Guardian() {
-  pid_t p = close();
+  pid_t p = Close();
   if (p > 0) {
     int status = 0;
     while (::waitpid(p, &status, 0) < 0 && errno == EINTR) {
@@ -145,7 +145,7 @@ Guardian::~Guardian() {
   }
 }
 
-void Guardian::start() {
+void Guardian::Start() {
   std::array<int, 2> sv{-1, -1};
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv.data()) != 0) {
     const int err = errno;
@@ -223,7 +223,7 @@ void Guardian::start() {
   pid_ = pid;
 }
 
-void Guardian::send(char op, pid_t pgid) {
+void Guardian::Send(char op, pid_t pgid) {
   if (fd_ < 0) return;
   char msg[32];
   int len = std::snprintf(msg, sizeof msg, "%c%d\n", op, static_cast<int>(pgid));
@@ -237,14 +237,14 @@ void Guardian::send(char op, pid_t pgid) {
   }
 }
 
-void Guardian::add(pid_t pgid) {
-  send('+', pgid);
+void Guardian::Add(pid_t pgid) {
+  Send('+', pgid);
 }
-void Guardian::remove(pid_t pgid) {
-  send('-', pgid);
+void Guardian::Remove(pid_t pgid) {
+  Send('-', pgid);
 }
 
-pid_t Guardian::close() {
+pid_t Guardian::Close() {
   if (fd_ >= 0) {
     ::close(fd_);
     fd_ = -1;
@@ -254,7 +254,7 @@ pid_t Guardian::close() {
 
 // ---------------------------------------------------------------------------------------
 
-std::vector<pid_t> list_children(pid_t parent) {
+std::vector<pid_t> ListChildren(pid_t parent) {
   std::vector<pid_t> out;
   DIR* dir = ::opendir("/proc");
   if (dir == nullptr) return out;
@@ -282,12 +282,12 @@ std::vector<pid_t> list_children(pid_t parent) {
   return out;
 }
 
-bool group_alive(pid_t pgid) {
+bool GroupAlive(pid_t pgid) {
   if (pgid <= 1) return false;
   return ::kill(-pgid, 0) == 0 || errno == EPERM;
 }
 
-int signal_from_name(const std::string& raw) {
+int SignalFromName(const std::string& raw) {
   std::string name;
   for (char c : raw) {
     if (c != ' ' && c != '\t') name += c;
@@ -297,8 +297,8 @@ int signal_from_name(const std::string& raw) {
     int v = std::atoi(name.c_str());
     return v > 0 && v < NSIG ? v : -1;
   }
-  for (int sig = 1; sig < NSIG; ++sig) {  // one name table: report.cpp's signal_name()
-    const std::string full = signal_name(sig);
+  for (int sig = 1; sig < NSIG; ++sig) {  // one name table: report.cpp's SignalName()
+    const std::string full = SignalName(sig);
     if (full.rfind("SIG", 0) == 0 && (name == full || name == full.substr(3))) return sig;
   }
   // Python `signal` aliases accepted by the CLI.

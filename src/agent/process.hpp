@@ -15,13 +15,13 @@
 
 namespace tzrun::agent::detail {
 
-/// exec/fork of a worker failed. exit_code(): 127 (not found), 126 (not executable or
+/// exec/fork of a worker failed. ExitCode(): 127 (not found), 126 (not executable or
 /// other exec error), 125 (fork/pipe failure, the guardian cannot be started).
 class SpawnError : public tzrun::Error {
  public:
   SpawnError(const std::string& what, int exit_code, int err)
       : Error(what, exit_code), errno_(err) {}
-  [[nodiscard]] int error_number() const noexcept { return errno_; }
+  [[nodiscard]] int ErrorNumber() const noexcept { return errno_; }
 
  private:
   int errno_;
@@ -41,7 +41,7 @@ struct SpawnRequest {
 /// PR_SET_PDEATHSIG(SIGKILL). Exec failures are reported through a CLOEXEC pipe, so the
 /// call returns only once the worker runs the target program (or throws SpawnError).
 /// async-signal-safe in the child (safe to call while other threads run).
-pid_t spawn(const SpawnRequest& req);
+pid_t Spawn(const SpawnRequest& req);
 
 /// A forked helper process in its own session that SIGKILLs every registered process
 /// group when the agent disappears (EOF on its socket, e.g. tzrun was SIGKILLed).
@@ -54,27 +54,27 @@ class Guardian {
   ~Guardian();
 
   /// Forks the guardian. Throws SpawnError (125) on failure.
-  void start();
-  void add(pid_t pgid);
-  void remove(pid_t pgid);
+  void Start();
+  void Add(pid_t pgid);
+  void Remove(pid_t pgid);
   /// Closes the socket (guardian exits after killing what is still registered) and
   /// returns its pid for reaping (-1 if not running).
-  pid_t close();
-  [[nodiscard]] pid_t pid() const noexcept { return pid_; }
+  pid_t Close();
+  [[nodiscard]] pid_t Pid() const noexcept { return pid_; }
 
  private:
-  void send(char op, pid_t pgid);
+  void Send(char op, pid_t pgid);
   int fd_ = -1;
   pid_t pid_ = -1;
 };
 
 /// Pids whose parent is `parent` (scans /proc/<pid>/stat). Empty when /proc is absent.
-std::vector<pid_t> list_children(pid_t parent);
+std::vector<pid_t> ListChildren(pid_t parent);
 
 /// True while a process group has at least one member (zombies included).
-bool group_alive(pid_t pgid);
+bool GroupAlive(pid_t pgid);
 
 /// Signal number for "SIGTERM"/"TERM"/"15"-style names; -1 when unknown.
-int signal_from_name(const std::string& name);
+int SignalFromName(const std::string& name);
 
 }  // namespace tzrun::agent::detail

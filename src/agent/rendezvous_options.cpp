@@ -6,22 +6,22 @@
 
 namespace tzrun::agent {
 
-using rendezvous::conf_bool;
-using rendezvous::conf_positive_int;
-using rendezvous::conf_seconds;
-using rendezvous::parse_endpoint;
+using rendezvous::ConfBool;
+using rendezvous::ConfPositiveInt;
+using rendezvous::ConfSeconds;
+using rendezvous::ParseEndpoint;
 
-bool is_dynamic(const LaunchConfig& cfg) {
+bool IsDynamic(const LaunchConfig& cfg) {
   return cfg.standalone || cfg.rdzv_backend != "static";
 }
 
-void validate_topology(const LaunchConfig& cfg) {
+void ValidateTopology(const LaunchConfig& cfg) {
   if (cfg.nproc_per_node < 1) {
     throw AgentError("--nproc-per-node resolved to " + std::to_string(cfg.nproc_per_node) +
                          "; pass a positive number of workers",
                      exit_code::kUsage);
   }
-  if (!is_dynamic(cfg) && (cfg.node_rank < 0 || cfg.node_rank >= cfg.max_nodes)) {
+  if (!IsDynamic(cfg) && (cfg.node_rank < 0 || cfg.node_rank >= cfg.max_nodes)) {
     throw AgentError("--node-rank=" + std::to_string(cfg.node_rank) + " must be < --nnodes (" +
                          std::to_string(cfg.max_nodes) +
                          ") for the static rendezvous; give each node a distinct rank in 0.." +
@@ -30,13 +30,13 @@ void validate_topology(const LaunchConfig& cfg) {
   }
 }
 
-rendezvous::StaticOptions static_options(const LaunchConfig& cfg) {
+rendezvous::StaticOptions StaticOptions(const LaunchConfig& cfg) {
   rendezvous::StaticOptions o;
   o.run_id = cfg.rdzv_id;
   o.nnodes = cfg.max_nodes;
   o.node_rank = cfg.node_rank;
   if (!cfg.rdzv_endpoint.empty()) {
-    const auto ep = parse_endpoint(cfg.rdzv_endpoint, -1);
+    const auto ep = ParseEndpoint(cfg.rdzv_endpoint, -1);
     o.master_addr = ep.host;
     o.master_port = ep.port;
   } else {
@@ -46,18 +46,18 @@ rendezvous::StaticOptions static_options(const LaunchConfig& cfg) {
     }
     o.master_port = cfg.master_port;
   }
-  if (auto t = conf_seconds(cfg.rdzv_conf, "timeout")) o.timeout = *t;
-  if (auto t = conf_seconds(cfg.rdzv_conf, "read_timeout")) o.read_timeout = *t;
-  if (auto t = conf_seconds(cfg.rdzv_conf, "close_timeout")) o.close_timeout = *t;
+  if (auto t = ConfSeconds(cfg.rdzv_conf, "timeout")) o.timeout = *t;
+  if (auto t = ConfSeconds(cfg.rdzv_conf, "read_timeout")) o.read_timeout = *t;
+  if (auto t = ConfSeconds(cfg.rdzv_conf, "close_timeout")) o.close_timeout = *t;
   return o;
 }
 
-rendezvous::DynamicOptions dynamic_options(const LaunchConfig& cfg, const std::string& local_addr) {
+rendezvous::DynamicOptions DynamicOptions(const LaunchConfig& cfg, const std::string& local_addr) {
   rendezvous::DynamicOptions o;
   o.run_id = cfg.rdzv_id;
   o.min_nodes = cfg.min_nodes;
   o.max_nodes = cfg.max_nodes;
-  o.endpoint = parse_endpoint(cfg.rdzv_endpoint, 29400);
+  o.endpoint = ParseEndpoint(cfg.rdzv_endpoint, 29400);
   o.local_addr = local_addr;
   const auto& c = cfg.rdzv_conf;
   if (auto it = c.find("store_type"); it != c.end() && it->second != "tcp") {
@@ -65,22 +65,22 @@ rendezvous::DynamicOptions dynamic_options(const LaunchConfig& cfg, const std::s
                                   ": tzrun supports only store_type=tcp (the FileStore variant "
                                   "is not implemented); drop the key");
   }
-  o.is_host = conf_bool(c, "is_host");
-  if (auto t = conf_seconds(c, "join_timeout")) o.join_timeout = *t;
-  if (auto t = conf_seconds(c, "last_call_timeout")) o.last_call_timeout = *t;
-  if (auto t = conf_seconds(c, "close_timeout")) o.close_timeout = *t;
-  if (auto t = conf_seconds(c, "read_timeout")) o.read_timeout = *t;
-  if (auto t = conf_seconds(c, "heartbeat_timeout")) o.heartbeat_timeout = *t;
-  if (auto t = conf_seconds(c, "keep_alive_interval")) o.keep_alive_interval = *t;
-  if (auto n = conf_positive_int(c, "keep_alive_max_attempt")) o.keep_alive_max_attempt = *n;
+  o.is_host = ConfBool(c, "is_host");
+  if (auto t = ConfSeconds(c, "join_timeout")) o.join_timeout = *t;
+  if (auto t = ConfSeconds(c, "last_call_timeout")) o.last_call_timeout = *t;
+  if (auto t = ConfSeconds(c, "close_timeout")) o.close_timeout = *t;
+  if (auto t = ConfSeconds(c, "read_timeout")) o.read_timeout = *t;
+  if (auto t = ConfSeconds(c, "heartbeat_timeout")) o.heartbeat_timeout = *t;
+  if (auto t = ConfSeconds(c, "keep_alive_interval")) o.keep_alive_interval = *t;
+  if (auto n = ConfPositiveInt(c, "keep_alive_max_attempt")) o.keep_alive_max_attempt = *n;
   return o;
 }
 
-rendezvous::HandlerParams handler_params(const LaunchConfig& cfg, const std::string& local_addr) {
+rendezvous::HandlerParams HandlerParams(const LaunchConfig& cfg, const std::string& local_addr) {
   rendezvous::HandlerParams p;
   p.backend = cfg.standalone ? "c10d" : cfg.rdzv_backend;
-  if (p.backend == "static") p.static_options = static_options(cfg);
-  if (p.backend == "c10d") p.dynamic_options = dynamic_options(cfg, local_addr);
+  if (p.backend == "static") p.static_options = StaticOptions(cfg);
+  if (p.backend == "c10d") p.dynamic_options = DynamicOptions(cfg, local_addr);
   return p;
 }
 

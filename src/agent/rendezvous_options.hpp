@@ -22,26 +22,26 @@
 namespace tzrun::agent {
 
 /// True for the elastic c10d rendezvous (--rdzv-backend other than static, or --standalone).
-[[nodiscard]] bool is_dynamic(const LaunchConfig& cfg);
+[[nodiscard]] bool IsDynamic(const LaunchConfig& cfg);
 
 /// Checks what needs no rendezvous: a positive --nproc-per-node and, for the static
 /// backend, --node-rank < --nnodes. Throws AgentError (usage, 2).
-void validate_topology(const LaunchConfig& cfg);
+void ValidateTopology(const LaunchConfig& cfg);
 
 /// Options of the static backend for `cfg` (endpoint: --rdzv-endpoint HOST:PORT or
 /// --master-addr/--master-port, brackets of an IPv6 --master-addr removed).
 /// Throws rendezvous::ConfigError.
-[[nodiscard]] rendezvous::StaticOptions static_options(const LaunchConfig& cfg);
+[[nodiscard]] rendezvous::StaticOptions StaticOptions(const LaunchConfig& cfg);
 
 /// Options of the c10d backend for `cfg`; `local_addr` is --local-addr or the FQDN.
 /// Throws rendezvous::ConfigError (e.g. store_type other than tcp).
-[[nodiscard]] rendezvous::DynamicOptions dynamic_options(const LaunchConfig& cfg,
-                                                         const std::string& local_addr);
+[[nodiscard]] rendezvous::DynamicOptions DynamicOptions(const LaunchConfig& cfg,
+                                                        const std::string& local_addr);
 
 /// What rendezvous::make_handler needs for `cfg` (--standalone → c10d). Only the chosen
 /// backend's options are filled; an unknown backend is left to make_handler to reject.
 /// Throws rendezvous::ConfigError.
-[[nodiscard]] rendezvous::HandlerParams handler_params(const LaunchConfig& cfg,
-                                                       const std::string& local_addr);
+[[nodiscard]] rendezvous::HandlerParams HandlerParams(const LaunchConfig& cfg,
+                                                      const std::string& local_addr);
 
 }  // namespace tzrun::agent

@@ -31,9 +31,9 @@ constexpr std::string_view kNotAvailable = "<N/A>";
 constexpr std::string_view kNoTracebackHint =
     "To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html";
 
-using base::errno_text;
+using base::ErrnoText;
 
-std::optional<double> parse_timestamp(const json& v) {
+std::optional<double> ParseTimestamp(const json& v) {
   if (v.is_number()) return v.get<double>();
   if (v.is_string()) {
     const auto& s = v.get_ref<const std::string&>();
@@ -45,14 +45,14 @@ std::optional<double> parse_timestamp(const json& v) {
   return std::nullopt;
 }
 
-bool is_regular_file(const std::string& path) {
+bool IsRegularFile(const std::string& path) {
   if (path.empty()) return false;
   std::error_code ec;
   return fs::is_regular_file(path, ec);
 }
 
 // Reads the whole file; nullopt if it cannot be opened.
-std::optional<std::string> slurp(const std::string& path) {
+std::optional<std::string> Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
   std::ostringstream ss;
@@ -60,13 +60,13 @@ std::optional<std::string> slurp(const std::string& path) {
   return std::move(ss).str();
 }
 
-bool all_space(std::string_view s) {
+bool AllSpace(std::string_view s) {
   return std::all_of(s.begin(), s.end(),
                      [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; });
 }
 
 // Number of code points of UTF-8 text (Python's len() of the decoded string).
-std::size_t display_len(std::string_view s) {
+std::size_t DisplayLen(std::string_view s) {
   std::size_t n = 0;
   for (char c : s) {
     if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++n;
@@ -74,7 +74,7 @@ std::size_t display_len(std::string_view s) {
   return n;
 }
 
-std::string replace_all(std::string_view s, std::string_view from, std::string_view to) {
+std::string ReplaceAll(std::string_view s, std::string_view from, std::string_view to) {
   std::string out;
   out.reserve(s.size());
   std::size_t pos = 0;
@@ -90,7 +90,7 @@ std::string replace_all(std::string_view s, std::string_view from, std::string_v
 }
 
 // datetime.fromtimestamp(int(ts)).isoformat(sep="_"): local time, whole seconds.
-std::string format_local_time(double unix_seconds) {
+std::string FormatLocalTime(double unix_seconds) {
   const auto t = static_cast<std::time_t>(unix_seconds < 0 ? 0 : unix_seconds);
   std::tm tm{};
   localtime_r(&t, &tm);
@@ -99,16 +99,16 @@ std::string format_local_time(double unix_seconds) {
   return buf;
 }
 
-double to_unix(std::chrono::system_clock::time_point tp) {
+double ToUnix(std::chrono::system_clock::time_point tp) {
   return std::chrono::duration<double>(tp.time_since_epoch()).count();
 }
 
-int torch_exit_code(const WorkerFailure& f) {
+int TorchExitCode(const WorkerFailure& f) {
   return f.signal != 0 ? -f.signal : f.exit_code;
 }
 
 // Atomically replaces `path` with `content` (temp file + fsync + rename + dir fsync).
-void write_file_atomic(const std::string& path, std::string_view content, std::string_view what) {
+void WriteFileAtomic(const std::string& path, std::string_view content, std::string_view what) {
   if (path.empty()) throw ReportError(std::string(what) + ": empty output path; pass a file path");
   const fs::path target(path);
   fs::path dir = target.parent_path();
@@ -120,15 +120,15 @@ void write_file_atomic(const std::string& path, std::string_view content, std::s
   auto fail = [&](const std::string& step, int err) {
     ::unlink(tmp.c_str());
     throw ReportError("cannot write " + std::string(what) + " '" + path + "' (" + step +
-                      "): " + errno_text(err) +
+                      "): " + ErrnoText(err) +
                       "; check that the directory exists and is writable and the disk has room");
   };
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int err = errno;
     throw ReportError("cannot write " + std::string(what) + " '" + path +
-                      "' (creating a temporary file in '" + dir.string() + "'): " +
-                      errno_text(err) + "; check that the directory exists and is writable");
+                      "' (creating a temporary file in '" + dir.string() + "'): " + ErrnoText(err) +
+                      "; check that the directory exists and is writable");
   }
   std::string_view rest = content;
   while (!rest.empty()) {
@@ -155,7 +155,7 @@ void write_file_atomic(const std::string& path, std::string_view content, std::s
   }
 }
 
-struct SignalName {
+struct SignalEntry {
   int sig;
   const char* name;
 };
@@ -164,15 +164,15 @@ struct SignalName {
 
 // ---------------------------------------------------------------- error files
 
-std::optional<ErrorFileInfo> read_error_file(const std::string& path) {
-  if (!is_regular_file(path)) return std::nullopt;
-  const auto text = slurp(path);
+std::optional<ErrorFileInfo> ReadErrorFile(const std::string& path) {
+  if (!IsRegularFile(path)) return std::nullopt;
+  const auto text = Slurp(path);
   if (!text) {
     return ErrorFileInfo{"error file '" + path + "' exists but cannot be read: " +
-                             errno_text(errno) + "; check its permissions",
+                             ErrnoText(errno) + "; check its permissions",
                          "", std::nullopt};
   }
-  if (all_space(*text)) return std::nullopt;
+  if (AllSpace(*text)) return std::nullopt;
   const auto unparsable = [&](const std::string& why) {
     return ErrorFileInfo{"error file '" + path + "' could not be parsed (" + why +
                              "); expected torchelastic's JSON as written by "
@@ -193,7 +193,7 @@ std::optional<ErrorFileInfo> read_error_file(const std::string& path) {
   ErrorFileInfo info;
   if (msg.is_string()) {
     info.message = msg.get<std::string>();
-    if (doc.contains("timestamp")) info.timestamp = parse_timestamp(doc["timestamp"]);
+    if (doc.contains("timestamp")) info.timestamp = ParseTimestamp(doc["timestamp"]);
     return info;
   }
   if (!msg.is_object()) return unparsable("\"message\" is neither a string nor an object");
@@ -204,15 +204,15 @@ std::optional<ErrorFileInfo> read_error_file(const std::string& path) {
     if (auto cs = ei->find("py_callstack"); cs != ei->end() && cs->is_string()) {
       info.traceback = cs->get<std::string>();
     }
-    if (auto ts = ei->find("timestamp"); ts != ei->end()) info.timestamp = parse_timestamp(*ts);
+    if (auto ts = ei->find("timestamp"); ts != ei->end()) info.timestamp = ParseTimestamp(*ts);
   }
   return info;
 }
 
 // ---------------------------------------------------------------- failures
 
-std::string signal_name(int sig) {
-  static const SignalName kNames[] = {
+std::string SignalName(int sig) {
+  static const SignalEntry kNames[] = {
       {SIGHUP, "SIGHUP"},       {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},   {SIGILL, "SIGILL"},
       {SIGTRAP, "SIGTRAP"},     {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},     {SIGFPE, "SIGFPE"},
       {SIGKILL, "SIGKILL"},     {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"},   {SIGUSR2, "SIGUSR2"},
@@ -238,16 +238,16 @@ std::string signal_name(int sig) {
   return std::string(kNotAvailable);
 }
 
-int tzrun_exit_code(const WorkerFailure& f) noexcept {
+int TzrunExitCode(const WorkerFailure& f) noexcept {
   return f.signal != 0 ? 128 + f.signal : f.exit_code;
 }
 
-std::size_t select_root_cause(const std::vector<WorkerFailure>& failures) {
+std::size_t SelectRootCause(const std::vector<WorkerFailure>& failures) {
   std::size_t best = 0;
   double best_ts = 0;
   for (std::size_t i = 0; i < failures.size(); ++i) {
-    const auto info = read_error_file(failures[i].error_file);
-    const double ts = info && info->timestamp ? *info->timestamp : to_unix(failures[i].time);
+    const auto info = ReadErrorFile(failures[i].error_file);
+    const double ts = info && info->timestamp ? *info->timestamp : ToUnix(failures[i].time);
     if (i == 0 || ts < best_ts) {
       best = i;
       best_ts = ts;
@@ -256,24 +256,24 @@ std::size_t select_root_cause(const std::vector<WorkerFailure>& failures) {
   return best;
 }
 
-std::string format_failure_report(std::string_view entrypoint,
-                                  const std::vector<WorkerFailure>& failures,
-                                  std::size_t root_index, std::string_view hostname) {
+std::string FormatFailureReport(std::string_view entrypoint,
+                                const std::vector<WorkerFailure>& failures, std::size_t root_index,
+                                std::string_view hostname) {
   const std::string title = std::string(entrypoint) + " FAILED";
-  std::size_t width = display_len(title);
+  std::size_t width = DisplayLen(title);
   std::string root_block;
   std::vector<std::string> others;
 
   for (std::size_t idx = 0; idx < failures.size(); ++idx) {
     const WorkerFailure& f = failures[idx];
-    const auto info = read_error_file(f.error_file);
-    const double ts = info && info->timestamp ? *info->timestamp : to_unix(f.time);
+    const auto info = ReadErrorFile(f.error_file);
+    const double ts = info && info->timestamp ? *info->timestamp : ToUnix(f.time);
 
     std::string msg;
     if (info && !(info->traceback.empty() && info->message.empty())) {
-      msg = replace_all(info->traceback.empty() ? info->message : info->traceback, "\n", "\n  ");
+      msg = ReplaceAll(info->traceback.empty() ? info->message : info->traceback, "\n", "\n  ");
     } else if (f.signal != 0) {
-      msg = "Signal " + std::to_string(f.signal) + " (" + signal_name(f.signal) +
+      msg = "Signal " + std::to_string(f.signal) + " (" + SignalName(f.signal) +
             ") received by PID " + std::to_string(f.pid);
     } else {
       msg = std::string(kNoTracebackHint);
@@ -281,11 +281,11 @@ std::string format_failure_report(std::string_view entrypoint,
 
     std::string block;
     block += "[" + std::to_string(idx) + "]:\n";
-    block += "  time      : " + format_local_time(ts) + "\n";
+    block += "  time      : " + FormatLocalTime(ts) + "\n";
     block += "  host      : " + std::string(hostname) + "\n";
     block += "  rank      : " + std::to_string(f.global_rank) +
              " (local_rank: " + std::to_string(f.local_rank) + ")\n";
-    block += "  exitcode  : " + std::to_string(torch_exit_code(f)) +
+    block += "  exitcode  : " + std::to_string(TorchExitCode(f)) +
              " (pid: " + std::to_string(f.pid) + ")\n";
     block += "  error_file: " + (info ? f.error_file : std::string(kNotAvailable)) + "\n";
     block += "  traceback : " + msg;
@@ -294,7 +294,7 @@ std::string format_failure_report(std::string_view entrypoint,
     while (start <= block.size()) {
       std::size_t nl = block.find('\n', start);
       if (nl == std::string::npos) nl = block.size();
-      width = std::max(width, display_len(std::string_view(block).substr(start, nl - start)));
+      width = std::max(width, DisplayLen(std::string_view(block).substr(start, nl - start)));
       start = nl + 1;
     }
     if (idx == root_index) {
@@ -328,22 +328,22 @@ std::string format_failure_report(std::string_view entrypoint,
            " (local_rank: " + std::to_string(r.local_rank) + ", pid: " + std::to_string(r.pid) +
            "), ";
     if (r.signal != 0) {
-      out += "killed by signal " + std::to_string(r.signal) + " (" + signal_name(r.signal) + ")";
+      out += "killed by signal " + std::to_string(r.signal) + " (" + SignalName(r.signal) + ")";
     } else {
       out += "exited with code " + std::to_string(r.exit_code);
     }
-    out += "; exit code " + std::to_string(tzrun_exit_code(r)) + "\n";
+    out += "; exit code " + std::to_string(TzrunExitCode(r)) + "\n";
   }
   return out;
 }
 
-std::string format_failure_log_message(const WorkerFailure& f, std::string_view entrypoint) {
-  return "failed (exitcode: " + std::to_string(torch_exit_code(f)) +
+std::string FormatFailureLogMessage(const WorkerFailure& f, std::string_view entrypoint) {
+  return "failed (exitcode: " + std::to_string(TorchExitCode(f)) +
          ") local_rank: " + std::to_string(f.local_rank) + " (pid: " + std::to_string(f.pid) +
          ") of binary: " + std::string(entrypoint);
 }
 
-std::string local_fqdn() {
+std::string LocalFqdn() {
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) != 0) return "localhost";
   std::string hostname = host;
@@ -396,22 +396,22 @@ std::string local_fqdn() {
   return result;
 }
 
-bool copy_root_error_file(const WorkerFailure& root, const std::string& dest_path) {
-  if (dest_path.empty() || !is_regular_file(root.error_file)) return false;
-  const auto text = slurp(root.error_file);
-  if (!text || all_space(*text)) return false;
+bool CopyRootErrorFile(const WorkerFailure& root, const std::string& dest_path) {
+  if (dest_path.empty() || !IsRegularFile(root.error_file)) return false;
+  const auto text = Slurp(root.error_file);
+  if (!text || AllSpace(*text)) return false;
   json doc;
   try {
     doc = json::parse(*text);
   } catch (const json::exception&) {
     return false;
   }
-  const int code = torch_exit_code(root);
+  const int code = TorchExitCode(root);
   if (code != 0 && doc.is_object()) {
     auto it = doc.find("message");
     if (it != doc.end() && it->is_object()) (*it)["errorCode"] = code;
   }
-  write_file_atomic(dest_path, doc.dump(), "the agent error file (TORCHELASTIC_ERROR_FILE)");
+  WriteFileAtomic(dest_path, doc.dump(), "the agent error file (TORCHELASTIC_ERROR_FILE)");
   return true;
 }
 
@@ -419,7 +419,7 @@ bool copy_root_error_file(const WorkerFailure& root, const std::string& dest_pat
 
 namespace {
 
-nlohmann::ordered_json rank_json(const RankOutcome& r) {
+nlohmann::ordered_json RankJson(const RankOutcome& r) {
   nlohmann::ordered_json j;
   j["local_rank"] = r.local_rank;
   j["global_rank"] = r.global_rank;
@@ -427,7 +427,7 @@ nlohmann::ordered_json rank_json(const RankOutcome& r) {
   j["exit_code"] = r.exit_code;
   j["signal"] = r.signal;
   if (r.signal != 0) {
-    j["signal_name"] = signal_name(r.signal);
+    j["signal_name"] = SignalName(r.signal);
   } else {
     j["signal_name"] = nullptr;
   }
@@ -442,7 +442,7 @@ nlohmann::ordered_json rank_json(const RankOutcome& r) {
 
 }  // namespace
 
-std::string summary_to_json(const RunSummary& s) {
+std::string SummaryToJson(const RunSummary& s) {
   nlohmann::ordered_json j;
   j["schema_version"] = 1;
   j["tool"] = "tzrun";
@@ -461,25 +461,25 @@ std::string summary_to_json(const RunSummary& s) {
     j["root_cause_rank"] = *s.root_cause_rank;
     for (const auto& r : s.ranks) {
       if (r.global_rank >= 0 && static_cast<std::size_t>(r.global_rank) == *s.root_cause_rank) {
-        j["root_cause"] = rank_json(r);
+        j["root_cause"] = RankJson(r);
         break;
       }
     }
   }
   j["ranks"] = nlohmann::ordered_json::array();
-  for (const auto& r : s.ranks) j["ranks"].push_back(rank_json(r));
+  for (const auto& r : s.ranks) j["ranks"].push_back(RankJson(r));
   j["attempts"] = nlohmann::ordered_json::array();
   for (const auto& a : s.attempts) {
     auto arr = nlohmann::ordered_json::array();
-    for (const auto& r : a) arr.push_back(rank_json(r));
+    for (const auto& r : a) arr.push_back(RankJson(r));
     j["attempts"].push_back(std::move(arr));
   }
   // Invalid UTF-8 in worker messages must not make the summary unwritable.
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
-void write_summary_json(const std::string& path, const RunSummary& s) {
-  write_file_atomic(path, summary_to_json(s), "the run summary (--summary-json)");
+void WriteSummaryJson(const std::string& path, const RunSummary& s) {
+  WriteFileAtomic(path, SummaryToJson(s), "the run summary (--summary-json)");
 }
 
 }  // namespace tzrun::agent

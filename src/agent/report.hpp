@@ -67,7 +67,7 @@ struct ErrorFileInfo {
 /// Returns nullopt when `path` is empty, missing or an empty file. A file that is not
 /// valid JSON or has neither shape yields an ErrorFileInfo whose message says so (never
 /// throws). Thread-safe.
-std::optional<ErrorFileInfo> read_error_file(const std::string& path);
+std::optional<ErrorFileInfo> ReadErrorFile(const std::string& path);
 
 /// One failed (or agent-terminated) worker of an attempt.
 struct WorkerFailure {
@@ -81,15 +81,15 @@ struct WorkerFailure {
 };
 
 /// "SIGKILL" for 9 etc. (Python's signal.Signals(n).name); "<N/A>" if unknown.
-std::string signal_name(int sig);
+std::string SignalName(int sig);
 
 /// The exit status tzrun returns for this failure: 128+signal, else the exit code.
-int tzrun_exit_code(const WorkerFailure& f) noexcept;
+int TzrunExitCode(const WorkerFailure& f) noexcept;
 
 /// torchrun's root-cause rule (ChildFailedError.get_first_failure): the failure with the
 /// smallest timestamp, where the timestamp is the error file's if it has one, else the
 /// observation time; ties go to the earliest element. Precondition: non-empty.
-std::size_t select_root_cause(const std::vector<WorkerFailure>& failures);
+std::size_t SelectRootCause(const std::vector<WorkerFailure>& failures);
 
 /// torchrun's ChildFailedError message, byte-for-byte in torchrun's layout, e.g.
 ///   ============================================================
@@ -113,19 +113,19 @@ std::size_t select_root_cause(const std::vector<WorkerFailure>& failures);
 ///   "tzrun: root cause is rank 1 (local_rank: 1, pid: 1234), killed by signal 9 (SIGKILL);
 ///    exit code 137" (one line).
 /// The result ends with '\n'. Precondition: root_index < failures.size().
-std::string format_failure_report(std::string_view entrypoint,
-                                  const std::vector<WorkerFailure>& failures,
-                                  std::size_t root_index, std::string_view hostname);
+std::string FormatFailureReport(std::string_view entrypoint,
+                                const std::vector<WorkerFailure>& failures, std::size_t root_index,
+                                std::string_view hostname);
 
 /// torchrun's ERROR log message for the root cause (without the log-line header):
 /// "failed (exitcode: <c>) local_rank: <l> (pid: <p>) of binary: <entrypoint>"
 /// (<c> is negative for signals, as in torchrun).
-std::string format_failure_log_message(const WorkerFailure& f, std::string_view entrypoint);
+std::string FormatFailureLogMessage(const WorkerFailure& f, std::string_view entrypoint);
 
 /// The host name as Python's socket.getfqdn() reports it (first dotted name of the
 /// reverse lookup, else the lookup's canonical name, else gethostname()). May block on
 /// DNS; call once.
-std::string local_fqdn();
+std::string LocalFqdn();
 
 /// torchrun's `@record` behaviour for the agent itself: when the agent has
 /// TORCHELASTIC_ERROR_FILE set (`dest_path`), copy the root-cause worker's error JSON
@@ -133,7 +133,7 @@ std::string local_fqdn();
 /// the message is an object. Returns false (nothing written) when dest_path is empty or
 /// the worker left no readable JSON error file. An existing dest file is replaced
 /// atomically. Throws ReportError if dest_path cannot be written.
-bool copy_root_error_file(const WorkerFailure& root, const std::string& dest_path);
+bool CopyRootErrorFile(const WorkerFailure& root, const std::string& dest_path);
 
 /// Per-worker outcome for the run summary (see schema above).
 struct RankOutcome {
@@ -163,11 +163,11 @@ struct RunSummary {
 };
 
 /// The summary as JSON text (schema above, pretty-printed, trailing '\n').
-std::string summary_to_json(const RunSummary& s);
+std::string SummaryToJson(const RunSummary& s);
 
-/// Writes summary_to_json(s) to `path` atomically: a temp file in the same directory,
+/// Writes SummaryToJson(s) to `path` atomically: a temp file in the same directory,
 /// fsync, rename over `path`, fsync of the directory. On any failure the temp file is
 /// removed, an existing `path` is left untouched and ReportError is thrown.
-void write_summary_json(const std::string& path, const RunSummary& s);
+void WriteSummaryJson(const std::string& path, const RunSummary& s);
 
 }  // namespace tzrun::agent

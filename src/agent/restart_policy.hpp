@@ -56,7 +56,7 @@ struct RestartBudget {
 struct Action {
   enum class Kind {
     kWaitExitBarrier,  ///< local group succeeded: wait for the other nodes, then decide again
-    kAskRendezvous,    ///< local group failed: ask Handler::on_failure(can_restart, code)
+    kAskRendezvous,    ///< local group failed: ask Handler::OnFailure(can_restart, code)
     kRestart,          ///< rendezvous again and start a new worker group
     kFinish,           ///< end of the job: close the rendezvous, exit with exit_code
     kLeaveSignaled,    ///< leave without closing the rendezvous; exit with exit_code (128+N)
@@ -76,13 +76,13 @@ struct Action {
 
 /// The result that counts: success with a pending peer event is that event; anything but
 /// success with a handled signal received is kSignaled.
-[[nodiscard]] AttemptResult effective_result(const AttemptOutcome& what);
+[[nodiscard]] AttemptResult EffectiveResult(const AttemptOutcome& what);
 
 /// The next step after an attempt (see above). `role` is --role, used in the messages.
-[[nodiscard]] Action decide(const AttemptOutcome& what, const RestartBudget& budget,
+[[nodiscard]] Action Decide(const AttemptOutcome& what, const RestartBudget& budget,
                             const std::string& role);
 
 /// `budget` after one failure restart (remaining never drops below 0).
-[[nodiscard]] RestartBudget spend(RestartBudget budget);
+[[nodiscard]] RestartBudget Spend(RestartBudget budget);
 
 }  // namespace tzrun::agent

@@ -17,14 +17,14 @@ SignalState::SignalState(const std::vector<std::string>& names, spdlog::logger& 
   ::sigprocmask(SIG_BLOCK, nullptr, &orig_mask_);
   sigemptyset(&blocked_);
   sigaddset(&blocked_, SIGCHLD);
-  for (const auto& name : names) add(name, log);
+  for (const auto& name : names) Add(name, log);
   ::sigprocmask(SIG_BLOCK, &blocked_, nullptr);
   fd_ = ::signalfd(-1, &blocked_, SFD_CLOEXEC | SFD_NONBLOCK);
   if (fd_ < 0) {
     int err = errno;
     ::sigprocmask(SIG_SETMASK, &orig_mask_, nullptr);
     throw AgentError(
-        "cannot create a signalfd: " + base::errno_text(err) + "; tzrun needs Linux signalfd(2)",
+        "cannot create a signalfd: " + base::ErrnoText(err) + "; tzrun needs Linux signalfd(2)",
         exit_code::kInfrastructure);
   }
   // The console may be a closed pipe; never die of SIGPIPE (workers get it back).
@@ -37,8 +37,8 @@ SignalState::SignalState(const std::vector<std::string>& names, spdlog::logger& 
   reset_ = {SIGPIPE, SIGXFSZ};
 }
 
-void SignalState::add(const std::string& name, spdlog::logger& log) {
-  int sig = detail::signal_from_name(name);
+void SignalState::Add(const std::string& name, spdlog::logger& log) {
+  int sig = detail::SignalFromName(name);
   if (sig < 0) {
     log.warn(
         "Unknown signal name '{}' in --signals-to-handle; skipping it (use names "
@@ -57,7 +57,7 @@ void SignalState::add(const std::string& name, spdlog::logger& log) {
     log.info("{} was ignored when tzrun started (e.g. nohup); leaving it ignored", name);
     return;
   }
-  if (!handled(sig)) {
+  if (!Handled(sig)) {
     handled_.push_back(sig);
     sigaddset(&blocked_, sig);
   }
@@ -74,7 +74,7 @@ SignalState::~SignalState() {
   ::sigprocmask(SIG_SETMASK, &orig_mask_, nullptr);
 }
 
-bool SignalState::handled(int sig) const {
+bool SignalState::Handled(int sig) const {
   return std::find(handled_.begin(), handled_.end(), sig) != handled_.end();
 }
 

@@ -33,15 +33,15 @@ class SignalState {
   ~SignalState();
 
   /// Non-blocking signalfd delivering SIGCHLD and the handled signals.
-  [[nodiscard]] int fd() const noexcept { return fd_; }
-  [[nodiscard]] bool handled(int sig) const;
+  [[nodiscard]] int Fd() const noexcept { return fd_; }
+  [[nodiscard]] bool Handled(int sig) const;
   /// The signal mask tzrun started with (the workers start with it).
-  [[nodiscard]] const sigset_t& child_mask() const noexcept { return orig_mask_; }
+  [[nodiscard]] const sigset_t& ChildMask() const noexcept { return orig_mask_; }
   /// Signals the workers get back at SIG_DFL (SIGPIPE, SIGXFSZ).
-  [[nodiscard]] const std::vector<int>& reset_to_default() const noexcept { return reset_; }
+  [[nodiscard]] const std::vector<int>& ResetToDefault() const noexcept { return reset_; }
 
  private:
-  void add(const std::string& name, spdlog::logger& log);
+  void Add(const std::string& name, spdlog::logger& log);
 
   sigset_t orig_mask_{};
   sigset_t blocked_{};

@@ -24,7 +24,7 @@ using std::chrono::milliseconds;
 
 }  // namespace
 
-AttemptResult Agent::monitor() {
+AttemptResult Agent::Monitor() {
   while (true) {
     if (stop_signal_ != 0) return AttemptResult::kSignaled;
     if (!failures_.empty()) return AttemptResult::kFailed;
@@ -32,67 +32,67 @@ AttemptResult Agent::monitor() {
       return AttemptResult::kSucceeded;
     }
     if (pending_event_) return AttemptResult::kPeerEvent;
-    wait_events(-1, nullptr);
+    WaitEvents(-1, nullptr);
   }
 }
 
-void Agent::wait_events(int timeout_ms, bool* escalate) {
+void Agent::WaitEvents(int timeout_ms, bool* escalate) {
   std::vector<pollfd> fds;
-  fds.push_back({signals_->fd(), POLLIN, 0});
-  const std::size_t streams = stdio_ ? stdio_->streams() : 0;
+  fds.push_back({signals_->Fd(), POLLIN, 0});
+  const std::size_t streams = stdio_ ? stdio_->Streams() : 0;
   for (std::size_t i = 0; i < streams; ++i) {
-    const int fd = stdio_->fd(i);
+    const int fd = stdio_->Fd(i);
     fds.push_back({fd, static_cast<short>(fd >= 0 ? POLLIN : 0), 0});
   }
   // Rendezvous watcher events (other nodes failed / joined / left, store lost): only
   // looked at while workers run; the first one is kept for monitor().
-  const int event_fd = rdzv_ && !workers_.empty() && !pending_event_ ? rdzv_->event_fd() : -1;
+  const int event_fd = rdzv_ && !workers_.empty() && !pending_event_ ? rdzv_->EventFd() : -1;
   fds.push_back({event_fd, static_cast<short>(event_fd >= 0 ? POLLIN : 0), 0});
   int rc = ::poll(fds.data(), fds.size(), timeout_ms);
   if (rc < 0) {
     if (errno == EINTR) return;
-    throw AgentError("poll() failed: " + base::errno_text(errno), exit_code::kInfrastructure);
+    throw AgentError("poll() failed: " + base::ErrnoText(errno), exit_code::kInfrastructure);
   }
-  if ((fds[0].revents & POLLIN) != 0) read_signals(escalate);
+  if ((fds[0].revents & POLLIN) != 0) ReadSignals(escalate);
   for (std::size_t i = 1; i + 1 < fds.size(); ++i) {
-    if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) stdio_->pump(i - 1);
+    if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) stdio_->Pump(i - 1);
   }
-  if (event_fd >= 0 && (fds.back().revents & POLLIN) != 0) pending_event_ = rdzv_->take_event();
+  if (event_fd >= 0 && (fds.back().revents & POLLIN) != 0) pending_event_ = rdzv_->TakeEvent();
 }
 
-void Agent::read_signals(bool* escalate) {
+void Agent::ReadSignals(bool* escalate) {
   signalfd_siginfo si{};
   bool child = false;
-  while (::read(signals_->fd(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+  while (::read(signals_->Fd(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
     const int sig = static_cast<int>(si.ssi_signo);
     if (sig == SIGCHLD) {
       child = true;
-    } else if (signals_->handled(sig)) {
+    } else if (signals_->Handled(sig)) {
       if (stop_signal_ == 0) {
         stop_signal_ = sig;
-        log_->warn("Received {} death signal, shutting down workers", signal_name(sig));
+        log_->warn("Received {} death signal, shutting down workers", SignalName(sig));
       } else if (escalate != nullptr) {
         log_->warn("Received {} again while shutting down: killing the workers now",
-                   signal_name(sig));
+                   SignalName(sig));
         *escalate = true;
       }
     }
   }
-  if (child) reap_all();
+  if (child) ReapAll();
 }
 
-void Agent::reap_all() {
+void Agent::ReapAll() {
   while (true) {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid < 0 && errno == EINTR) continue;
     if (pid <= 0) return;
-    if (pid == guardian_.pid()) {
+    if (pid == guardian_.Pid()) {
       log_->warn(
           "the guardian process {} exited unexpectedly: workers may outlive a "
           "SIGKILLed tzrun",
           pid);
-      guardian_.close();
+      guardian_.Close();
       continue;
     }
     auto it = std::find_if(workers_.begin(), workers_.end(),
@@ -101,11 +101,11 @@ void Agent::reap_all() {
       log_->debug("reaped orphaned descendant {}", pid);
       continue;
     }
-    record_exit(*it, status);
+    RecordExit(*it, status);
   }
 }
 
-void Agent::record_exit(Worker& w, int status) {
+void Agent::RecordExit(Worker& w, int status) {
   w.reaped = true;
   w.wait_status = status;
   w.end_time = SysClock::now();
@@ -123,15 +123,15 @@ void Agent::record_exit(Worker& w, int status) {
   f.error_file = w.error_file;
   f.time = w.end_time;
   log_->info("worker local_rank {} (pid {}) failed: {}", w.local_rank, w.pid,
-             f.signal != 0 ? "killed by " + signal_name(f.signal)
+             f.signal != 0 ? "killed by " + SignalName(f.signal)
                            : "exit code " + std::to_string(f.exit_code));
   failures_.push_back(std::move(f));
 }
 
-std::vector<pid_t> Agent::stray_children() const {
+std::vector<pid_t> Agent::StrayChildren() const {
   std::vector<pid_t> out;
-  for (pid_t c : detail::list_children(::getpid())) {
-    if (c == guardian_.pid() || preexisting_children_.contains(c)) continue;
+  for (pid_t c : detail::ListChildren(::getpid())) {
+    if (c == guardian_.Pid() || preexisting_children_.contains(c)) continue;
     if (std::any_of(workers_.begin(), workers_.end(),
                     [c](const Worker& w) { return w.pid == c; })) {
       continue;
@@ -141,80 +141,80 @@ std::vector<pid_t> Agent::stray_children() const {
   return out;
 }
 
-bool Agent::all_gone() {
+bool Agent::AllGone() {
   for (auto& w : workers_) {
     if (!w.reaped) return false;
     if (!w.group_done) {
-      if (detail::group_alive(w.pid)) return false;
+      if (detail::GroupAlive(w.pid)) return false;
       w.group_done = true;
-      guardian_.remove(w.pid);
+      guardian_.Remove(w.pid);
     }
   }
-  return stray_children().empty();
+  return StrayChildren().empty();
 }
 
-void Agent::signal_targets(int sig, bool log_each) {
+void Agent::SignalTargets(int sig, bool log_each) {
   for (auto& w : workers_) {
     if (w.group_done) continue;
     if (!w.reaped && log_each) {
-      log_->warn("Sending process {} closing signal {}", w.pid, signal_name(sig));
+      log_->warn("Sending process {} closing signal {}", w.pid, SignalName(sig));
     }
     if (::killpg(w.pid, sig) != 0 && w.reaped && errno == ESRCH) {
       w.group_done = true;
-      guardian_.remove(w.pid);
+      guardian_.Remove(w.pid);
     }
   }
-  signal_strays(sig);
+  SignalStrays(sig);
 }
 
-void Agent::signal_strays(int sig) {
+void Agent::SignalStrays(int sig) {
   // Descendants re-parented to us (we are a child subreaper), e.g. daemonized grandchildren
   // that left the worker's process group; new ones appear whenever their parent dies.
-  for (pid_t c : stray_children()) {
+  for (pid_t c : StrayChildren()) {
     auto [it, inserted] = signalled_strays_.try_emplace(c, sig);
     if (!inserted && it->second == sig) continue;
     it->second = sig;
-    log_->debug("sending {} to re-parented descendant {}", signal_name(sig), c);
+    log_->debug("sending {} to re-parented descendant {}", SignalName(sig), c);
     ::kill(c, sig);
   }
 }
 
-void Agent::stop_group(int sig) {
-  reap_all();
+void Agent::StopGroup(int sig) {
+  ReapAll();
   signalled_strays_.clear();
-  if (all_gone()) return;
-  signal_targets(sig, true);
+  if (AllGone()) return;
+  SignalTargets(sig, true);
   int forwarded = sig;
   bool escalate = false;
   const auto grace = std::chrono::duration_cast<milliseconds>(
       std::chrono::duration<double>(std::max(0.0, cfg_.shutdown_timeout)));
   const auto deadline = SteadyClock::now() + grace;
-  while (!all_gone() && !escalate) {
+  while (!AllGone() && !escalate) {
     const auto now = SteadyClock::now();
     if (now >= deadline) break;
     auto left = std::chrono::duration_cast<milliseconds>(deadline - now).count();
-    wait_events(static_cast<int>(std::min<long long>(50, left + 1)), &escalate);
+    WaitEvents(static_cast<int>(std::min<long long>(50, left + 1)), &escalate);
     if (stop_signal_ != 0 && stop_signal_ != forwarded) {  // e.g. Ctrl-C during a restart
       forwarded = stop_signal_;
-      signal_targets(forwarded, true);
+      SignalTargets(forwarded, true);
     } else {
-      signal_strays(forwarded);
+      SignalStrays(forwarded);
     }
   }
-  if (all_gone()) return;
-  kill_group(sig);
+  if (AllGone()) return;
+  KillGroup(sig);
 }
 
-void Agent::kill_group(int sig) {
+void Agent::KillGroup(int sig) {
   for (const auto& w : workers_) {
     if (!w.reaped) {
       log_->warn("Unable to shutdown process {} via {}, forcefully exiting via SIGKILL", w.pid,
-                 signal_name(sig));
+                 SignalName(sig));
     }
   }
   const auto hard_deadline = SteadyClock::now() + std::chrono::seconds(10);
   auto next_kill = SteadyClock::now();
-  while (!all_gone()) {
+  while (!AllGone()) {
     const auto now = SteadyClock::now();
     if (now >= hard_deadline) {
       log_->error(
@@ -223,22 +223,22 @@ void Agent::kill_group(int sig) {
       return;
     }
     if (now >= next_kill) {  // re-sent: a dying parent may re-parent more descendants to us
-      signal_targets(SIGKILL, false);
+      SignalTargets(SIGKILL, false);
       next_kill = now + milliseconds(200);
     }
-    wait_events(20, nullptr);
+    WaitEvents(20, nullptr);
   }
 }
 
-void Agent::drain_tees() {
+void Agent::DrainTees() {
   // All writers are dead by now (or stuck): read what is left, waiting at most 2 s for EOF.
   if (!stdio_) return;
   const auto deadline = SteadyClock::now() + std::chrono::seconds(2);
-  while (stdio_->any_open()) {
+  while (stdio_->AnyOpen()) {
     if (SteadyClock::now() >= deadline) break;
-    wait_events(50, nullptr);
+    WaitEvents(50, nullptr);
   }
-  stdio_->finish_all();
+  stdio_->FinishAll();
 }
 
 }  // namespace tzrun::agent

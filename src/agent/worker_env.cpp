@@ -15,36 +15,35 @@
 namespace tzrun::agent {
 namespace {
 
-using base::join;
+using base::Join;
 
-using base::split;
+using base::Split;
 
-using base::strip;
+using base::Strip;
 
-bool is_identifier_start(char c) {
+bool IsIdentifierStart(char c) {
   return c == '_' || std::isalpha(static_cast<unsigned char>(c)) != 0;
 }
-bool is_identifier_char(char c) {
+bool IsIdentifierChar(char c) {
   return c == '_' || std::isalnum(static_cast<unsigned char>(c)) != 0;
 }
 
-bool is_regular_file(const std::string& path) {
+bool IsRegularFile(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
+bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
 }  // namespace
 
-bool needs_omp_default(const LaunchConfig& cfg,
-                       const std::map<std::string, std::string>& base_env) {
+bool NeedsOmpDefault(const LaunchConfig& cfg, const std::map<std::string, std::string>& base_env) {
   return !base_env.contains("OMP_NUM_THREADS") && cfg.nproc_per_node > 1;
 }
 
-std::vector<std::string> omp_banner_lines() {
+std::vector<std::string> OmpBannerLines() {
   const std::string stars(41, '*');
   return {"", stars,
           "Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, "
@@ -53,7 +52,7 @@ std::vector<std::string> omp_banner_lines() {
           stars};
 }
 
-std::map<std::string, std::string> build_worker_env(
+std::map<std::string, std::string> BuildWorkerEnv(
     const LaunchConfig& cfg, const WorkerSpec& spec,
     const std::map<std::string, std::string>& base_env, const std::string& master_addr,
     int master_port, const std::string& error_file) {
@@ -77,13 +76,13 @@ std::map<std::string, std::string> build_worker_env(
   }
   env["TORCHELASTIC_ERROR_FILE"] = error_file;
   // run.py puts --signals-to-handle into the agent's os.environ; workers inherit it.
-  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = join(cfg.signals_to_handle, ",");
+  env["TORCHELASTIC_SIGNALS_TO_HANDLE"] = Join(cfg.signals_to_handle, ",");
 
   if (cfg.virtual_local_rank) {
     env["LOCAL_RANK"] = "0";
     auto it = base_env.find("CUDA_VISIBLE_DEVICES");
     if (it != base_env.end()) {
-      auto gpus = split(it->second, ',');
+      auto gpus = Split(it->second, ',');
       if (spec.local_rank >= static_cast<int>(gpus.size())) {
         throw WorkerSetupError("--virtual-local-rank: local_rank " +
                                    std::to_string(spec.local_rank) +
@@ -92,7 +91,7 @@ std::map<std::string, std::string> build_worker_env(
                                    " entries); list at least --nproc-per-node devices or unset it",
                                ExitCode::kUsage);
       }
-      env["CUDA_VISIBLE_DEVICES"] = strip(gpus[static_cast<std::size_t>(spec.local_rank)]);
+      env["CUDA_VISIBLE_DEVICES"] = Strip(gpus[static_cast<std::size_t>(spec.local_rank)]);
     } else {
       env["CUDA_VISIBLE_DEVICES"] = std::to_string(spec.local_rank);
     }
@@ -102,7 +101,7 @@ std::map<std::string, std::string> build_worker_env(
   return env;
 }
 
-std::string substitute_local_rank(std::string_view arg, int local_rank) {
+std::string SubstituteLocalRank(std::string_view arg, int local_rank) {
   static constexpr std::string_view kName = "local_rank";
   const std::string value = std::to_string(local_rank);
   std::string out;
@@ -123,8 +122,8 @@ std::string substitute_local_rank(std::string_view arg, int local_rank) {
       auto close = arg.find('}', i + 2);
       if (close != std::string_view::npos) {
         auto id = arg.substr(i + 2, close - i - 2);
-        bool valid = !id.empty() && is_identifier_start(id[0]);
-        for (char c : id) valid = valid && is_identifier_char(c);
+        bool valid = !id.empty() && IsIdentifierStart(id[0]);
+        for (char c : id) valid = valid && IsIdentifierChar(c);
         if (valid) {
           if (id == kName) {
             out += value;
@@ -139,9 +138,9 @@ std::string substitute_local_rank(std::string_view arg, int local_rank) {
       ++i;
       continue;
     }
-    if (i + 1 < arg.size() && is_identifier_start(arg[i + 1])) {
+    if (i + 1 < arg.size() && IsIdentifierStart(arg[i + 1])) {
       std::size_t j = i + 1;
-      while (j < arg.size() && is_identifier_char(arg[j])) ++j;
+      while (j < arg.size() && IsIdentifierChar(arg[j])) ++j;
       auto id = arg.substr(i + 1, j - i - 1);
       if (id == kName) {
         out += value;
@@ -159,28 +158,27 @@ std::string substitute_local_rank(std::string_view arg, int local_rank) {
 
 namespace {
 // An executable regular file named `name` on $PATH, or "" (for bare names like `tzrec_train`).
-std::string find_on_path(const std::string& name) {
+std::string FindOnPath(const std::string& name) {
   const char* path = std::getenv("PATH");
-  for (const auto& dir : split(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin", ':')) {
+  for (const auto& dir : Split(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin", ':')) {
     const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
-    if (is_regular_file(candidate) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (IsRegularFile(candidate) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return "";
 }
 }  // namespace
 
-EntrypointKind classify_entrypoint(const LaunchConfig& cfg) {
+EntrypointKind ClassifyEntrypoint(const LaunchConfig& cfg) {
   if (cfg.no_python) return EntrypointKind::kDirect;
   if (cfg.module) return EntrypointKind::kPython;
   std::string script = cfg.training_script;
   // A bare program name that is not a file here but an executable on PATH (`tzrun ...
   // tzrec_train`): classify that file. torchrun would run `python tzrec_train` and fail; a native
   // binary is run directly, a Python script on PATH still goes through Python.
-  if (script.find('/') == std::string::npos && !ends_with(script, ".py") &&
-      !is_regular_file(script)) {
-    if (std::string found = find_on_path(script); !found.empty()) script = found;
+  if (script.find('/') == std::string::npos && !EndsWith(script, ".py") && !IsRegularFile(script)) {
+    if (std::string found = FindOnPath(script); !found.empty()) script = found;
   }
-  if (ends_with(script, ".py") || !is_regular_file(script) || ::access(script.c_str(), X_OK) != 0) {
+  if (EndsWith(script, ".py") || !IsRegularFile(script) || ::access(script.c_str(), X_OK) != 0) {
     return EntrypointKind::kPython;
   }
   std::ifstream in(script, std::ios::binary);
@@ -199,17 +197,17 @@ EntrypointKind classify_entrypoint(const LaunchConfig& cfg) {
   return EntrypointKind::kPython;
 }
 
-std::vector<std::string> build_worker_argv(const LaunchConfig& cfg, int local_rank,
-                                           const std::map<std::string, std::string>& env) {
+std::vector<std::string> BuildWorkerArgv(const LaunchConfig& cfg, int local_rank,
+                                         const std::map<std::string, std::string>& env) {
   std::vector<std::string> argv;
-  const EntrypointKind kind = classify_entrypoint(cfg);
+  const EntrypointKind kind = ClassifyEntrypoint(cfg);
   if (kind == EntrypointKind::kPython) {
     auto it = env.find("PYTHON_EXEC");
     argv.push_back(it != env.end() && !it->second.empty() ? it->second : "python3");
     argv.emplace_back("-u");
     if (cfg.module) argv.emplace_back("-m");
-    argv.push_back(substitute_local_rank(cfg.training_script, local_rank));
-    if (!cfg.module && !is_regular_file(argv.back())) {
+    argv.push_back(SubstituteLocalRank(cfg.training_script, local_rank));
+    if (!cfg.module && !IsRegularFile(argv.back())) {
       struct stat st {};
       const bool exists = ::stat(argv.back().c_str(), &st) == 0;
       throw WorkerSetupError(
@@ -228,13 +226,12 @@ std::vector<std::string> build_worker_argv(const LaunchConfig& cfg, int local_ra
     argv.push_back(cfg.training_script);
   }
   for (const auto& a : cfg.training_script_args) {
-    argv.push_back(substitute_local_rank(a, local_rank));
+    argv.push_back(SubstituteLocalRank(a, local_rank));
   }
   return argv;
 }
 
-std::string resolve_program(const std::string& name,
-                            const std::map<std::string, std::string>& env) {
+std::string ResolveProgram(const std::string& name, const std::map<std::string, std::string>& env) {
   if (name.empty()) {
     throw WorkerSetupError("empty program name: pass a training script", ExitCode::kUsage);
   }
@@ -263,7 +260,7 @@ std::string resolve_program(const std::string& name,
   auto it = env.find("PATH");
   const std::string path = it != env.end() ? it->second : "/usr/local/bin:/usr/bin:/bin";
   bool saw_non_exec = false;
-  for (const auto& dir : split(path, ':')) {
+  for (const auto& dir : Split(path, ':')) {
     std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
     int rc = check(candidate);
     if (rc == 0) return candidate;

@@ -36,15 +36,15 @@ class UniqueFd {
  public:
   UniqueFd() = default;
   explicit UniqueFd(int fd) noexcept : fd_(fd) {}
-  UniqueFd(UniqueFd&& o) noexcept : fd_(o.release()) {}
+  UniqueFd(UniqueFd&& o) noexcept : fd_(o.Release()) {}
   UniqueFd& operator=(UniqueFd&& o) noexcept;
   UniqueFd(const UniqueFd&) = delete;
   UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() { reset(); }
+  ~UniqueFd() { Reset(); }
 
-  [[nodiscard]] int get() const noexcept { return fd_; }
-  int release() noexcept;
-  void reset() noexcept;
+  [[nodiscard]] int Get() const noexcept { return fd_; }
+  int Release() noexcept;
+  void Reset() noexcept;
 
  private:
   int fd_ = -1;
@@ -65,11 +65,11 @@ struct WorkerStdioSpec {
 class ChildFds {
  public:
   /// fd for the worker's stdout (1) or stderr (2); -1 means "inherit the agent's".
-  [[nodiscard]] int fd(int stream) const noexcept { return fds_[index(stream)]; }
+  [[nodiscard]] int Fd(int stream) const noexcept { return fds_[Index(stream)]; }
 
  private:
   friend class AttemptStdio;
-  static std::size_t index(int stream) noexcept { return stream == 1 ? 0 : 1; }
+  static std::size_t Index(int stream) noexcept { return stream == 1 ? 0 : 1; }
   std::array<int, 2> fds_{-1, -1};
   std::vector<UniqueFd> owned_;  // ends that belong to the child only
 };
@@ -85,26 +85,26 @@ class AttemptStdio {
   /// Opens the log files and tee pipes of one worker. Throws AgentError (125) when a log
   /// file cannot be opened or a pipe cannot be created (what is open for this worker is
   /// closed again).
-  [[nodiscard]] ChildFds open_worker(const WorkerStdioSpec& spec);
+  [[nodiscard]] ChildFds OpenWorker(const WorkerStdioSpec& spec);
 
   /// Number of tee'd streams; stream i reads from fd(i) (-1 once finished).
-  [[nodiscard]] std::size_t streams() const noexcept { return tees_.size(); }
-  [[nodiscard]] int fd(std::size_t i) const noexcept { return tees_[i].fd.get(); }
-  [[nodiscard]] bool any_open() const noexcept;
+  [[nodiscard]] std::size_t Streams() const noexcept { return tees_.size(); }
+  [[nodiscard]] int Fd(std::size_t i) const noexcept { return tees_[i].fd.Get(); }
+  [[nodiscard]] bool AnyOpen() const noexcept;
 
   /// Reads what stream i has without blocking; at EOF flushes its last partial line,
   /// logs a file-write error and closes the read end.
-  void pump(std::size_t i);
+  void Pump(std::size_t i);
   /// Pumps every open stream once more, then flushes and closes those still open (their
   /// writers are stuck).
-  void finish_all();
+  void FinishAll();
 
  private:
   struct Tee {
     UniqueFd fd;  // read end of the worker's pipe
     std::unique_ptr<TeeRouter> router;
   };
-  void open_stream(const WorkerStdioSpec& spec, int stream, ChildFds& child);
+  void OpenStream(const WorkerStdioSpec& spec, int stream, ChildFds& child);
 
   ConsoleSink& console_;
   int devnull_;

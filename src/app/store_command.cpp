@@ -40,7 +40,7 @@ struct StoreFlags {
   std::string log_level = "info";
 };
 
-void add_flags(CLI::App& app, StoreFlags& f) {
+void AddFlags(CLI::App& app, StoreFlags& f) {
   app.add_option("--host", f.host,
                  "Address to listen on; empty (default) = all interfaces, IPv6 dual-stack "
                  "with IPv4 fallback");
@@ -62,7 +62,7 @@ void add_flags(CLI::App& app, StoreFlags& f) {
       ->capture_default_str();
 }
 
-std::shared_ptr<spdlog::logger> make_logger(const std::string& log_level) {
+std::shared_ptr<spdlog::logger> MakeLogger(const std::string& log_level) {
   auto logger = std::make_shared<spdlog::logger>("tzrun-store",
                                                  std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [tzrun store] [%l] %v");
@@ -71,7 +71,7 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& log_level) {
   return logger;
 }
 
-store::ServerOptions server_options(const StoreFlags& f, std::shared_ptr<spdlog::logger> logger) {
+store::ServerOptions ServerOptions(const StoreFlags& f, std::shared_ptr<spdlog::logger> logger) {
   store::ServerOptions options;
   options.host = f.host;
   options.port = static_cast<std::uint16_t>(f.port);
@@ -79,12 +79,12 @@ store::ServerOptions server_options(const StoreFlags& f, std::shared_ptr<spdlog:
   options.max_key_bytes = f.max_key_size;
   options.max_value_bytes = f.max_value_size;
   options.max_count = f.max_count;
-  options.log = store::spdlog_sink(std::move(logger));
+  options.log = store::SpdlogSink(std::move(logger));
   return options;
 }
 
 // Serves until SIGTERM/SIGINT; returns the exit code.
-int serve(const store::ServerOptions& options, spdlog::logger& logger) {
+int Serve(const store::ServerOptions& options, spdlog::logger& logger) {
   // Block the stop signals before the server thread starts so only sigwait() sees them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -95,7 +95,7 @@ int serve(const store::ServerOptions& options, spdlog::logger& logger) {
 
   store::Server server(options);
   try {
-    server.start();
+    server.Start();
   } catch (const store::BindError& e) {
     std::fprintf(stderr, "tzrun store: error: %s; pass another one with --port\n", e.what());
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
@@ -105,35 +105,35 @@ int serve(const store::ServerOptions& options, spdlog::logger& logger) {
     pthread_sigmask(SIG_SETMASK, &previous, nullptr);
     return ExitCode::kInfrastructure;
   }
-  std::fprintf(stdout, "tzrun store: listening on %s\n", server.endpoint().c_str());
+  std::fprintf(stdout, "tzrun store: listening on %s\n", server.Endpoint().c_str());
   std::fflush(stdout);
 
   int signal_number = 0;
   while (sigwait(&stop_signals, &signal_number) != 0) {
   }
   logger.info("received {}, stopping", signal_number == SIGTERM ? "SIGTERM" : "SIGINT");
-  server.stop();
+  server.Stop();
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return ExitCode::kSuccess;
 }
 
 }  // namespace
 
-int store_main(int argc, char** argv) {
+int StoreMain(int argc, char** argv) {
   CLI::App app{
       "Run a standalone c10d-TCPStore-compatible key/value store (PyTorch "
       "torch.distributed.TCPStore clients can connect to it).",
       "tzrun store"};
   StoreFlags flags;
-  add_flags(app, flags);
+  AddFlags(app, flags);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? ExitCode::kSuccess : ExitCode::kUsage;
   }
-  auto logger = make_logger(flags.log_level);
-  return serve(server_options(flags, logger), *logger);
+  auto logger = MakeLogger(flags.log_level);
+  return Serve(ServerOptions(flags, logger), *logger);
 }
 
 }  // namespace tzrun::app

@@ -5,6 +5,6 @@ namespace tzrun::app {
 
 /// Entry point of `tzrun store [options]`; argv[0] is "store". Returns the process exit code:
 /// 0 after a clean SIGTERM/SIGINT shutdown, 2 for bad flags, 125 when the store cannot start.
-int store_main(int argc, char** argv);
+int StoreMain(int argc, char** argv);
 
 }  // namespace tzrun::app

@@ -6,24 +6,24 @@
 
 namespace tzrun::base {
 namespace {
-bool is_space(char c) {
+bool IsSpace(char c) {
   return std::isspace(static_cast<unsigned char>(c)) != 0;
 }
 }  // namespace
 
-std::string strip(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+std::string Strip(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
   return std::string(s);
 }
 
-std::string lower(std::string_view s) {
+std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 
-std::vector<std::string> split(std::string_view s, char sep) {
+std::vector<std::string> Split(std::string_view s, char sep) {
   std::vector<std::string> out;
   std::size_t start = 0;
   while (true) {
@@ -37,7 +37,7 @@ std::vector<std::string> split(std::string_view s, char sep) {
   }
 }
 
-std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+std::string Join(const std::vector<std::string>& parts, std::string_view sep) {
   std::string out;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (i != 0) out += sep;
@@ -46,8 +46,8 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   return out;
 }
 
-std::string quoted_list(const std::vector<std::string>& items, std::size_t limit,
-                        std::string_view noun) {
+std::string QuotedList(const std::vector<std::string>& items, std::size_t limit,
+                       std::string_view noun) {
   std::string out;
   const std::size_t shown = limit == 0 ? items.size() : std::min(limit, items.size());
   for (std::size_t i = 0; i < shown; ++i) {
@@ -60,7 +60,7 @@ std::string quoted_list(const std::vector<std::string>& items, std::size_t limit
   return out;
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
+std::size_t EditDistance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
   for (std::size_t i = 1; i <= a.size(); ++i) {
@@ -75,11 +75,11 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-std::string closest_name(std::string_view key, const std::vector<std::string>& candidates) {
+std::string ClosestName(std::string_view key, const std::vector<std::string>& candidates) {
   std::string best;
   std::size_t best_distance = 0;
   for (const std::string& candidate : candidates) {
-    const std::size_t d = edit_distance(key, candidate);
+    const std::size_t d = EditDistance(key, candidate);
     if (best.empty() || d < best_distance) {
       best = candidate;
       best_distance = d;

@@ -14,11 +14,11 @@ extern char**
 
 namespace tzrun::base {
 
-std::string errno_text(int err) {
+std::string ErrnoText(int err) {
   return std::error_code(err, std::generic_category()).message();
 }
 
-std::map<std::string, std::string> environ_map() {
+std::map<std::string, std::string> EnvironMap() {
   std::map<std::string, std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const std::string_view kv(*e);
@@ -29,7 +29,7 @@ std::map<std::string, std::string> environ_map() {
   return env;
 }
 
-std::string uuid4() {
+std::string Uuid4() {
   std::random_device rd;
   std::array<unsigned char, 16> b{};
   for (std::size_t i = 0; i < b.size(); i += 4) {
@@ -48,7 +48,7 @@ std::string uuid4() {
   return s;
 }
 
-std::string duration_text(std::chrono::milliseconds d) {
+std::string DurationText(std::chrono::milliseconds d) {
   if (d.count() % 1000 == 0) return std::to_string(d.count() / 1000) + " s";
   if (d.count() > 1000) {
     return std::to_string(d.count() / 1000) + "." + std::to_string(d.count() % 1000 / 100) + " s";

@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 /// Physical NVIDIA GPUs: one directory per GPU (named by PCI bus id) under
 /// /proc/driver/nvidia/gpus; when the driver's /proc tree is absent (some
 /// containers), the /dev/nvidia<N> device nodes.
-int physical_gpus(const fs::path& sysroot) {
+int PhysicalGpus(const fs::path& sysroot) {
   std::error_code ec;
   const fs::path proc_dir = sysroot / "proc/driver/nvidia/gpus";
   if (fs::is_directory(proc_dir, ec)) {
@@ -45,19 +45,19 @@ int physical_gpus(const fs::path& sysroot) {
 
 }  // namespace
 
-int count_gpus(const std::map<std::string, std::string>& env, const fs::path& sysroot) {
-  const int physical = physical_gpus(sysroot);
+int CountGpus(const std::map<std::string, std::string>& env, const fs::path& sysroot) {
+  const int physical = PhysicalGpus(sysroot);
   const auto it = env.find("CUDA_VISIBLE_DEVICES");
   if (it == env.end()) return physical;
-  const std::string value = base::strip(it->second);
+  const std::string value = base::Strip(it->second);
   if (value.empty() || value == "NoDevFiles") return 0;
   // Like the CUDA runtime: take entries up to the first invalid one.
   int visible = 0;
   std::set<std::int64_t> seen_ids;
   std::set<std::string> seen_uuids;
-  for (const auto& raw : base::split(value, ',')) {
-    const std::string token = base::strip(raw);
-    if (auto id = detail::python_int(token)) {
+  for (const auto& raw : base::Split(value, ',')) {
+    const std::string token = base::Strip(raw);
+    if (auto id = detail::PythonInt(token)) {
       if (*id < 0 || *id >= physical || !seen_ids.insert(*id).second) break;
     } else if (token.rfind("GPU-", 0) == 0 || token.rfind("MIG-", 0) == 0) {
       if (!seen_uuids.insert(token).second) break;
@@ -69,11 +69,11 @@ int count_gpus(const std::map<std::string, std::string>& env, const fs::path& sy
   return visible < physical ? visible : physical;
 }
 
-int count_gpus(const std::map<std::string, std::string>& env) {
-  return count_gpus(env, "/");
+int CountGpus(const std::map<std::string, std::string>& env) {
+  return CountGpus(env, "/");
 }
 
-int count_cpus() {
+int CountCpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof(set), &set) == 0) {

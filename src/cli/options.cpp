@@ -11,7 +11,7 @@ namespace {
 using enum Arity;
 using enum ValueType;
 
-std::vector<OptionSpec> build_options() {
+std::vector<OptionSpec> BuildOptions() {
   // Help strings of torchrun's options are torch/distributed/run.py's, verbatim.
   std::vector<OptionSpec> o;
   o.push_back({.strings = {"-h", "--help"},
@@ -240,21 +240,20 @@ std::vector<OptionSpec> build_options() {
   return o;
 }
 
-std::string upper(std::string s) {
+std::string Upper(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
 }
 
-std::string usage_part(const OptionSpec& opt) {
+std::string UsagePart(const OptionSpec& opt) {
   std::string part = "[" + opt.strings.front();
-  if (opt.arity == kValue) part += " " + opt.metavar();
+  if (opt.arity == kValue) part += " " + opt.Metavar();
   return part + "]";
 }
 
 /// argparse HelpFormatter._format_usage's get_lines().
-std::vector<std::string> get_lines(const std::vector<std::string>& parts, std::size_t indent,
-                                   std::size_t text_width, std::size_t prefix_len,
-                                   bool has_prefix) {
+std::vector<std::string> GetLines(const std::vector<std::string>& parts, std::size_t indent,
+                                  std::size_t text_width, std::size_t prefix_len, bool has_prefix) {
   std::vector<std::string> lines;
   std::vector<std::string> line;
   std::size_t line_len = has_prefix ? prefix_len - 1 : indent - 1;
@@ -278,14 +277,14 @@ std::vector<std::string> get_lines(const std::vector<std::string>& parts, std::s
 }
 
 /// One action's block in the help (argparse HelpFormatter._format_action).
-void format_action(std::string& out, const std::string& invocation, const std::string& help,
-                   std::size_t width) {
+void FormatAction(std::string& out, const std::string& invocation, const std::string& help,
+                  std::size_t width) {
   // argparse: max_help_position = min(24, max(width - 20, 4)); our longest
   // invocation is wider than that, so help_position == max_help_position.
   constexpr std::size_t kIndent = 2;
-  const std::size_t kHelpPosition = std::min<std::size_t>(24, width > 24 ? width - 20 : 4);
-  const std::size_t help_width = width > kHelpPosition + 11 ? width - kHelpPosition : 11;
-  const std::size_t action_width = kHelpPosition - kIndent - 2;
+  const std::size_t k_help_position = std::min<std::size_t>(24, width > 24 ? width - 20 : 4);
+  const std::size_t help_width = width > k_help_position + 11 ? width - k_help_position : 11;
+  const std::size_t action_width = k_help_position - kIndent - 2;
   std::size_t indent_first = 0;
   out += std::string(kIndent, ' ');
   if (help.empty()) {
@@ -296,54 +295,54 @@ void format_action(std::string& out, const std::string& invocation, const std::s
     out += invocation + std::string(action_width - invocation.size() + 2, ' ');
   } else {
     out += invocation + "\n";
-    indent_first = kHelpPosition;
+    indent_first = k_help_position;
   }
-  const auto lines = wrap(help, static_cast<int>(help_width));
+  const auto lines = Wrap(help, static_cast<int>(help_width));
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    out += std::string(i == 0 ? indent_first : kHelpPosition, ' ') + lines[i] + "\n";
+    out += std::string(i == 0 ? indent_first : k_help_position, ' ') + lines[i] + "\n";
   }
 }
 
-std::string invocation(const OptionSpec& opt) {
+std::string Invocation(const OptionSpec& opt) {
   std::string s;
   for (const auto& str : opt.strings) {
     if (!s.empty()) s += ", ";
     s += str;
-    if (opt.arity == kValue) s += " " + opt.metavar();
+    if (opt.arity == kValue) s += " " + opt.Metavar();
   }
   return s;
 }
 
 }  // namespace
 
-std::string OptionSpec::pet_name() const {
-  return "PET_" + upper(dest);
+std::string OptionSpec::PetName() const {
+  return "PET_" + Upper(dest);
 }
 
-std::string OptionSpec::metavar() const {
-  if (choices.empty()) return upper(dest);
+std::string OptionSpec::Metavar() const {
+  if (choices.empty()) return Upper(dest);
   std::string s = "{";
   for (std::size_t i = 0; i < choices.size(); ++i) s += (i ? "," : "") + choices[i];
   return s + "}";
 }
 
-std::string OptionSpec::display() const {
+std::string OptionSpec::Display() const {
   std::string s;
   for (const auto& str : strings) s += (s.empty() ? "" : "/") + str;
   return s;
 }
 
-std::span<const OptionSpec> options() {
-  static const std::vector<OptionSpec> kOptions = build_options();
+std::span<const OptionSpec> Options() {
+  static const std::vector<OptionSpec> kOptions = BuildOptions();
   return kOptions;
 }
 
-std::string usage_text(int width) {
+std::string UsageText(int width) {
   const std::size_t text_width = width > 1 ? static_cast<std::size_t>(width) : 1;
   const std::string prefix = "usage: ";
   const std::string prog = "tzrun";
   std::vector<std::string> opt_parts;
-  for (const auto& opt : options()) opt_parts.push_back(usage_part(opt));
+  for (const auto& opt : Options()) opt_parts.push_back(UsagePart(opt));
   const std::vector<std::string> pos_parts = {"training_script", "..."};
 
   std::string one_line = prog;
@@ -356,14 +355,14 @@ std::string usage_text(int width) {
     const std::size_t indent = prefix.size() + prog.size() + 1;
     std::vector<std::string> first = {prog};
     first.insert(first.end(), opt_parts.begin(), opt_parts.end());
-    lines = get_lines(first, indent, text_width, prefix.size(), true);
-    auto pos = get_lines(pos_parts, indent, text_width, 0, false);
+    lines = GetLines(first, indent, text_width, prefix.size(), true);
+    auto pos = GetLines(pos_parts, indent, text_width, 0, false);
     lines.insert(lines.end(), pos.begin(), pos.end());
   } else {
     const std::size_t indent = prefix.size();
     std::vector<std::string> parts = opt_parts;
     parts.insert(parts.end(), pos_parts.begin(), pos_parts.end());
-    lines = get_lines(parts, indent, text_width, 0, false);
+    lines = GetLines(parts, indent, text_width, 0, false);
     lines.insert(lines.begin(), prog);
   }
   std::string out = prefix;
@@ -371,32 +370,32 @@ std::string usage_text(int width) {
   return out + "\n";
 }
 
-std::string render_help(int width) {
+std::string RenderHelp(int width) {
   const std::size_t w = width > 1 ? static_cast<std::size_t>(width) : 1;
-  std::string out = usage_text(width) + "\n";
+  std::string out = UsageText(width) + "\n";
   for (const auto& line :
-       wrap("tzrun: a drop-in C++ replacement for torchrun, the Torch Distributed Elastic "
+       Wrap("tzrun: a drop-in C++ replacement for torchrun, the Torch Distributed Elastic "
             "Training Launcher, with its own c10d-compatible TCP store.",
             static_cast<int>(w))) {
     out += line + "\n";
   }
   out += "\npositional arguments:\n";
-  format_action(out, "training_script",
-                "Full path to the (single GPU) training program/script to be launched in "
-                "parallel, followed by all the arguments for the training script.",
-                w);
-  format_action(out, "training_script_args", "", w);
+  FormatAction(out, "training_script",
+               "Full path to the (single GPU) training program/script to be launched in "
+               "parallel, followed by all the arguments for the training script.",
+               w);
+  FormatAction(out, "training_script_args", "", w);
   out += "\noptions:\n";
-  for (const auto& opt : options()) {
-    if (!opt.extension) format_action(out, invocation(opt), opt.help, w);
+  for (const auto& opt : Options()) {
+    if (!opt.extension) FormatAction(out, Invocation(opt), opt.help, w);
   }
   out += "\ntzrun options (not in torchrun 2.11):\n";
-  for (const auto& opt : options()) {
-    if (opt.extension) format_action(out, invocation(opt), opt.help, w);
+  for (const auto& opt : Options()) {
+    if (opt.extension) FormatAction(out, Invocation(opt), opt.help, w);
   }
   out += "\n";
   for (const auto& line :
-       wrap("Every option can also be set through PET_<OPTION> in the environment (e.g. "
+       Wrap("Every option can also be set through PET_<OPTION> in the environment (e.g. "
             "PET_NPROC_PER_NODE=4), except --logs-specs, --numa-binding and -j; the command line "
             "wins. The standalone c10d-compatible store server: tzrun store --help.",
             static_cast<int>(w))) {

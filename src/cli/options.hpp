@@ -27,18 +27,18 @@ struct OptionSpec {
   std::vector<std::string> choices{};  ///< validated at parse time when non-empty
   std::string help;
 
-  [[nodiscard]] std::string pet_name() const;  ///< "PET_" + upper(dest)
-  [[nodiscard]] std::string metavar() const;   ///< upper(dest) or "{a,b,c}"
-  [[nodiscard]] std::string display() const;   ///< "--nproc-per-node/--nproc_per_node"
+  [[nodiscard]] std::string PetName() const;  ///< "PET_" + upper(dest)
+  [[nodiscard]] std::string Metavar() const;  ///< upper(dest) or "{a,b,c}"
+  [[nodiscard]] std::string Display() const;  ///< "--nproc-per-node/--nproc_per_node"
 };
 
 /// All options, torchrun's first (in torchrun's order), then the extensions.
-std::span<const OptionSpec> options();
+std::span<const OptionSpec> Options();
 
 /// argparse usage block ("usage: tzrun [-h] ...\n") for `width` = COLUMNS - 2.
-std::string usage_text(int width);
+std::string UsageText(int width);
 
 /// Complete --help text.
-std::string render_help(int width);
+std::string RenderHelp(int width);
 
 }  // namespace tzrun::cli::detail

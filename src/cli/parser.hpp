@@ -23,7 +23,7 @@
 namespace tzrun::cli::detail {
 
 /// argparse-shaped width: $COLUMNS - 2 (argparse's HelpFormatter), default 80 - 2.
-int format_width(const std::map<std::string, std::string>& env);
+int FormatWidth(const std::map<std::string, std::string>& env);
 
 /// A value and where it came from: the option as typed on the command line, or
 /// the environment variable that supplied the default.
@@ -45,58 +45,58 @@ class Parser {
  public:
   Parser(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
          const HostProbe& host)
-      : args_(args), env_(env), host_(host), usage_(usage_text(format_width(env))) {}
+      : args_(args), env_(env), host_(host), usage_(UsageText(FormatWidth(env))) {}
 
-  ParseOutcome run();
+  ParseOutcome Run();
 
  private:
-  [[noreturn]] void fail(const std::string& message) const { throw UsageError(message, usage_); }
+  [[noreturn]] void Fail(const std::string& message) const { throw UsageError(message, usage_); }
 
   // --- argv scanning (parse.cpp) ---
-  const OptionSpec* exact(std::string_view s) const;
-  std::vector<Match> option_tuples(const std::string& tok) const;
-  std::optional<Match> classify(const std::string& tok) const;
-  bool consume(const Match& first, std::size_t& next, ParseOutcome& out);
-  void store_cli(const OptionSpec& opt, const std::string& value);
-  void apply_env_defaults();
-  void apply_job_shape();
-  void apply_platform(ParseOutcome& out);
-  void check_value(const OptionSpec& opt, const std::string& value, const std::string& where_prefix,
-                   const std::string& fix) const;
+  const OptionSpec* Exact(std::string_view s) const;
+  std::vector<Match> OptionTuples(const std::string& tok) const;
+  std::optional<Match> Classify(const std::string& tok) const;
+  bool Consume(const Match& first, std::size_t& next, ParseOutcome& out);
+  void StoreCli(const OptionSpec& opt, const std::string& value);
+  void ApplyEnvDefaults();
+  void ApplyJobShape();
+  void ApplyPlatform(ParseOutcome& out);
+  void CheckValue(const OptionSpec& opt, const std::string& value, const std::string& where_prefix,
+                  const std::string& fix) const;
 
   // --- collected values ---
-  const Raw* raw(const std::string& dest) const {
+  const Raw* FindRaw(const std::string& dest) const {
     auto it = values_.find(dest);
     return it == values_.end() ? nullptr : &it->second;
   }
-  std::string value_or(const std::string& dest, const std::string& def) const {
-    const Raw* r = raw(dest);
+  std::string ValueOr(const std::string& dest, const std::string& def) const {
+    const Raw* r = FindRaw(dest);
     return r ? r->value : def;
   }
-  bool flag(const std::string& dest) const { return flags_.count(dest) != 0; }
+  bool Flag(const std::string& dest) const { return flags_.count(dest) != 0; }
   /// "argument --nnodes" or "PET_NNODES (default for --nnodes)".
-  std::string where(const std::string& dest) const;
-  [[noreturn]] void bad(const std::string& dest, const std::string& why,
+  std::string Where(const std::string& dest) const;
+  [[noreturn]] void Bad(const std::string& dest, const std::string& why,
                         const std::string& fix) const;
   /// An int option already type-checked at scan time: `def` when unset, else the value,
   /// which must lie in [lo, hi] (bad(dest, rule) otherwise).
-  int int_value(const std::string& dest, int def, std::int64_t lo, std::int64_t hi,
-                const std::string& rule) const;
+  int IntValue(const std::string& dest, int def, std::int64_t lo, std::int64_t hi,
+               const std::string& rule) const;
 
   // --- resolution into the LaunchConfig (resolve.cpp), in config_from_args order ---
-  void resolve(LaunchConfig& c, std::vector<std::string>& warnings) const;
-  void resolve_backend(LaunchConfig& c) const;
-  void resolve_nnodes(LaunchConfig& c) const;
-  void resolve_restarts(LaunchConfig& c) const;
-  int resolve_nproc(const std::string& spec) const;
-  void resolve_node_rank(LaunchConfig& c, std::vector<std::string>& warnings) const;
-  void resolve_launch(LaunchConfig& c) const;
-  StdSpec std_spec(const std::string& dest) const;
-  void resolve_logs(LaunchConfig& c) const;
-  std::vector<std::string> filters(const std::string& dest) const;
-  void resolve_signals(LaunchConfig& c) const;
-  void resolve_shutdown_timeout(LaunchConfig& c) const;
-  void resolve_log_level(LaunchConfig& c) const;
+  void Resolve(LaunchConfig& c, std::vector<std::string>& warnings) const;
+  void ResolveBackend(LaunchConfig& c) const;
+  void ResolveNnodes(LaunchConfig& c) const;
+  void ResolveRestarts(LaunchConfig& c) const;
+  int ResolveNproc(const std::string& spec) const;
+  void ResolveNodeRank(LaunchConfig& c, std::vector<std::string>& warnings) const;
+  void ResolveLaunch(LaunchConfig& c) const;
+  StdSpec StdSpecOf(const std::string& dest) const;
+  void ResolveLogs(LaunchConfig& c) const;
+  std::vector<std::string> Filters(const std::string& dest) const;
+  void ResolveSignals(LaunchConfig& c) const;
+  void ResolveShutdownTimeout(LaunchConfig& c) const;
+  void ResolveLogLevel(LaunchConfig& c) const;
 
   const std::vector<std::string>& args_;
   const std::map<std::string, std::string>& env_;

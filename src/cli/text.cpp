@@ -12,15 +12,15 @@
 namespace tzrun::cli::detail {
 namespace {
 
-bool is_space(char c) {
+bool IsSpace(char c) {
   return c == ' ' || (c >= '\t' && c <= '\r');
 }
-bool is_digit(char c) {
+bool IsDigit(char c) {
   return c >= '0' && c <= '9';
 }
 
 /// Removes '_' separators that sit between two digits; nullopt if any other '_'.
-std::optional<std::string> drop_digit_underscores(std::string_view s) {
+std::optional<std::string> DropDigitUnderscores(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size(); ++i) {
@@ -28,14 +28,14 @@ std::optional<std::string> drop_digit_underscores(std::string_view s) {
       out.push_back(s[i]);
       continue;
     }
-    if (i == 0 || i + 1 >= s.size() || !is_digit(s[i - 1]) || !is_digit(s[i + 1])) {
+    if (i == 0 || i + 1 >= s.size() || !IsDigit(s[i - 1]) || !IsDigit(s[i + 1])) {
       return std::nullopt;
     }
   }
   return out;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
+bool Iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (std::tolower(static_cast<unsigned char>(a[i])) !=
@@ -47,24 +47,24 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 
 // textwrap's "letter" is regex [^\d\W]: word characters except digits.
-bool is_letter(char c) {
+bool IsLetter(char c) {
   return std::isalpha(static_cast<unsigned char>(c)) != 0 || c == '_';
 }
 
 /// Splits a whitespace-free word the way textwrap.TextWrapper.wordsep_re does
 /// for hyphenated words: after a '-' preceded by two letters (or letter '-'
 /// letter) and followed by letter [-] letter.
-void split_hyphenated(std::string_view word, std::vector<std::string>& chunks) {
+void SplitHyphenated(std::string_view word, std::vector<std::string>& chunks) {
   std::size_t start = 0;
   for (std::size_t i = 1; i + 1 < word.size(); ++i) {
     if (word[i] != '-') continue;
     const bool before =
-        (i >= 2 && is_letter(word[i - 1]) && is_letter(word[i - 2])) ||
-        (i >= 3 && is_letter(word[i - 1]) && word[i - 2] == '-' && is_letter(word[i - 3]));
+        (i >= 2 && IsLetter(word[i - 1]) && IsLetter(word[i - 2])) ||
+        (i >= 3 && IsLetter(word[i - 1]) && word[i - 2] == '-' && IsLetter(word[i - 3]));
     if (!before) continue;
-    const bool after = is_letter(word[i + 1]) &&
-                       ((i + 2 < word.size() && is_letter(word[i + 2])) ||
-                        (i + 3 < word.size() && word[i + 2] == '-' && is_letter(word[i + 3])));
+    const bool after = IsLetter(word[i + 1]) &&
+                       ((i + 2 < word.size() && IsLetter(word[i + 2])) ||
+                        (i + 3 < word.size() && word[i + 2] == '-' && IsLetter(word[i + 3])));
     if (!after) continue;
     chunks.emplace_back(word.substr(start, i + 1 - start));
     start = i + 1;
@@ -74,16 +74,16 @@ void split_hyphenated(std::string_view word, std::vector<std::string>& chunks) {
 
 }  // namespace
 
-std::optional<std::int64_t> python_int(std::string_view text_in) {
-  const std::string stripped = base::strip(text_in);
+std::optional<std::int64_t> PythonInt(std::string_view text_in) {
+  const std::string stripped = base::Strip(text_in);
   std::string_view text = stripped;
   bool negative = false;
   if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
     negative = text.front() == '-';
     text.remove_prefix(1);
   }
-  if (text.empty() || !is_digit(text.front())) return std::nullopt;
-  auto digits = drop_digit_underscores(text);
+  if (text.empty() || !IsDigit(text.front())) return std::nullopt;
+  auto digits = DropDigitUnderscores(text);
   if (!digits) return std::nullopt;
   std::uint64_t magnitude = 0;
   const auto* first = digits->data();
@@ -99,26 +99,26 @@ std::optional<std::int64_t> python_int(std::string_view text_in) {
   return static_cast<std::int64_t>(magnitude);
 }
 
-std::optional<double> python_float(std::string_view text_in) {
-  const std::string stripped = base::strip(text_in);
+std::optional<double> PythonFloat(std::string_view text_in) {
+  const std::string stripped = base::Strip(text_in);
   std::string_view text = stripped;
   bool negative = false;
   if (!text.empty() && (text.front() == '+' || text.front() == '-')) {
     negative = text.front() == '-';
     text.remove_prefix(1);
   }
-  if (iequals(text, "inf") || iequals(text, "infinity")) {
+  if (Iequals(text, "inf") || Iequals(text, "infinity")) {
     return negative ? -std::numeric_limits<double>::infinity()
                     : std::numeric_limits<double>::infinity();
   }
-  if (iequals(text, "nan")) return std::numeric_limits<double>::quiet_NaN();
+  if (Iequals(text, "nan")) return std::numeric_limits<double>::quiet_NaN();
   // Remaining grammar: digits [. digits] [e [sign] digits] with at least one digit
   // in the mantissa; std::from_chars accepts exactly that (plus inf/nan, handled).
-  if (text.empty() || !(is_digit(text.front()) || text.front() == '.')) return std::nullopt;
-  auto clean = drop_digit_underscores(text);
+  if (text.empty() || !(IsDigit(text.front()) || text.front() == '.')) return std::nullopt;
+  auto clean = DropDigitUnderscores(text);
   if (!clean) return std::nullopt;
   for (char c : *clean) {
-    if (!(is_digit(c) || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) {
+    if (!(IsDigit(c) || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-')) {
       return std::nullopt;
     }
   }
@@ -136,20 +136,20 @@ std::optional<double> python_float(std::string_view text_in) {
   return negative ? -value : value;
 }
 
-std::vector<std::string> wrap(std::string_view text, int width) {
+std::vector<std::string> Wrap(std::string_view text, int width) {
   // Chunks: words (split further at hyphens) and single-space separators,
   // after collapsing whitespace as argparse's _split_lines does.
   std::vector<std::string> chunks;
-  const std::string stripped = base::strip(text);
+  const std::string stripped = base::Strip(text);
   std::string_view rest = stripped;
   while (!rest.empty()) {
     std::size_t end = 0;
-    while (end < rest.size() && !is_space(rest[end])) ++end;
-    split_hyphenated(rest.substr(0, end), chunks);
+    while (end < rest.size() && !IsSpace(rest[end])) ++end;
+    SplitHyphenated(rest.substr(0, end), chunks);
     rest.remove_prefix(end);
     if (!rest.empty()) {
       chunks.emplace_back(" ");
-      while (!rest.empty() && is_space(rest.front())) rest.remove_prefix(1);
+      while (!rest.empty() && IsSpace(rest.front())) rest.remove_prefix(1);
     }
   }
 
@@ -187,7 +187,7 @@ std::vector<std::string> wrap(std::string_view text, int width) {
   return lines;
 }
 
-std::string py_repr(std::string_view text) {
+std::string PyRepr(std::string_view text) {
   const bool has_single = text.find('\'') != std::string_view::npos;
   const bool has_double = text.find('"') != std::string_view::npos;
   const char quote = (has_single && !has_double) ? '"' : '\'';

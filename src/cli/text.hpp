@@ -13,17 +13,17 @@ namespace tzrun::cli::detail {
 
 /// Python's int(str) for base 10: surrounding whitespace, optional sign,
 /// digits with single '_' between digits. nullopt if invalid or outside int64.
-std::optional<std::int64_t> python_int(std::string_view text);
+std::optional<std::int64_t> PythonInt(std::string_view text);
 
 /// Python's float(str): whitespace, sign, decimal/exponent forms, '_' between
 /// digits, inf/infinity/nan (any case). No hex floats. nullopt if invalid.
-std::optional<double> python_float(std::string_view text);
+std::optional<double> PythonFloat(std::string_view text);
 
 /// textwrap.wrap(text, width) with Python 3.11 defaults (whitespace collapsed,
 /// break_long_words, break_on_hyphens), as argparse's HelpFormatter uses it.
-std::vector<std::string> wrap(std::string_view text, int width);
+std::vector<std::string> Wrap(std::string_view text, int width);
 
 /// Python repr() of a str for the common cases argparse messages show: 'x'.
-std::string py_repr(std::string_view text);
+std::string PyRepr(std::string_view text);
 
 }  // namespace tzrun::cli::detail

@@ -13,7 +13,7 @@
 
 namespace tzrun::rendezvous::detail {
 
-void log(const store::LogSink& sink, store::LogLevel level, const std::string& message) {
+void Log(const store::LogSink& sink, store::LogLevel level, const std::string& message) {
   if (sink) sink(level, message);
 }
 
@@ -23,7 +23,7 @@ EventQueue::~EventQueue() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-void EventQueue::push(WatchEvent event, std::uint64_t generation) {
+void EventQueue::Push(WatchEvent event, std::uint64_t generation) {
   std::lock_guard lock(mu_);
   if (generation != generation_) return;
   events_.push_back(std::move(event));
@@ -31,7 +31,7 @@ void EventQueue::push(WatchEvent event, std::uint64_t generation) {
   [[maybe_unused]] auto n = ::write(fd_, &one, sizeof one);
 }
 
-std::optional<WatchEvent> EventQueue::take() {
+std::optional<WatchEvent> EventQueue::Take() {
   std::lock_guard lock(mu_);
   if (events_.empty()) return std::nullopt;
   WatchEvent e = std::move(events_.front());
@@ -43,7 +43,7 @@ std::optional<WatchEvent> EventQueue::take() {
   return e;
 }
 
-std::uint64_t EventQueue::reset() {
+std::uint64_t EventQueue::Reset() {
   std::lock_guard lock(mu_);
   events_.clear();
   std::uint64_t v = 0;
@@ -51,19 +51,19 @@ std::uint64_t EventQueue::reset() {
   return ++generation_;
 }
 
-void Worker::start(std::function<void(const std::atomic<bool>&)> body) {
-  if (active()) return;
+void Worker::Start(std::function<void(const std::atomic<bool>&)> body) {
+  if (Active()) return;
   if (thread_.joinable()) thread_.join();
   stop_ = false;
   thread_ = std::thread([this, b = std::move(body)] { b(stop_); });
 }
 
-void Worker::stop() {
+void Worker::Stop() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
 }
 
-std::shared_ptr<store::Client> connect(const std::string& host, int port,
+std::shared_ptr<store::Client> Connect(const std::string& host, int port,
                                        milliseconds connect_timeout, milliseconds read_timeout,
                                        const Interrupt& interrupt, const store::LogSink& sink,
                                        const std::string& what) {
@@ -76,7 +76,7 @@ std::shared_ptr<store::Client> connect(const std::string& host, int port,
     if (left <= milliseconds(0)) {
       throw RendezvousConnectionError(
           what + ": cannot connect to the store at " + host + ":" + std::to_string(port) +
-          " within " + base::duration_text(connect_timeout) + " (last error: " + last +
+          " within " + base::DurationText(connect_timeout) + " (last error: " + last +
           "); check that the node hosting it is up and that the address is right and reachable "
           "(firewall, DNS), or raise the timeout");
     }
@@ -100,7 +100,7 @@ std::shared_ptr<store::Client> connect(const std::string& host, int port,
       throw RendezvousConnectionError(what + ": " + e.what());
     }
     if (SteadyClock::now() - last_log >= std::chrono::seconds(30)) {
-      log(sink, store::LogLevel::kInfo,
+      Log(sink, store::LogLevel::kInfo,
           what + ": the store at " + host + ":" + std::to_string(port) + " is not reachable yet (" +
               last + "); retrying");
       last_log = SteadyClock::now();
@@ -108,18 +108,18 @@ std::shared_ptr<store::Client> connect(const std::string& host, int port,
   }
 }
 
-std::unique_ptr<store::Server> host_store(const std::string& bind_host, int port,
-                                          const store::LogSink& log_sink) {
+std::unique_ptr<store::Server> HostStore(const std::string& bind_host, int port,
+                                         const store::LogSink& log_sink) {
   store::ServerOptions o;
   o.host = bind_host;
   o.port = static_cast<std::uint16_t>(port);
   o.log = log_sink;
   auto server = std::make_unique<store::Server>(std::move(o));
-  server->start();
+  server->Start();
   return server;
 }
 
-void sleep_for(milliseconds d, const Interrupt& interrupt) {
+void SleepFor(milliseconds d, const Interrupt& interrupt) {
   const auto end = SteadyClock::now() + d;
   while (true) {
     if (interrupt) interrupt();
@@ -130,32 +130,32 @@ void sleep_for(milliseconds d, const Interrupt& interrupt) {
   }
 }
 
-BarrierOutcome exit_barrier(store::Store& round_store, int world_size, milliseconds timeout,
-                            const Interrupt& interrupt,
-                            const std::function<std::optional<WatchEvent>()>& take_event) {
+BarrierOutcome ExitBarrier(store::Store& round_store, int world_size, milliseconds timeout,
+                           const Interrupt& interrupt,
+                           const std::function<std::optional<WatchEvent>()>& take_event) {
   const std::string prefix(kTerminalStatePrefix);
   const std::string last_member = prefix + "/last_member";
   BarrierOutcome out;
   try {
-    const auto idx = round_store.add(prefix + "/num_members", 1);
-    if (idx == world_size) round_store.set(last_member, "<val_ignored>");
+    const auto idx = round_store.Add(prefix + "/num_members", 1);
+    if (idx == world_size) round_store.Set(last_member, "<val_ignored>");
     const auto deadline = SteadyClock::now() + timeout;
     while (true) {
       if (interrupt) interrupt();
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
       if (left <= milliseconds(0)) {
         out.kind = BarrierOutcome::Kind::kTimedOut;
-        out.detail = "not every node finished within " + base::duration_text(timeout) + " (" +
-                     std::to_string(round_store.add(prefix + "/num_members", 0)) + " of " +
+        out.detail = "not every node finished within " + base::DurationText(timeout) + " (" +
+                     std::to_string(round_store.Add(prefix + "/num_members", 0)) + " of " +
                      std::to_string(world_size) + " arrived)";
         return out;
       }
       try {
-        round_store.wait({last_member}, std::clamp(left, milliseconds(1), milliseconds(200)));
+        round_store.Wait({last_member}, std::clamp(left, milliseconds(1), milliseconds(200)));
         return out;  // kDone
       } catch (const store::TimeoutError&) {
       }
-      if (round_store.check({last_member})) return out;
+      if (round_store.Check({last_member})) return out;
       if (!take_event) continue;
       while (auto ev = take_event()) {
         switch (ev->kind) {
@@ -188,24 +188,24 @@ BarrierOutcome exit_barrier(store::Store& round_store, int world_size, milliseco
   }
 }
 
-void depart(store::Store& round_store, int world_size, bool wait_for_all, milliseconds timeout,
+void Depart(store::Store& round_store, int world_size, bool wait_for_all, milliseconds timeout,
             const store::LogSink& sink) {
   try {
-    auto n = round_store.add("tzrun/departed", 1);
+    auto n = round_store.Add("tzrun/departed", 1);
     if (!wait_for_all) return;
     const auto deadline = SteadyClock::now() + timeout;
     while (n < world_size && SteadyClock::now() < deadline) {
       std::this_thread::sleep_for(milliseconds(20));
-      n = round_store.add("tzrun/departed", 0);
+      n = round_store.Add("tzrun/departed", 0);
     }
     if (n < world_size) {
-      log(sink, store::LogLevel::kWarning,
+      Log(sink, store::LogLevel::kWarning,
           "stopping the rendezvous store although only " + std::to_string(n) + " of " +
               std::to_string(world_size) + " nodes have finished with it after " +
-              base::duration_text(timeout));
+              base::DurationText(timeout));
     }
   } catch (const std::exception& e) {
-    log(sink, store::LogLevel::kDebug, std::string("departure bookkeeping failed: ") + e.what());
+    Log(sink, store::LogLevel::kDebug, std::string("departure bookkeeping failed: ") + e.what());
   }
 }
 

@@ -30,12 +30,12 @@ class EventQueue {
   ~EventQueue();
   EventQueue(const EventQueue&) = delete;
   EventQueue& operator=(const EventQueue&) = delete;
-  [[nodiscard]] int fd() const noexcept { return fd_; }
-  void push(WatchEvent event, std::uint64_t generation);
-  std::optional<WatchEvent> take();
+  [[nodiscard]] int Fd() const noexcept { return fd_; }
+  void Push(WatchEvent event, std::uint64_t generation);
+  std::optional<WatchEvent> Take();
   /// Drops all events and returns the new generation.
-  std::uint64_t reset();
-  [[nodiscard]] std::uint64_t generation() const noexcept { return generation_; }
+  std::uint64_t Reset();
+  [[nodiscard]] std::uint64_t Generation() const noexcept { return generation_; }
 
  private:
   int fd_ = -1;
@@ -44,16 +44,16 @@ class EventQueue {
   std::atomic<std::uint64_t> generation_{0};
 };
 
-/// A background thread running `body(stop)`. request_stop() only raises the flag (the
+/// A background thread running `body(stop)`. RequestStop() only raises the flag (the
 /// thread finishes its current store call in the background); start() and the destructor
 /// join a previous thread first.
 class Worker {
  public:
-  ~Worker() { stop(); }
-  void start(std::function<void(const std::atomic<bool>&)> body);
-  void request_stop() { stop_ = true; }
-  void stop();
-  [[nodiscard]] bool active() const noexcept { return thread_.joinable() && !stop_; }
+  ~Worker() { Stop(); }
+  void Start(std::function<void(const std::atomic<bool>&)> body);
+  void RequestStop() { stop_ = true; }
+  void Stop();
+  [[nodiscard]] bool Active() const noexcept { return thread_.joinable() && !stop_; }
 
  private:
   std::atomic<bool> stop_{false};
@@ -64,12 +64,12 @@ class Worker {
 /// Handler methods that only touch those. Derived destructors must stop watcher_ first.
 class WatchingHandler : public Handler {
  public:
-  void unwatch() override {
-    watcher_.request_stop();
-    events_.reset();
+  void Unwatch() override {
+    watcher_.RequestStop();
+    events_.Reset();
   }
-  [[nodiscard]] int event_fd() const override { return events_.fd(); }
-  std::optional<WatchEvent> take_event() override { return events_.take(); }
+  [[nodiscard]] int EventFd() const override { return events_.Fd(); }
+  std::optional<WatchEvent> TakeEvent() override { return events_.Take(); }
 
  protected:
   EventQueue events_;
@@ -79,28 +79,28 @@ class WatchingHandler : public Handler {
 /// Connects a client, retrying (also name-resolution failures) until `connect_timeout`, in
 /// slices of <= 1 s so `interrupt` is honoured. Replies are bounded by `read_timeout`.
 /// Throws RendezvousConnectionError naming host:port, the timeout and a fix.
-std::shared_ptr<store::Client> connect(const std::string& host, int port,
+std::shared_ptr<store::Client> Connect(const std::string& host, int port,
                                        milliseconds connect_timeout, milliseconds read_timeout,
                                        const Interrupt& interrupt, const store::LogSink& log,
                                        const std::string& what);
 
 /// Starts a store server on bind_host:port (all interfaces when empty). Throws BindError.
-std::unique_ptr<store::Server> host_store(const std::string& bind_host, int port,
-                                          const store::LogSink& log);
+std::unique_ptr<store::Server> HostStore(const std::string& bind_host, int port,
+                                         const store::LogSink& log);
 
 /// Sleeps in slices, calling `interrupt` between them.
-void sleep_for(milliseconds d, const Interrupt& interrupt);
+void SleepFor(milliseconds d, const Interrupt& interrupt);
 
 /// torchrun's store barrier on `kTerminalStatePrefix`, also ending on watcher events.
-BarrierOutcome exit_barrier(store::Store& round_store, int world_size, milliseconds timeout,
-                            const Interrupt& interrupt,
-                            const std::function<std::optional<WatchEvent>()>& take_event);
+BarrierOutcome ExitBarrier(store::Store& round_store, int world_size, milliseconds timeout,
+                           const Interrupt& interrupt,
+                           const std::function<std::optional<WatchEvent>()>& take_event);
 
 /// End of job: counts this node out ("tzrun/departed" on the round store) and, when
 /// `wait_for_all`, waits (bounded, never throws) until `world_size` nodes did.
-void depart(store::Store& round_store, int world_size, bool wait_for_all, milliseconds timeout,
+void Depart(store::Store& round_store, int world_size, bool wait_for_all, milliseconds timeout,
             const store::LogSink& log);
 
-void log(const store::LogSink& sink, store::LogLevel level, const std::string& message);
+void Log(const store::LogSink& sink, store::LogLevel level, const std::string& message);
 
 }  // namespace tzrun::rendezvous::detail

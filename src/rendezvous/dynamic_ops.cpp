@@ -12,23 +12,22 @@ namespace {
 
 using std::chrono::milliseconds;
 
-milliseconds ms_until(double when, double wall) {
+milliseconds MsUntil(double when, double wall) {
   const double left = when - wall;
   if (left <= 0) return milliseconds(0);
   return milliseconds(static_cast<std::int64_t>(std::ceil(left * 1000.0)));
 }
 
 /// _RendezvousJoinOp, rule by rule.
-Action decide_join(const RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
-                   SteadyTime now, SteadyTime deadline, double wall) {
+Action DecideJoin(const RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
+                  SteadyTime now, SteadyTime deadline, double wall) {
   const bool participant = s.participants.contains(me);
   const auto n = static_cast<int>(s.participants.size());
   if (s.closed) {
     return s.redundancy_list.contains(me) ? Action::kExitRedundant : Action::kErrorClosed;
   }
   if (s.redundancy_list.contains(me)) {
-    if (n == o.max_nodes)
-      return keep_alive_due(s, me, o, wall) ? Action::kKeepAlive : Action::kSync;
+    if (n == o.max_nodes) return KeepAliveDue(s, me, o, wall) ? Action::kKeepAlive : Action::kSync;
     return Action::kRemoveFromRedundancyList;
   }
   if (s.complete && participant) return Action::kFinish;
@@ -52,23 +51,23 @@ Action decide_join(const RendezvousState& s, const NodeDesc& me, const DynamicOp
   } else {
     return Action::kAddToParticipants;
   }
-  return keep_alive_due(s, me, o, wall) ? Action::kKeepAlive : Action::kSync;
+  return KeepAliveDue(s, me, o, wall) ? Action::kKeepAlive : Action::kSync;
 }
 
 }  // namespace
 
-double seconds(milliseconds d) {
+double Seconds(milliseconds d) {
   return static_cast<double>(d.count()) / 1000.0;
 }
 
-bool keep_alive_due(const RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
-                    double wall) {
+bool KeepAliveDue(const RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
+                  double wall) {
   auto it = s.last_heartbeats.find(me);
   if (it == s.last_heartbeats.end()) return false;
-  return it->second <= wall - seconds(o.keep_alive_interval);
+  return it->second <= wall - Seconds(o.keep_alive_interval);
 }
 
-Action decide(Op op, const RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
+Action Decide(Op op, const RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
               SteadyTime now, SteadyTime deadline, double wall) {
   switch (op) {
     case Op::kExit:
@@ -80,24 +79,24 @@ Action decide(Op op, const RendezvousState& s, const NodeDesc& me, const Dynamic
       if (s.closed) return Action::kFinish;
       return now > deadline ? Action::kErrorTimeout : Action::kMarkClosed;
     case Op::kKeepAlive:
-      if (keep_alive_due(s, me, o, wall)) {
+      if (KeepAliveDue(s, me, o, wall)) {
         return now > deadline ? Action::kErrorTimeout : Action::kKeepAlive;
       }
       return Action::kFinish;
     case Op::kJoin:
       break;
   }
-  return decide_join(s, me, o, now, deadline, wall);
+  return DecideJoin(s, me, o, now, deadline, wall);
 }
 
-void mark_complete(RendezvousState& s) {
+void MarkComplete(RendezvousState& s) {
   s.complete = true;
   s.deadline.reset();
   int rank = 0;
   for (auto& [node, p] : s.participants) p.rank = rank++;  // std::map: sorted order
 }
 
-void remove_participant_epilogue(RendezvousState& s, const DynamicOptions& o) {
+void RemoveParticipantEpilogue(RendezvousState& s, const DynamicOptions& o) {
   if (s.complete) {
     if (s.participants.empty()) {
       s.complete = false;
@@ -108,7 +107,7 @@ void remove_participant_epilogue(RendezvousState& s, const DynamicOptions& o) {
   }
 }
 
-bool apply(Action a, RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
+bool Apply(Action a, RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
            int restart_count, std::optional<int> close_code, double wall) {
   switch (a) {
     case Action::kKeepAlive:
@@ -119,9 +118,9 @@ bool apply(Action a, RendezvousState& s, const NodeDesc& me, const DynamicOption
       s.participants[me] = {0, restart_count};
       s.last_heartbeats[me] = wall;
       if (static_cast<int>(s.participants.size()) == o.min_nodes) {
-        s.deadline = wall + seconds(o.last_call_timeout);
+        s.deadline = wall + Seconds(o.last_call_timeout);
       }
-      if (static_cast<int>(s.participants.size()) == o.max_nodes) mark_complete(s);
+      if (static_cast<int>(s.participants.size()) == o.max_nodes) MarkComplete(s);
       break;
     case Action::kAddToWaitList:
       s.redundancy_list.erase(me);
@@ -135,7 +134,7 @@ bool apply(Action a, RendezvousState& s, const NodeDesc& me, const DynamicOption
     case Action::kRemoveFromParticipants:
       s.participants.erase(me);
       s.last_heartbeats.erase(me);
-      remove_participant_epilogue(s, o);
+      RemoveParticipantEpilogue(s, o);
       break;
     case Action::kRemoveFromWaitList:
       s.wait_list.erase(me);
@@ -146,12 +145,12 @@ bool apply(Action a, RendezvousState& s, const NodeDesc& me, const DynamicOption
       s.last_heartbeats.erase(me);
       return true;
     case Action::kMarkComplete:
-      mark_complete(s);
+      MarkComplete(s);
       break;
     case Action::kMarkClosed:
       s.closed = true;
       s.closed_exit_code = close_code;
-      s.closed_by = me.str();
+      s.closed_by = me.Str();
       break;
     default:
       break;
@@ -159,8 +158,8 @@ bool apply(Action a, RendezvousState& s, const NodeDesc& me, const DynamicOption
   return false;
 }
 
-std::vector<NodeDesc> remove_dead_nodes(RendezvousState& s, const DynamicOptions& o, double wall) {
-  const double expire = wall - seconds(o.keep_alive_interval) * o.keep_alive_max_attempt;
+std::vector<NodeDesc> RemoveDeadNodes(RendezvousState& s, const DynamicOptions& o, double wall) {
+  const double expire = wall - Seconds(o.keep_alive_interval) * o.keep_alive_max_attempt;
   std::vector<NodeDesc> dead;
   bool participant_removed = false;
   for (auto it = s.last_heartbeats.begin(); it != s.last_heartbeats.end();) {
@@ -175,63 +174,63 @@ std::vector<NodeDesc> remove_dead_nodes(RendezvousState& s, const DynamicOptions
     s.wait_list.erase(node);
     s.redundancy_list.erase(node);
   }
-  if (participant_removed) remove_participant_epilogue(s, o);
+  if (participant_removed) RemoveParticipantEpilogue(s, o);
   return dead;
 }
 
-milliseconds next_wake(const RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
-                       milliseconds op_left, double wall) {
+milliseconds NextWake(const RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
+                      milliseconds op_left, double wall) {
   milliseconds w = o.poll_interval;
   const auto slack = milliseconds(5);
-  if (s.deadline) w = std::min(w, ms_until(*s.deadline, wall) + slack);
-  const double dead_after = seconds(o.keep_alive_interval) * o.keep_alive_max_attempt;
+  if (s.deadline) w = std::min(w, MsUntil(*s.deadline, wall) + slack);
+  const double dead_after = Seconds(o.keep_alive_interval) * o.keep_alive_max_attempt;
   for (const auto& [node, t] : s.last_heartbeats) {
-    const double due = node == me ? t + seconds(o.keep_alive_interval) : t + dead_after;
-    w = std::min(w, ms_until(due, wall) + slack);
+    const double due = node == me ? t + Seconds(o.keep_alive_interval) : t + dead_after;
+    w = std::min(w, MsUntil(due, wall) + slack);
   }
   w = std::min(w, op_left + slack);
   return std::max(w, milliseconds(1));
 }
 
-milliseconds min_read_gap(const RendezvousState& s, const DynamicOptions& o) {
+milliseconds MinReadGap(const RendezvousState& s, const DynamicOptions& o) {
   const auto nodes = s.participants.size() + s.wait_list.size() + s.redundancy_list.size();
   return std::min(o.poll_interval, milliseconds(5 * static_cast<std::int64_t>(nodes)));
 }
 
-std::string describe(const RendezvousState& s) {
+std::string Describe(const RendezvousState& s) {
   std::string out = std::to_string(s.participants.size()) + " participant(s)";
   if (!s.participants.empty()) {
     std::vector<std::string> names;
-    for (const auto& [n, p] : s.participants) names.push_back(n.str());
-    out += " [" + base::join(names, ", ") + "]";
+    for (const auto& [n, p] : s.participants) names.push_back(n.Str());
+    out += " [" + base::Join(names, ", ") + "]";
   }
   if (!s.wait_list.empty()) out += ", " + std::to_string(s.wait_list.size()) + " waiting";
   return out;
 }
 
-std::string timeout_message(Op op, const RendezvousState& s, const NodeDesc& me,
-                            const DynamicOptions& o) {
+std::string TimeoutMessage(Op op, const RendezvousState& s, const NodeDesc& me,
+                           const DynamicOptions& o) {
   switch (op) {
     case Op::kJoin:
       return "the rendezvous '" + o.run_id + "' did not complete within join_timeout (" +
-             base::duration_text(o.join_timeout) + "): " + describe(s) + ", need " +
+             base::DurationText(o.join_timeout) + "): " + Describe(s) + ", need " +
              std::to_string(o.min_nodes) +
              (o.min_nodes == o.max_nodes ? "" : ".." + std::to_string(o.max_nodes)) +
              " node(s); start the missing nodes with the same --rdzv-id/--rdzv-endpoint, lower "
              "--nnodes MIN, or raise --rdzv-conf join_timeout=SECONDS";
     case Op::kClose:
       return "could not close the rendezvous '" + o.run_id + "' within close_timeout (" +
-             base::duration_text(o.close_timeout) + ")";
+             base::DurationText(o.close_timeout) + ")";
     case Op::kExit:
       return "could not leave the previous round of the rendezvous '" + o.run_id + "' in time";
     case Op::kKeepAlive:
       break;
   }
-  return "the keep-alive heartbeat of node '" + me.str() +
-         "' did not reach the rendezvous store within " + base::duration_text(o.heartbeat_timeout);
+  return "the keep-alive heartbeat of node '" + me.Str() +
+         "' did not reach the rendezvous store within " + base::DurationText(o.heartbeat_timeout);
 }
 
-std::string closed_message(const RendezvousState& s, const DynamicOptions& o) {
+std::string ClosedMessage(const RendezvousState& s, const DynamicOptions& o) {
   const std::string by = s.closed_by.empty() ? "" : " by node '" + s.closed_by + "'";
   const std::string code = s.closed_exit_code ? " after its workers failed (exit code " +
                                                     std::to_string(*s.closed_exit_code) + ")"
@@ -240,10 +239,10 @@ std::string closed_message(const RendezvousState& s, const DynamicOptions& o) {
          "; the job has ended, start a new one (with a new --rdzv-id) to run again";
 }
 
-std::optional<MembershipChange> membership_change(const RendezvousState& s, const NodeDesc& me,
-                                                  int my_round,
-                                                  const std::set<NodeDesc>& my_participants,
-                                                  bool scale_up_reported) {
+std::optional<MembershipChange> DetectMembershipChange(const RendezvousState& s, const NodeDesc& me,
+                                                       int my_round,
+                                                       const std::set<NodeDesc>& my_participants,
+                                                       bool scale_up_reported) {
   const std::string round = std::to_string(my_round);
   if (s.round != my_round) {
     return MembershipChange{"round " + round + " of the rendezvous ended (round " +
@@ -257,10 +256,10 @@ std::optional<MembershipChange> membership_change(const RendezvousState& s, cons
   }
   std::vector<std::string> gone;
   for (const auto& n : my_participants) {
-    if (!s.participants.contains(n)) gone.push_back(n.str());
+    if (!s.participants.contains(n)) gone.push_back(n.Str());
   }
   if (!gone.empty()) {
-    return MembershipChange{"node(s) " + base::join(gone, ", ") + " left round " + round +
+    return MembershipChange{"node(s) " + base::Join(gone, ", ") + " left round " + round +
                                 " (stopped, or missed their heartbeats)",
                             false};
   }
@@ -271,7 +270,7 @@ std::optional<MembershipChange> membership_change(const RendezvousState& s, cons
   return std::nullopt;
 }
 
-std::string closed_event_detail(const RendezvousState& s, const DynamicOptions& o) {
+std::string ClosedEventDetail(const RendezvousState& s, const DynamicOptions& o) {
   return "the rendezvous '" + o.run_id + "' was closed by node '" + s.closed_by + "'" +
          (s.closed_exit_code
               ? " after its workers failed (exit code " + std::to_string(*s.closed_exit_code) + ")"

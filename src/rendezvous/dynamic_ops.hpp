@@ -45,56 +45,56 @@ enum class Op { kExit, kJoin, kClose, kKeepAlive };
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 /// Seconds in `d` as a double.
-double seconds(std::chrono::milliseconds d);
+double Seconds(std::chrono::milliseconds d);
 
 /// Whether `me`'s last heartbeat is at least keep_alive_interval old at `wall` (false when
 /// `me` has none).
-bool keep_alive_due(const RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
-                    double wall);
+bool KeepAliveDue(const RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
+                  double wall);
 
 /// The next step of `op` for node `me` on state `s` (the op started with `deadline`).
-Action decide(Op op, const RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
+Action Decide(Op op, const RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
               SteadyTime now, SteadyTime deadline, double wall);
 
 /// Applies a writing action (kKeepAlive .. kMarkClosed) for `me` to `s`; other actions are
 /// no-ops. Returns true when the op deadline restarts (kRemoveFromRedundancyList: the node
 /// joins afresh).
-bool apply(Action a, RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
+bool Apply(Action a, RendezvousState& s, const NodeDesc& me, const DynamicOptions& o,
            int restart_count, std::optional<int> close_code, double wall);
 
 /// Completes the round: ranks 0..n-1 in node order, no last-call deadline.
-void mark_complete(RendezvousState& s);
+void MarkComplete(RendezvousState& s);
 
 /// After a participant left: a complete round without participants starts the next round;
 /// an incomplete one below min_nodes drops its last-call deadline.
-void remove_participant_epilogue(RendezvousState& s, const DynamicOptions& o);
+void RemoveParticipantEpilogue(RendezvousState& s, const DynamicOptions& o);
 
 /// Removes the nodes whose last heartbeat is older than keep_alive_interval ·
 /// keep_alive_max_attempt at `wall` from every list; returns them (for the log).
-std::vector<NodeDesc> remove_dead_nodes(RendezvousState& s, const DynamicOptions& o, double wall);
+std::vector<NodeDesc> RemoveDeadNodes(RendezvousState& s, const DynamicOptions& o, double wall);
 
 /// How long a SYNC may sleep before something time-based can change the decision: at most
 /// poll_interval and `op_left`, until the state's deadline, `me`'s next heartbeat or another
 /// node's expiry (+5 ms slack each); at least 1 ms.
-std::chrono::milliseconds next_wake(const RendezvousState& s, const NodeDesc& me,
-                                    const DynamicOptions& o, std::chrono::milliseconds op_left,
-                                    double wall);
+std::chrono::milliseconds NextWake(const RendezvousState& s, const NodeDesc& me,
+                                   const DynamicOptions& o, std::chrono::milliseconds op_left,
+                                   double wall);
 
 /// Reads of the shared state are at least this far apart per node: 5 ms per known node,
 /// capped by poll_interval. Small jobs react to every change at once; large ones batch
 /// (every write wakes every waiter, so without a gap N nodes would read N^2 states per
 /// round of writes; with it the whole job reads at most ~200 states per second).
-std::chrono::milliseconds min_read_gap(const RendezvousState& s, const DynamicOptions& o);
+std::chrono::milliseconds MinReadGap(const RendezvousState& s, const DynamicOptions& o);
 
 /// "2 participant(s) [a_1_0, b_2_0], 1 waiting" for timeout messages.
-std::string describe(const RendezvousState& s);
+std::string Describe(const RendezvousState& s);
 
 /// The error message of kErrorTimeout in `op` (join: who is there and what to do).
-std::string timeout_message(Op op, const RendezvousState& s, const NodeDesc& me,
-                            const DynamicOptions& o);
+std::string TimeoutMessage(Op op, const RendezvousState& s, const NodeDesc& me,
+                           const DynamicOptions& o);
 
 /// The message of kErrorClosed (who closed the rendezvous, with which exit code).
-std::string closed_message(const RendezvousState& s, const DynamicOptions& o);
+std::string ClosedMessage(const RendezvousState& s, const DynamicOptions& o);
 
 /// The watcher's view of a change in the round `me` joined as round `my_round` with
 /// `my_participants`.
@@ -106,12 +106,12 @@ struct MembershipChange {
 /// The first reason the round `me` works in is no longer the one it joined: a new round, `me`
 /// dropped, participants gone, or (unless already reported) nodes waiting to join; nullopt
 /// when nothing changed.
-std::optional<MembershipChange> membership_change(const RendezvousState& s, const NodeDesc& me,
-                                                  int my_round,
-                                                  const std::set<NodeDesc>& my_participants,
-                                                  bool scale_up_reported);
+std::optional<MembershipChange> DetectMembershipChange(const RendezvousState& s, const NodeDesc& me,
+                                                       int my_round,
+                                                       const std::set<NodeDesc>& my_participants,
+                                                       bool scale_up_reported);
 
 /// The watcher's kJobFailed detail once the state is closed.
-std::string closed_event_detail(const RendezvousState& s, const DynamicOptions& o);
+std::string ClosedEventDetail(const RendezvousState& s, const DynamicOptions& o);
 
 }  // namespace tzrun::rendezvous::detail

@@ -31,7 +31,7 @@ constexpr std::string_view kNullState = "null";
 using detail::Action;
 using detail::Op;
 
-double wall_now() {
+double WallNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
@@ -51,37 +51,37 @@ class DynamicRendezvous final : public detail::WatchingHandler {
     }
     me_ = {o_.local_addr, static_cast<std::int64_t>(::getpid()), g_next_local_id++};
     key_ = "torch.rendezvous." + o_.run_id;
-    connect_store(interrupt);
+    ConnectStore(interrupt);
   }
 
   ~DynamicRendezvous() override {
-    watcher_.stop();
+    watcher_.Stop();
     worker_server_.reset();
-    if (rdzv_server_) rdzv_server_->stop();
+    if (rdzv_server_) rdzv_server_->Stop();
   }
 
-  [[nodiscard]] std::string backend() const override { return "c10d"; }
-  [[nodiscard]] const std::string& run_id() const override { return o_.run_id; }
-  [[nodiscard]] const std::string& store_endpoint() const { return store_endpoint_; }
+  [[nodiscard]] std::string Backend() const override { return "c10d"; }
+  [[nodiscard]] const std::string& RunId() const override { return o_.run_id; }
+  [[nodiscard]] const std::string& StoreEndpoint() const { return store_endpoint_; }
 
-  RendezvousInfo next_rendezvous(int local_restart_count) override {
-    unwatch();
-    const Interrupt intr = [this] { check_interrupt(); };
+  RendezvousInfo NextRendezvous(int local_restart_count) override {
+    Unwatch();
+    const Interrupt intr = [this] { CheckInterrupt(); };
     std::unique_lock lock(mu_);
     if (!joined_once_ && o_.first_round_jitter && o_.max_nodes > 1) {
       std::mt19937 rng(std::random_device{}());
-      detail::sleep_for(milliseconds(std::uniform_int_distribution<int>(0, 300)(rng)), intr);
+      detail::SleepFor(milliseconds(std::uniform_int_distribution<int>(0, 300)(rng)), intr);
     }
     joined_once_ = true;
-    detail::log(o_.log, LogLevel::kInfo,
-                "The node '" + me_.str() + "' attempts to join the next round of the rendezvous '" +
+    detail::Log(o_.log, LogLevel::kInfo,
+                "The node '" + me_.Str() + "' attempts to join the next round of the rendezvous '" +
                     o_.run_id + "'.");
     TimePoint deadline = SteadyClock::now() + o_.join_timeout;
     try {
-      run_op(*client_, Op::kExit, deadline, true, local_restart_count, std::nullopt);
-      run_op(*client_, Op::kJoin, deadline, true, local_restart_count, std::nullopt);
+      RunOp(*client_, Op::kExit, deadline, true, local_restart_count, std::nullopt);
+      RunOp(*client_, Op::kJoin, deadline, true, local_restart_count, std::nullopt);
     } catch (const store::StoreError& e) {
-      throw connection_lost(e);
+      throw ConnectionLost(e);
     }
     RendezvousInfo info;
     const auto& p = state_.participants;
@@ -99,8 +99,8 @@ class DynamicRendezvous final : public detail::WatchingHandler {
         std::make_shared<store::PrefixStore>(key_ + "." + std::to_string(info.round), client_);
     info.store = round_store_;
     my_world_ = info.world_size;
-    detail::log(o_.log, LogLevel::kInfo,
-                "The node '" + me_.str() + "' has joined round " + std::to_string(info.round) +
+    detail::Log(o_.log, LogLevel::kInfo,
+                "The node '" + me_.Str() + "' has joined round " + std::to_string(info.round) +
                     " of the rendezvous '" + o_.run_id + "' as rank " + std::to_string(info.rank) +
                     " in a world of size " + std::to_string(info.world_size) + ".");
     // Bootstrap store (torchrun 2.11 TCPStore sharing): round rank 0 hosts the workers' store.
@@ -113,7 +113,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
         {
           worker_server_.reset();
           try {
-            worker_server_ = detail::host_store("", 0, o_.log);
+            worker_server_ = detail::HostStore("", 0, o_.log);
           } catch (const store::BindError& e) {
             throw RendezvousConnectionError(std::string("cannot host the workers' store: ") +
                                             e.what() +
@@ -122,63 +122,63 @@ class DynamicRendezvous final : public detail::WatchingHandler {
           }
         }
         info.master_addr = o_.local_addr;
-        info.master_port = worker_server_->port();
-        round_store_->set("MASTER_ADDR", info.master_addr);
-        round_store_->set("MASTER_PORT", std::to_string(info.master_port));
+        info.master_port = worker_server_->Port();
+        round_store_->Set("MASTER_ADDR", info.master_addr);
+        round_store_->Set("MASTER_PORT", std::to_string(info.master_port));
       } else {
         worker_server_.reset();
-        wait_keys(*round_store_, {"MASTER_ADDR", "MASTER_PORT"}, o_.join_timeout, intr,
-                  "waiting for rank 0 to publish the workers' store");
-        info.master_addr = round_store_->get("MASTER_ADDR");
-        info.master_port = std::stoi(round_store_->get("MASTER_PORT"));
+        WaitKeys(*round_store_, {"MASTER_ADDR", "MASTER_PORT"}, o_.join_timeout, intr,
+                 "waiting for rank 0 to publish the workers' store");
+        info.master_addr = round_store_->Get("MASTER_ADDR");
+        info.master_port = std::stoi(round_store_->Get("MASTER_PORT"));
       }
     } catch (const store::StoreError& e) {
-      throw connection_lost(e);
+      throw ConnectionLost(e);
     }
-    watch();
+    Watch();
     return info;
   }
 
-  void watch() override {
-    if (watcher_.active() || my_round_ < 0) return;
+  void Watch() override {
+    if (watcher_.Active() || my_round_ < 0) return;
     // --standalone: a private store on a free port with a random run id and one node;
     // nobody can join or prune this node, so no heartbeats are needed.
     if (o_.max_nodes == 1 && rdzv_server_ && o_.endpoint.port == 0) return;
-    const auto gen = events_.reset();
-    watcher_.start([this, gen](const std::atomic<bool>& stop) { watch_loop(stop, gen); });
+    const auto gen = events_.Reset();
+    watcher_.Start([this, gen](const std::atomic<bool>& stop) { WatchLoop(stop, gen); });
   }
 
-  FailureDecision on_failure(bool can_restart, int exit_code) override {
+  FailureDecision OnFailure(bool can_restart, int exit_code) override {
     FailureDecision d{can_restart, -1, exit_code};
-    if (can_restart) return d;  // next_rendezvous() re-forms the round (torchrun)
-    close(exit_code);
+    if (can_restart) return d;  // NextRendezvous() re-forms the round (torchrun)
+    Close(exit_code);
     return d;
   }
 
-  BarrierOutcome exit_barrier(milliseconds timeout) override {
+  BarrierOutcome ExitBarrier(milliseconds timeout) override {
     if (!round_store_) return {};
-    watch();
-    auto out = detail::exit_barrier(
-        *round_store_, my_world_, timeout, [this] { check_interrupt(); },
-        [this] { return events_.take(); });
+    Watch();
+    auto out = detail::ExitBarrier(
+        *round_store_, my_world_, timeout, [this] { CheckInterrupt(); },
+        [this] { return events_.Take(); });
     return out;
   }
 
-  void shutdown() override {
-    unwatch();
-    if (!closed_by_me_) close(std::nullopt);
+  void Shutdown() override {
+    Unwatch();
+    if (!closed_by_me_) Close(std::nullopt);
     if (round_store_) {
-      detail::depart(*round_store_, my_world_, rdzv_server_ != nullptr, o_.close_timeout, o_.log);
+      detail::Depart(*round_store_, my_world_, rdzv_server_ != nullptr, o_.close_timeout, o_.log);
     }
     worker_server_.reset();
-    if (rdzv_server_) rdzv_server_->stop();
+    if (rdzv_server_) rdzv_server_->Stop();
   }
 
-  void abandon(int /*exit_code*/) override {
-    unwatch();
+  void Abandon(int /*exit_code*/) override {
+    Unwatch();
     if (my_round_ < 0) return;
     try {
-      client_->set_timeout(milliseconds(2000));
+      client_->SetTimeout(milliseconds(2000));
       std::unique_lock lock(mu_, std::defer_lock);
       // The watcher may be stuck on an unreachable store while holding mu_: give up then.
       const auto give_up = SteadyClock::now() + milliseconds(2000);
@@ -186,162 +186,161 @@ class DynamicRendezvous final : public detail::WatchingHandler {
         if (SteadyClock::now() >= give_up) return;
         std::this_thread::sleep_for(milliseconds(10));
       }
-      run_op(*client_, Op::kExit, SteadyClock::now() + milliseconds(2000), false, 0, std::nullopt);
+      RunOp(*client_, Op::kExit, SteadyClock::now() + milliseconds(2000), false, 0, std::nullopt);
     } catch (const std::exception& e) {
-      detail::log(o_.log, LogLevel::kDebug,
+      detail::Log(o_.log, LogLevel::kDebug,
                   std::string("could not leave the rendezvous round: ") + e.what());
     }
   }
 
  private:
   // ---- store ----------------------------------------------------------------------------
-  void connect_store(const Interrupt& interrupt) {
+  void ConnectStore(const Interrupt& interrupt) {
     const bool inferred = !o_.is_host.has_value();
-    const bool is_host = o_.is_host.value_or(matches_machine_hostname(o_.endpoint.host));
+    const bool is_host = o_.is_host.value_or(MatchesMachineHostname(o_.endpoint.host));
     std::string host = o_.endpoint.host;
     int port = o_.endpoint.port;
     if (is_host) {
       try {
-        rdzv_server_ = detail::host_store(o_.bind_host, port, o_.log);
-        port = rdzv_server_->port();
+        rdzv_server_ = detail::HostStore(o_.bind_host, port, o_.log);
+        port = rdzv_server_->Port();
         host = o_.bind_host.empty() ? "127.0.0.1" : o_.bind_host;
-        detail::log(o_.log, LogLevel::kInfo,
-                    "hosting the c10d rendezvous store on " + rdzv_server_->endpoint());
+        detail::Log(o_.log, LogLevel::kInfo,
+                    "hosting the c10d rendezvous store on " + rdzv_server_->Endpoint());
       } catch (const store::BindError& e) {
         if (!inferred) {
           throw RendezvousConnectionError(
               std::string("cannot host the rendezvous store (rdzv-conf is_host=true): ") +
               e.what() + "; free the port or pick another --rdzv-endpoint port");
         }
-        detail::log(o_.log, LogLevel::kInfo,
+        detail::Log(o_.log, LogLevel::kInfo,
                     std::string("could not host the rendezvous store (") + e.what() +
                         "); another agent on this machine hosts it, connecting as a client");
       }
     }
     if (port == 0) {
-      throw ConfigError("--rdzv-endpoint " + format_endpoint(o_.endpoint) +
+      throw ConfigError("--rdzv-endpoint " + FormatEndpoint(o_.endpoint) +
                         ": port 0 (a free port) only works on the node that hosts the store; "
                         "give the other nodes the real port");
     }
-    client_ = detail::connect(host, port, o_.join_timeout, o_.read_timeout, interrupt, o_.log,
+    client_ = detail::Connect(host, port, o_.join_timeout, o_.read_timeout, interrupt, o_.log,
                               "c10d rendezvous '" + o_.run_id + "'");
-    store_endpoint_ = format_endpoint({host, port});
+    store_endpoint_ = FormatEndpoint({host, port});
     try {
-      client_->compare_set(key_, "", kNullState);
+      client_->CompareSet(key_, "", kNullState);
     } catch (const store::StoreError& e) {
-      throw connection_lost(e);
+      throw ConnectionLost(e);
     }
   }
 
-  RendezvousConnectionError connection_lost(const std::exception& e) const {
+  RendezvousConnectionError ConnectionLost(const std::exception& e) const {
     return RendezvousConnectionError(
-        "lost the c10d rendezvous store at " + format_endpoint(o_.endpoint) + " (" + e.what() +
+        "lost the c10d rendezvous store at " + FormatEndpoint(o_.endpoint) + " (" + e.what() +
         "); the agent hosting it (the node matching --rdzv-endpoint) probably exited or "
         "crashed, or the network failed");
   }
 
-  [[nodiscard]] std::string notify_key(std::int64_t version) const {
+  [[nodiscard]] std::string NotifyKey(std::int64_t version) const {
     return key_ + ".notify/" + std::to_string(version);
   }
 
   // ---- state holder (mu_ held) ------------------------------------------------------------
-  std::optional<bool> sync(store::Store& s) {
+  std::optional<bool> Sync(store::Store& s) {
     std::optional<bool> has_set;
     std::string bits;
     if (dirty_) {
       RendezvousState next = state_;
       next.version = state_.version + 1;
-      const std::string nb = encode_state(next);
-      bits = s.compare_set(key_, token_, nb);
+      const std::string nb = EncodeState(next);
+      bits = s.CompareSet(key_, token_, nb);
       has_set = bits == nb;
-      if (*has_set) s.set(notify_key(next.version), "");
+      if (*has_set) s.Set(NotifyKey(next.version), "");
     } else {
-      bits = s.get(key_);
+      bits = s.Get(key_);
     }
     last_read_ = SteadyClock::now();
-    state_ = decode_state(bits);
+    state_ = DecodeState(bits);
     token_ = std::move(bits);
     dirty_ = false;
-    sanitize();
+    Sanitize();
     return has_set;
   }
 
-  void sanitize() {
-    for (const auto& dead : detail::remove_dead_nodes(state_, o_, wall_now())) {
-      detail::log(o_.log, LogLevel::kDebug,
-                  "Detected dead node '" + dead.str() + "', removing it from the rendezvous");
+  void Sanitize() {
+    for (const auto& dead : detail::RemoveDeadNodes(state_, o_, WallNow())) {
+      detail::Log(o_.log, LogLevel::kDebug,
+                  "Detected dead node '" + dead.Str() + "', removing it from the rendezvous");
     }
   }
 
-  [[nodiscard]] bool keep_alive_due() const {
-    return detail::keep_alive_due(state_, me_, o_, wall_now());
+  [[nodiscard]] bool KeepAliveDue() const {
+    return detail::KeepAliveDue(state_, me_, o_, WallNow());
   }
 
   // How long a SYNC may sleep before something time-based can change the decision.
-  [[nodiscard]] milliseconds next_wake(TimePoint deadline) const {
+  [[nodiscard]] milliseconds NextWake(TimePoint deadline) const {
     const auto now = SteadyClock::now();
-    return detail::next_wake(state_, me_, o_,
-                             std::chrono::duration_cast<milliseconds>(deadline - now), wall_now());
+    return detail::NextWake(state_, me_, o_,
+                            std::chrono::duration_cast<milliseconds>(deadline - now), WallNow());
   }
 
   // What a wait for the next state change needs, computed under mu_.
   struct ChangeWait {
     std::string key;                     // notify key of the next version
-    SteadyClock::time_point not_before;  // last read + min_read_gap()
+    SteadyClock::time_point not_before;  // last read + MinReadGap()
   };
-  [[nodiscard]] ChangeWait change_wait() const {
-    return {notify_key(state_.version + 1), last_read_ + detail::min_read_gap(state_, o_)};
+  [[nodiscard]] ChangeWait NextChangeWait() const {
+    return {NotifyKey(state_.version + 1), last_read_ + detail::MinReadGap(state_, o_)};
   }
 
   // Waits until the state changes (its notify key appears) or `max_wait` passes, then
-  // keeps min_read_gap() since the last read. Touches no state (callable without mu_).
-  void wait_for_change(store::Store& s, const ChangeWait& cw, milliseconds max_wait,
-                       bool interruptible, const std::atomic<bool>* stop = nullptr) {
+  // keeps MinReadGap() since the last read. Touches no state (callable without mu_).
+  void WaitForChange(store::Store& s, const ChangeWait& cw, milliseconds max_wait,
+                     bool interruptible, const std::atomic<bool>* stop = nullptr) {
     const auto end = SteadyClock::now() + max_wait;
     const std::string& key = cw.key;
     const auto slice = stop != nullptr ? milliseconds(100) : milliseconds(1000);
     while (stop == nullptr || !*stop) {
-      if (interruptible) check_interrupt();
+      if (interruptible) CheckInterrupt();
       const auto left = std::chrono::duration_cast<milliseconds>(end - SteadyClock::now());
       if (left <= milliseconds(0)) return;
       try {
-        s.wait({key}, std::clamp(left, milliseconds(1), slice));
+        s.Wait({key}, std::clamp(left, milliseconds(1), slice));
         break;
       } catch (const store::TimeoutError&) {
       }
     }
     const auto gap_end = std::min(end, cw.not_before);
     while ((stop == nullptr || !*stop) && SteadyClock::now() < gap_end) {
-      if (interruptible) check_interrupt();
+      if (interruptible) CheckInterrupt();
       std::this_thread::sleep_for(std::min(
           std::chrono::duration_cast<milliseconds>(gap_end - SteadyClock::now()) + milliseconds(1),
           milliseconds(100)));
     }
   }
 
-  void run_op(store::Store& s, Op op, TimePoint deadline, bool interruptible, int restart_count,
-              std::optional<int> close_code) {
+  void RunOp(store::Store& s, Op op, TimePoint deadline, bool interruptible, int restart_count,
+             std::optional<int> close_code) {
     while (true) {
-      if (interruptible) check_interrupt();
-      sync(s);
-      const Action a =
-          detail::decide(op, state_, me_, o_, SteadyClock::now(), deadline, wall_now());
+      if (interruptible) CheckInterrupt();
+      Sync(s);
+      const Action a = detail::Decide(op, state_, me_, o_, SteadyClock::now(), deadline, WallNow());
       switch (a) {
         case Action::kFinish:
           return;
         case Action::kErrorClosed:
-          throw RendezvousClosedError(detail::closed_message(state_, o_), state_.closed_exit_code);
+          throw RendezvousClosedError(detail::ClosedMessage(state_, o_), state_.closed_exit_code);
         case Action::kExitRedundant:
           throw RendezvousGracefulExit("the rendezvous '" + o_.run_id +
                                        "' is closed; this node was not needed (it waited in the "
                                        "redundancy list) and exits");
         case Action::kErrorTimeout:
-          throw RendezvousTimeoutError(detail::timeout_message(op, state_, me_, o_));
+          throw RendezvousTimeoutError(detail::TimeoutMessage(op, state_, me_, o_));
         case Action::kSync:
-          wait_for_change(s, change_wait(), next_wake(deadline), interruptible);
+          WaitForChange(s, NextChangeWait(), NextWake(deadline), interruptible);
           break;
         default:
-          if (detail::apply(a, state_, me_, o_, restart_count, close_code, wall_now())) {
+          if (detail::Apply(a, state_, me_, o_, restart_count, close_code, WallNow())) {
             deadline = SteadyClock::now() + o_.join_timeout;
           }
           dirty_ = true;
@@ -350,17 +349,17 @@ class DynamicRendezvous final : public detail::WatchingHandler {
     }
   }
 
-  void close(std::optional<int> exit_code) {
-    unwatch();
+  void Close(std::optional<int> exit_code) {
+    Unwatch();
     try {
       std::lock_guard lock(mu_);
-      run_op(*client_, Op::kClose, SteadyClock::now() + o_.close_timeout, false, 0, exit_code);
+      RunOp(*client_, Op::kClose, SteadyClock::now() + o_.close_timeout, false, 0, exit_code);
       closed_by_me_ = true;
-      detail::log(o_.log, LogLevel::kInfo,
-                  "The node '" + me_.str() + "' has closed the rendezvous '" + o_.run_id + "'.");
+      detail::Log(o_.log, LogLevel::kInfo,
+                  "The node '" + me_.Str() + "' has closed the rendezvous '" + o_.run_id + "'.");
     } catch (const std::exception& e) {
-      detail::log(o_.log, LogLevel::kWarning,
-                  "The node '" + me_.str() + "' has failed to close the rendezvous '" + o_.run_id +
+      detail::Log(o_.log, LogLevel::kWarning,
+                  "The node '" + me_.Str() + "' has failed to close the rendezvous '" + o_.run_id +
                       "': " + e.what());
     }
   }
@@ -373,63 +372,63 @@ class DynamicRendezvous final : public detail::WatchingHandler {
     bool closed = false;
   };
 
-  void watch_loop(const std::atomic<bool>& stop, std::uint64_t gen) {
+  void WatchLoop(const std::atomic<bool>& stop, std::uint64_t gen) {
     Reported reported;
     try {
-      std::unique_ptr<store::Store> conn = client_->clone();
+      std::unique_ptr<store::Store> conn = client_->Clone();
       while (!stop) {
         milliseconds wake = o_.poll_interval;
         ChangeWait cw;
         {
           std::lock_guard lock(mu_);
           if (stop) return;  // unwatch(): the main thread owns the state now
-          sync(*conn);
-          report_changes(gen, reported);
-          if (keep_alive_due()) {
+          Sync(*conn);
+          ReportChanges(gen, reported);
+          if (KeepAliveDue()) {
             try {
-              run_op(*conn, Op::kKeepAlive, SteadyClock::now() + o_.heartbeat_timeout, false, 0,
-                     std::nullopt);
+              RunOp(*conn, Op::kKeepAlive, SteadyClock::now() + o_.heartbeat_timeout, false, 0,
+                    std::nullopt);
             } catch (const RendezvousTimeoutError& e) {
-              detail::log(o_.log, LogLevel::kWarning, e.what());
+              detail::Log(o_.log, LogLevel::kWarning, e.what());
             }
           }
-          wake = next_wake(SteadyClock::now() + o_.poll_interval);
-          cw = change_wait();
+          wake = NextWake(SteadyClock::now() + o_.poll_interval);
+          cw = NextChangeWait();
         }
         // Wait for a state change in short slices so unwatch() is quick.
-        wait_for_change(*conn, cw, wake, false, &stop);
+        WaitForChange(*conn, cw, wake, false, &stop);
       }
     } catch (const std::exception& e) {
       if (stop) return;
       WatchEvent ev;
       ev.kind = WatchEvent::Kind::kStoreLost;
-      ev.detail = connection_lost(e).what();
-      events_.push(std::move(ev), gen);
+      ev.detail = ConnectionLost(e).what();
+      events_.Push(std::move(ev), gen);
     }
   }
 
   // Queues the watcher's events for the state just read (mu_ held): the job closed, or the
   // round changed. A scale-up is reported once; a lost participant or a new round still is
   // later.
-  void report_changes(std::uint64_t gen, Reported& reported) {
+  void ReportChanges(std::uint64_t gen, Reported& reported) {
     if (state_.closed && !reported.closed) {
       reported.closed = true;
       WatchEvent ev;
       ev.kind = WatchEvent::Kind::kJobFailed;
       ev.exit_code = state_.closed_exit_code.value_or(125);
-      ev.detail = detail::closed_event_detail(state_, o_);
-      events_.push(std::move(ev), gen);
+      ev.detail = detail::ClosedEventDetail(state_, o_);
+      events_.Push(std::move(ev), gen);
     }
     if (reported.membership) return;
     const auto change =
-        detail::membership_change(state_, me_, my_round_, my_participants_, reported.scale_up);
+        detail::DetectMembershipChange(state_, me_, my_round_, my_participants_, reported.scale_up);
     if (!change) return;
     (change->scale_up ? reported.scale_up : reported.membership) = true;
     WatchEvent ev;
     ev.kind = WatchEvent::Kind::kMembershipChanged;
     ev.scale_up = change->scale_up;
     ev.detail = change->why;
-    events_.push(std::move(ev), gen);
+    events_.Push(std::move(ev), gen);
   }
 
   DynamicOptions o_;
@@ -456,13 +455,12 @@ class DynamicRendezvous final : public detail::WatchingHandler {
 
 }  // namespace
 
-std::unique_ptr<Handler> make_dynamic_rendezvous(DynamicOptions options,
-                                                 const Interrupt& interrupt) {
+std::unique_ptr<Handler> MakeDynamicRendezvous(DynamicOptions options, const Interrupt& interrupt) {
   return std::make_unique<DynamicRendezvous>(std::move(options), interrupt);
 }
 
-std::string dynamic_store_endpoint(const Handler& handler) {
-  if (const auto* d = dynamic_cast<const DynamicRendezvous*>(&handler)) return d->store_endpoint();
+std::string DynamicStoreEndpoint(const Handler& handler) {
+  if (const auto* d = dynamic_cast<const DynamicRendezvous*>(&handler)) return d->StoreEndpoint();
   return "";
 }
 

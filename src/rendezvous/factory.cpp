@@ -6,21 +6,21 @@
 
 namespace tzrun::rendezvous {
 
-std::unique_ptr<Handler> make_handler(HandlerParams params, store::LogSink log,
-                                      const Interrupt& interrupt) {
+std::unique_ptr<Handler> MakeHandler(HandlerParams params, store::LogSink log,
+                                     const Interrupt& interrupt) {
   const std::string& backend = params.backend;
   if (backend == "static") {
     auto o = std::move(params.static_options);
     o.log = std::move(log);
-    auto h = make_static_rendezvous(std::move(o));
-    h->set_interrupt(interrupt);
+    auto h = MakeStaticRendezvous(std::move(o));
+    h->SetInterrupt(interrupt);
     return h;
   }
   if (backend == "c10d") {
     auto o = std::move(params.dynamic_options);
     o.log = std::move(log);
-    auto h = make_dynamic_rendezvous(std::move(o), interrupt);
-    h->set_interrupt(interrupt);
+    auto h = MakeDynamicRendezvous(std::move(o), interrupt);
+    h->SetInterrupt(interrupt);
     return h;
   }
   if (backend == "etcd" || backend == "etcd-v2") {

@@ -22,12 +22,12 @@
 namespace tzrun::rendezvous {
 namespace {
 
-using base::lower;
+using base::Lower;
 
-using base::strip;
+using base::Strip;
 
 // Numeric text of one address (no scope id), "" when not an IP address.
-std::string addr_text(const sockaddr* sa) {
+std::string AddrText(const sockaddr* sa) {
   char buf[INET6_ADDRSTRLEN] = {};
   if (sa->sa_family == AF_INET) {
     ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(sa)->sin_addr, buf, sizeof buf);
@@ -39,7 +39,7 @@ std::string addr_text(const sockaddr* sa) {
   return buf;
 }
 
-bool is_loopback_literal(const std::string& host) {
+bool IsLoopbackLiteral(const std::string& host) {
   in_addr v4{};
   if (::inet_pton(AF_INET, host.c_str(), &v4) == 1) {
     return (ntohl(v4.s_addr) >> 24U) == 127U;
@@ -50,7 +50,7 @@ bool is_loopback_literal(const std::string& host) {
 }
 
 // getaddrinfo(name) → numeric addresses (+ canonical name).
-std::set<std::string> resolve(const std::string& name, std::string* canonical) {
+std::set<std::string> Resolve(const std::string& name, std::string* canonical) {
   std::set<std::string> out;
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -60,7 +60,7 @@ std::set<std::string> resolve(const std::string& name, std::string* canonical) {
   if (::getaddrinfo(name.c_str(), nullptr, &hints, &list) != 0 || list == nullptr) return out;
   if (canonical != nullptr && list->ai_canonname != nullptr) *canonical = list->ai_canonname;
   for (addrinfo* ai = list; ai != nullptr; ai = ai->ai_next) {
-    auto t = addr_text(ai->ai_addr);
+    auto t = AddrText(ai->ai_addr);
     if (!t.empty()) out.insert(t);
   }
   ::freeaddrinfo(list);
@@ -69,8 +69,8 @@ std::set<std::string> resolve(const std::string& name, std::string* canonical) {
 
 }  // namespace
 
-Endpoint parse_endpoint(const std::string& endpoint_in, int default_port) {
-  const std::string endpoint = strip(endpoint_in);
+Endpoint ParseEndpoint(const std::string& endpoint_in, int default_port) {
+  const std::string endpoint = Strip(endpoint_in);
   const std::string fix = "use HOST[:PORT], e.g. node0.example.com:29400 or [::1]:29400 for IPv6";
   if (endpoint.empty()) {
     if (default_port < 0) {
@@ -116,25 +116,25 @@ Endpoint parse_endpoint(const std::string& endpoint_in, int default_port) {
   return {host, port};
 }
 
-std::string format_endpoint(const Endpoint& e) {
+std::string FormatEndpoint(const Endpoint& e) {
   const bool v6 = e.host.find(':') != std::string::npos;
   return (v6 ? "[" + e.host + "]" : e.host) + ":" + std::to_string(e.port);
 }
 
-std::optional<bool> conf_bool(const ConfMap& conf, const std::string& key) {
+std::optional<bool> ConfBool(const ConfMap& conf, const std::string& key) {
   auto it = conf.find(key);
   if (it == conf.end()) return std::nullopt;
-  const std::string v = lower(strip(it->second));
+  const std::string v = Lower(Strip(it->second));
   if (v == "1" || v == "true" || v == "t" || v == "yes" || v == "y") return true;
   if (v == "0" || v == "false" || v == "f" || v == "no" || v == "n") return false;
   throw ConfigError("--rdzv-conf " + key + "=" + it->second +
                     ": not a boolean; use true/false (or 1/0, yes/no)");
 }
 
-std::optional<std::chrono::milliseconds> conf_seconds(const ConfMap& conf, const std::string& key) {
+std::optional<std::chrono::milliseconds> ConfSeconds(const ConfMap& conf, const std::string& key) {
   auto it = conf.find(key);
   if (it == conf.end()) return std::nullopt;
-  const std::string v = strip(it->second);
+  const std::string v = Strip(it->second);
   double seconds = 0;
   std::size_t used = 0;
   try {
@@ -149,10 +149,10 @@ std::optional<std::chrono::milliseconds> conf_seconds(const ConfMap& conf, const
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000.0)));
 }
 
-std::optional<int> conf_positive_int(const ConfMap& conf, const std::string& key) {
+std::optional<int> ConfPositiveInt(const ConfMap& conf, const std::string& key) {
   auto it = conf.find(key);
   if (it == conf.end()) return std::nullopt;
-  const std::string v = strip(it->second);
+  const std::string v = Strip(it->second);
   static const std::regex kInt(R"(\+?\d{1,9})");
   if (!std::regex_match(v, kInt) || std::stoi(v) <= 0) {
     throw ConfigError("--rdzv-conf " + key + "=" + it->second +
@@ -161,28 +161,28 @@ std::optional<int> conf_positive_int(const ConfMap& conf, const std::string& key
   return std::stoi(v);
 }
 
-bool matches_machine_hostname(const std::string& host) {
-  if (host == "localhost" || is_loopback_literal(host)) return true;
+bool MatchesMachineHostname(const std::string& host) {
+  if (host == "localhost" || IsLoopbackLiteral(host)) return true;
   char name[256] = {};
   if (::gethostname(name, sizeof name - 1) == 0 && host == name) return true;
   std::string canonical;
-  const auto mine_by_name = resolve(name, &canonical);
+  const auto mine_by_name = Resolve(name, &canonical);
   if (!canonical.empty() && canonical == host) return true;
   // Addresses of `host` against this machine's: its hostname's and its interfaces'.
-  const auto theirs = resolve(host, nullptr);
+  const auto theirs = Resolve(host, nullptr);
   if (theirs.empty()) return false;
   std::set<std::string> mine = mine_by_name;
   ifaddrs* ifs = nullptr;
   if (::getifaddrs(&ifs) == 0) {
     for (ifaddrs* i = ifs; i != nullptr; i = i->ifa_next) {
       if (i->ifa_addr == nullptr) continue;
-      auto t = addr_text(i->ifa_addr);
+      auto t = AddrText(i->ifa_addr);
       if (!t.empty()) mine.insert(t);
     }
     ::freeifaddrs(ifs);
   }
   return std::any_of(theirs.begin(), theirs.end(), [&](const std::string& a) {
-    return mine.contains(a) || is_loopback_literal(a);
+    return mine.contains(a) || IsLoopbackLiteral(a);
   });
 }
 

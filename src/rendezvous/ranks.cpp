@@ -19,14 +19,14 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr std::string_view kRoleInfoPrefix = "torchelastic/role_info/";
 constexpr std::string_view kAssignedRanksPrefix = "torchelastic/assigned_ranks/";
 
-int json_int(const nlohmann::json& j) {
+int JsonInt(const nlohmann::json& j) {
   if (!j.is_number_integer()) throw std::invalid_argument("not an integer");
   return j.get<int>();
 }
 
 }  // namespace
 
-std::string serialize_role_info(const RoleInstanceInfo& info) {
+std::string SerializeRoleInfo(const RoleInstanceInfo& info) {
   // json.dumps({"role": ..., "rank": ..., "local_world_size": ...}) — insertion order,
   // ", " and ": " separators, ensure_ascii.
   return "{\"role\": " + nlohmann::json(info.role).dump(-1, ' ', true) +
@@ -34,13 +34,13 @@ std::string serialize_role_info(const RoleInstanceInfo& info) {
          ", \"local_world_size\": " + std::to_string(info.local_world_size) + "}";
 }
 
-RoleInstanceInfo parse_role_info(std::string_view text) {
+RoleInstanceInfo ParseRoleInfo(std::string_view text) {
   try {
     auto j = nlohmann::json::parse(text);
     RoleInstanceInfo info;
     info.role = j.at("role").get<std::string>();
-    info.rank = json_int(j.at("rank"));
-    info.local_world_size = json_int(j.at("local_world_size"));
+    info.rank = JsonInt(j.at("rank"));
+    info.local_world_size = JsonInt(j.at("local_world_size"));
     return info;
   } catch (const std::exception& e) {
     throw RendezvousStateError("undecodable role_info value '" + std::string(text) + "' (" +
@@ -50,16 +50,16 @@ RoleInstanceInfo parse_role_info(std::string_view text) {
   }
 }
 
-std::string serialize_assigned_ranks(const AssignedRanks& r) {
+std::string SerializeAssignedRanks(const AssignedRanks& r) {
   return "[" + std::to_string(r.base_global_rank) + ", " + std::to_string(r.global_world_size) +
          ", " + std::to_string(r.base_role_rank) + ", " + std::to_string(r.role_world_size) + "]";
 }
 
-AssignedRanks parse_assigned_ranks(std::string_view text) {
+AssignedRanks ParseAssignedRanks(std::string_view text) {
   try {
     auto j = nlohmann::json::parse(text);
     if (!j.is_array() || j.size() != 4) throw std::invalid_argument("not a list of 4 integers");
-    return {json_int(j[0]), json_int(j[1]), json_int(j[2]), json_int(j[3])};
+    return {JsonInt(j[0]), JsonInt(j[1]), JsonInt(j[2]), JsonInt(j[3])};
   } catch (const std::exception& e) {
     throw RendezvousStateError("undecodable assigned_ranks value '" + std::string(text) + "' (" +
                                e.what() +
@@ -68,7 +68,7 @@ AssignedRanks parse_assigned_ranks(std::string_view text) {
   }
 }
 
-std::vector<AssignedRanks> compute_assigned_ranks(const std::vector<RoleInstanceInfo>& infos) {
+std::vector<AssignedRanks> ComputeAssignedRanks(const std::vector<RoleInstanceInfo>& infos) {
   std::map<std::string, int> role_sizes;
   int global_size = 0;
   for (const auto& i : infos) {
@@ -87,28 +87,28 @@ std::vector<AssignedRanks> compute_assigned_ranks(const std::vector<RoleInstance
   return out;
 }
 
-AssignedRanks identical_ranks(int group_rank, int group_world_size, int local_world_size) {
+AssignedRanks IdenticalRanks(int group_rank, int group_world_size, int local_world_size) {
   const int world = group_world_size * local_world_size;
   const int base = group_rank * local_world_size;
   return {base, world, base, world};
 }
 
-void wait_keys(store::Store& store, const std::vector<std::string>& keys, milliseconds timeout,
-               const Interrupt& interrupt, const std::string& what) {
+void WaitKeys(store::Store& store, const std::vector<std::string>& keys, milliseconds timeout,
+              const Interrupt& interrupt, const std::string& what) {
   const auto deadline = SteadyClock::now() + timeout;
   while (true) {
     if (interrupt) interrupt();
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
     if (left <= milliseconds(0)) {
-      throw RendezvousTimeoutError(what + ": keys " + base::quoted_list(keys, 4) +
+      throw RendezvousTimeoutError(what + ": keys " + base::QuotedList(keys, 4) +
                                    " did not appear in the rendezvous store within " +
-                                   base::duration_text(timeout) +
+                                   base::DurationText(timeout) +
                                    "; another node is missing or slow (check that every node "
                                    "was started with the same --nnodes/--rdzv-id), or raise "
                                    "the timeout");
     }
     try {
-      store.wait(keys, std::clamp(left, milliseconds(1), milliseconds(1000)));
+      store.Wait(keys, std::clamp(left, milliseconds(1), milliseconds(1000)));
       return;
     } catch (const store::TimeoutError&) {
       // next slice
@@ -118,12 +118,12 @@ void wait_keys(store::Store& store, const std::vector<std::string>& keys, millis
   }
 }
 
-AssignedRanks assign_worker_ranks(store::Store& store, int group_rank, int group_world_size,
-                                  const std::string& role, int local_world_size,
-                                  milliseconds timeout, const Interrupt& interrupt) {
+AssignedRanks AssignWorkerRanks(store::Store& store, int group_rank, int group_world_size,
+                                const std::string& role, int local_world_size, milliseconds timeout,
+                                const Interrupt& interrupt) {
   try {
-    store.set(std::string(kRoleInfoPrefix) + std::to_string(group_rank),
-              serialize_role_info({role, group_rank, local_world_size}));
+    store.Set(std::string(kRoleInfoPrefix) + std::to_string(group_rank),
+              SerializeRoleInfo({role, group_rank, local_world_size}));
     const std::string mine = std::string(kAssignedRanksPrefix) + std::to_string(group_rank);
     if (group_rank == 0) {
       std::vector<std::string> keys;
@@ -131,23 +131,23 @@ AssignedRanks assign_worker_ranks(store::Store& store, int group_rank, int group
       for (int i = 0; i < group_world_size; ++i) {
         keys.push_back(std::string(kRoleInfoPrefix) + std::to_string(i));
       }
-      wait_keys(store, keys, timeout, interrupt, "rank assignment (waiting for every node)");
-      const auto values = store.multi_get(keys);
+      WaitKeys(store, keys, timeout, interrupt, "rank assignment (waiting for every node)");
+      const auto values = store.MultiGet(keys);
       std::vector<RoleInstanceInfo> infos;
       infos.reserve(values.size());
-      for (const auto& v : values) infos.push_back(parse_role_info(v));
-      const auto assigned = compute_assigned_ranks(infos);
+      for (const auto& v : values) infos.push_back(ParseRoleInfo(v));
+      const auto assigned = ComputeAssignedRanks(infos);
       std::vector<std::string> out_keys;
       std::vector<std::string> out_values;
       for (std::size_t i = 0; i < assigned.size(); ++i) {
         out_keys.push_back(std::string(kAssignedRanksPrefix) + std::to_string(i));
-        out_values.push_back(serialize_assigned_ranks(assigned[i]));
+        out_values.push_back(SerializeAssignedRanks(assigned[i]));
       }
-      store.multi_set(out_keys, out_values);
+      store.MultiSet(out_keys, out_values);
       return assigned.front();
     }
-    wait_keys(store, {mine}, timeout, interrupt, "rank assignment (waiting for node 0)");
-    return parse_assigned_ranks(store.get(mine));
+    WaitKeys(store, {mine}, timeout, interrupt, "rank assignment (waiting for node 0)");
+    return ParseAssignedRanks(store.Get(mine));
   } catch (const store::StoreError& e) {
     throw RendezvousConnectionError(std::string("rank assignment: the rendezvous store failed: ") +
                                     e.what());

@@ -7,22 +7,22 @@
 namespace tzrun::rendezvous {
 namespace {
 
-nlohmann::json node_json(const NodeDesc& n) {
+nlohmann::json NodeJson(const NodeDesc& n) {
   return nlohmann::json::array({n.addr, n.pid, n.local_id});
 }
 
-NodeDesc node_from(const nlohmann::json& j) {
+NodeDesc NodeFrom(const nlohmann::json& j) {
   if (!j.is_array() || j.size() < 3) throw std::invalid_argument("bad node descriptor");
   return {j.at(0).get<std::string>(), j.at(1).get<std::int64_t>(), j.at(2).get<std::int64_t>()};
 }
 
 }  // namespace
 
-std::string NodeDesc::str() const {
+std::string NodeDesc::Str() const {
   return addr + "_" + std::to_string(pid) + "_" + std::to_string(local_id);
 }
 
-std::string encode_state(const RendezvousState& s) {
+std::string EncodeState(const RendezvousState& s) {
   nlohmann::json j;
   j["format"] = 1;
   j["version"] = s.version;
@@ -35,21 +35,21 @@ std::string encode_state(const RendezvousState& s) {
   j["closed_by"] = s.closed_by;
   auto parts = nlohmann::json::array();
   for (const auto& [n, p] : s.participants) {
-    auto e = node_json(n);
+    auto e = NodeJson(n);
     e.push_back(p.rank);
     e.push_back(p.restart_count);
     parts.push_back(std::move(e));
   }
   j["participants"] = std::move(parts);
   auto wl = nlohmann::json::array();
-  for (const auto& n : s.wait_list) wl.push_back(node_json(n));
+  for (const auto& n : s.wait_list) wl.push_back(NodeJson(n));
   j["wait_list"] = std::move(wl);
   auto rl = nlohmann::json::array();
-  for (const auto& n : s.redundancy_list) rl.push_back(node_json(n));
+  for (const auto& n : s.redundancy_list) rl.push_back(NodeJson(n));
   j["redundancy_list"] = std::move(rl);
   auto hb = nlohmann::json::array();
   for (const auto& [n, t] : s.last_heartbeats) {
-    auto e = node_json(n);
+    auto e = NodeJson(n);
     e.push_back(t);
     hb.push_back(std::move(e));
   }
@@ -57,7 +57,7 @@ std::string encode_state(const RendezvousState& s) {
   return j.dump();
 }
 
-RendezvousState decode_state(std::string_view text) {
+RendezvousState DecodeState(std::string_view text) {
   try {
     auto j = nlohmann::json::parse(text);
     if (j.is_null()) return {};
@@ -75,12 +75,12 @@ RendezvousState decode_state(std::string_view text) {
     }
     s.closed_by = j.value("closed_by", "");
     for (const auto& e : j.at("participants")) {
-      s.participants[node_from(e)] = {e.at(3).get<int>(), e.at(4).get<int>()};
+      s.participants[NodeFrom(e)] = {e.at(3).get<int>(), e.at(4).get<int>()};
     }
-    for (const auto& e : j.at("wait_list")) s.wait_list.insert(node_from(e));
-    for (const auto& e : j.at("redundancy_list")) s.redundancy_list.insert(node_from(e));
+    for (const auto& e : j.at("wait_list")) s.wait_list.insert(NodeFrom(e));
+    for (const auto& e : j.at("redundancy_list")) s.redundancy_list.insert(NodeFrom(e));
     for (const auto& e : j.at("last_heartbeats"))
-      s.last_heartbeats[node_from(e)] = e.at(3).get<double>();
+      s.last_heartbeats[NodeFrom(e)] = e.at(3).get<double>();
     return s;
   } catch (const std::exception& e) {
     std::string shown(text.substr(0, 80));

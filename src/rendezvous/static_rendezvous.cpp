@@ -17,13 +17,13 @@ namespace {
 using detail::milliseconds;
 using store::LogLevel;
 
-std::string encode_decision(const FailureDecision& d, bool signalled = false) {
+std::string EncodeDecision(const FailureDecision& d, bool signalled = false) {
   nlohmann::json j{{"restart", d.restart}, {"node", d.node}, {"exit_code", d.exit_code}};
   if (signalled) j["signalled"] = true;
   return j.dump();
 }
 
-bool decision_signalled(const std::string& text) {
+bool DecisionSignalled(const std::string& text) {
   try {
     return nlohmann::json::parse(text).value("signalled", false);
   } catch (const std::exception&) {
@@ -31,7 +31,7 @@ bool decision_signalled(const std::string& text) {
   }
 }
 
-FailureDecision decode_decision(const std::string& text) {
+FailureDecision DecodeDecision(const std::string& text) {
   try {
     auto j = nlohmann::json::parse(text);
     return {j.at("restart").get<bool>(), j.at("node").get<int>(), j.at("exit_code").get<int>()};
@@ -57,21 +57,21 @@ class StaticRendezvous final : public detail::WatchingHandler {
     }
   }
   ~StaticRendezvous() override {
-    watcher_.stop();
-    if (server_) server_->stop();
+    watcher_.Stop();
+    if (server_) server_->Stop();
   }
 
-  [[nodiscard]] std::string backend() const override { return "static"; }
-  [[nodiscard]] const std::string& run_id() const override { return o_.run_id; }
+  [[nodiscard]] std::string Backend() const override { return "static"; }
+  [[nodiscard]] const std::string& RunId() const override { return o_.run_id; }
 
-  RendezvousInfo next_rendezvous(int /*local_restart_count*/) override {
-    unwatch();
-    if (!client_) connect_store();
+  RendezvousInfo NextRendezvous(int /*local_restart_count*/) override {
+    Unwatch();
+    if (!client_) ConnectStore();
     ++attempt_;
     const std::string prefix =
         attempt_ == 0 ? o_.run_id : o_.run_id + "." + std::to_string(attempt_);
     round_store_ = std::make_shared<store::PrefixStore>(prefix, client_);
-    if (attempt_ > 0) clean_worker_keys();
+    if (attempt_ > 0) CleanWorkerKeys();
     RendezvousInfo info;
     info.store = round_store_;
     info.rank = o_.node_rank;
@@ -83,26 +83,26 @@ class StaticRendezvous final : public detail::WatchingHandler {
     return info;
   }
 
-  void watch() override {
+  void Watch() override {
     // One node has nobody to hear from: no watcher (and no thread to wind down at exit).
-    if (watcher_.active() || !client_ || attempt_ < 0 || o_.nnodes == 1) return;
-    const std::string key = restart_key();
+    if (watcher_.Active() || !client_ || attempt_ < 0 || o_.nnodes == 1) return;
+    const std::string key = RestartKey();
     auto proto = client_;
-    const auto gen = events_.reset();
-    watcher_.start([this, key, proto, gen](const std::atomic<bool>& stop) {
+    const auto gen = events_.Reset();
+    watcher_.Start([this, key, proto, gen](const std::atomic<bool>& stop) {
       std::unique_ptr<store::Store> conn;
       try {
-        conn = proto->clone();
+        conn = proto->Clone();
         auto ctl = std::make_shared<store::PrefixStore>(
             o_.run_id, std::shared_ptr<store::Store>(std::move(conn)));
         while (!stop) {
           try {
-            ctl->wait({key}, std::min(o_.poll_interval, milliseconds(100)));
+            ctl->Wait({key}, std::min(o_.poll_interval, milliseconds(100)));
           } catch (const store::TimeoutError&) {
             continue;
           }
-          const std::string text = ctl->get(key);
-          const auto d = decode_decision(text);
+          const std::string text = ctl->Get(key);
+          const auto d = DecodeDecision(text);
           if (d.node == o_.node_rank) return;  // our own decision: the agent knows
           WatchEvent ev;
           ev.from_node = d.node;
@@ -111,7 +111,7 @@ class StaticRendezvous final : public detail::WatchingHandler {
             ev.kind = WatchEvent::Kind::kRestartRequested;
             ev.detail = "the workers of node " + std::to_string(d.node) + " failed (exit code " +
                         std::to_string(d.exit_code) + "): restarting the whole job";
-          } else if (decision_signalled(text)) {
+          } else if (DecisionSignalled(text)) {
             ev.kind = WatchEvent::Kind::kJobFailed;
             ev.detail = "the agent of node " + std::to_string(d.node) +
                         " was stopped by a signal (exit code " + std::to_string(d.exit_code) +
@@ -122,31 +122,31 @@ class StaticRendezvous final : public detail::WatchingHandler {
             ev.detail = "node " + std::to_string(d.node) + " failed for good (exit code " +
                         std::to_string(d.exit_code) + "): stopping this node too";
           }
-          events_.push(std::move(ev), gen);
+          events_.Push(std::move(ev), gen);
           return;
         }
       } catch (const std::exception& e) {
         if (stop) return;
         WatchEvent ev;
         ev.kind = WatchEvent::Kind::kStoreLost;
-        ev.detail = "lost the connection to the static rendezvous store at " + where() + " (" +
+        ev.detail = "lost the connection to the static rendezvous store at " + Where() + " (" +
                     e.what() + "); node 0 (which hosts it) probably exited or crashed";
-        events_.push(std::move(ev), gen);
+        events_.Push(std::move(ev), gen);
       }
     });
   }
 
-  FailureDecision on_failure(bool can_restart, int exit_code) override {
-    unwatch();
+  FailureDecision OnFailure(bool can_restart, int exit_code) override {
+    Unwatch();
     if (!client_ || attempt_ < 0) return {can_restart, o_.node_rank, exit_code};
     FailureDecision mine{can_restart, o_.node_rank, exit_code};
     try {
       store::PrefixStore ctl(o_.run_id, client_);
-      const std::string mine_text = encode_decision(mine);
-      const std::string cur = ctl.compare_set(restart_key(), "", mine_text);
+      const std::string mine_text = EncodeDecision(mine);
+      const std::string cur = ctl.CompareSet(RestartKey(), "", mine_text);
       if (cur == mine_text) return mine;
-      auto d = decode_decision(cur);
-      detail::log(o_.log, LogLevel::kInfo,
+      auto d = DecodeDecision(cur);
+      detail::Log(o_.log, LogLevel::kInfo,
                   "node " + std::to_string(d.node) + " already decided the outcome of attempt " +
                       std::to_string(attempt_) + "; following it");
       return d;
@@ -154,102 +154,102 @@ class StaticRendezvous final : public detail::WatchingHandler {
       throw RendezvousConnectionError(
           "cannot tell the other nodes about this node's failure: "
           "the rendezvous store at " +
-          where() + " failed (" + e.what() + ")");
+          Where() + " failed (" + e.what() + ")");
     }
   }
 
-  BarrierOutcome exit_barrier(milliseconds timeout) override {
+  BarrierOutcome ExitBarrier(milliseconds timeout) override {
     if (!round_store_) return {};
-    watch();
-    auto out = detail::exit_barrier(*round_store_, o_.nnodes, timeout, interrupt_fn(),
-                                    [this] { return events_.take(); });
+    Watch();
+    auto out = detail::ExitBarrier(*round_store_, o_.nnodes, timeout, InterruptFn(),
+                                   [this] { return events_.Take(); });
     return out;
   }
 
-  void shutdown() override {
-    unwatch();
+  void Shutdown() override {
+    Unwatch();
     if (round_store_) {
-      detail::depart(*round_store_, o_.nnodes, server_ != nullptr, o_.close_timeout, o_.log);
+      detail::Depart(*round_store_, o_.nnodes, server_ != nullptr, o_.close_timeout, o_.log);
     }
-    if (server_) server_->stop();
+    if (server_) server_->Stop();
   }
 
-  void abandon(int exit_code) override {
-    unwatch();
+  void Abandon(int exit_code) override {
+    Unwatch();
     if (!client_ || attempt_ < 0) return;
     try {
       store::PrefixStore ctl(o_.run_id, client_);
-      ctl.compare_set(restart_key(), "",
-                      encode_decision({false, o_.node_rank, exit_code}, /*signalled=*/true));
+      ctl.CompareSet(RestartKey(), "",
+                     EncodeDecision({false, o_.node_rank, exit_code}, /*signalled=*/true));
     } catch (const std::exception& e) {
-      detail::log(o_.log, LogLevel::kDebug,
+      detail::Log(o_.log, LogLevel::kDebug,
                   std::string("could not tell the other nodes about the signal: ") + e.what());
     }
   }
 
  private:
-  [[nodiscard]] std::string restart_key() const {
+  [[nodiscard]] std::string RestartKey() const {
     return "tzrun/restart/" + std::to_string(attempt_);
   }
-  [[nodiscard]] std::string where() const {
-    return format_endpoint({o_.master_addr, o_.master_port});
+  [[nodiscard]] std::string Where() const {
+    return FormatEndpoint({o_.master_addr, o_.master_port});
   }
-  Interrupt interrupt_fn() const {
-    return [this] { check_interrupt(); };
+  Interrupt InterruptFn() const {
+    return [this] { CheckInterrupt(); };
   }
 
   // Restart barrier: every node arrives once it stopped its workers; node 0 then deletes
   // every key that is not an agent key of this run (the previous workers' keys, the raw
   // TCPStore "init/" counter) and releases everybody.
-  void clean_worker_keys() {
-    const Interrupt intr = interrupt_fn();
+  void CleanWorkerKeys() {
+    const Interrupt intr = InterruptFn();
     try {
-      round_store_->add("tzrun/stopped", 1);
+      round_store_->Add("tzrun/stopped", 1);
       if (o_.node_rank == 0) {
         const auto deadline = detail::SteadyClock::now() + o_.timeout;
-        while (round_store_->add("tzrun/stopped", 0) < o_.nnodes) {
-          check_interrupt();
+        while (round_store_->Add("tzrun/stopped", 0) < o_.nnodes) {
+          CheckInterrupt();
           if (detail::SteadyClock::now() >= deadline) {
             throw RendezvousTimeoutError(
                 "restart " + std::to_string(attempt_) + ": not every node came back within " +
-                base::duration_text(o_.timeout) + " (" +
-                std::to_string(round_store_->add("tzrun/stopped", 0)) + " of " +
+                base::DurationText(o_.timeout) + " (" +
+                std::to_string(round_store_->Add("tzrun/stopped", 0)) + " of " +
                 std::to_string(o_.nnodes) +
                 "); a node probably died: the static backend cannot continue without it");
           }
           std::this_thread::sleep_for(milliseconds(10));
         }
-        store::Client raw_mut = client_->with_key_prefix("");  // shares the connection
+        store::Client raw_mut = client_->WithKeyPrefix("");  // shares the connection
         const std::string ours = "/" + o_.run_id;
         std::size_t deleted = 0;
-        for (const auto& key : raw_mut.list_keys()) {
+        for (const auto& key : raw_mut.ListKeys()) {
           const bool agent_key = key.size() > ours.size() &&
                                  key.compare(0, ours.size(), ours) == 0 &&
                                  (key[ours.size()] == '/' || key[ours.size()] == '.');
           if (agent_key) continue;
-          deleted += raw_mut.delete_key(key) ? 1 : 0;
+          deleted += raw_mut.DeleteKey(key) ? 1 : 0;
         }
-        detail::log(o_.log, LogLevel::kInfo,
+        detail::Log(o_.log, LogLevel::kInfo,
                     "restart " + std::to_string(attempt_) + ": removed " + std::to_string(deleted) +
                         " key(s) of the previous workers from the store");
-        round_store_->set("tzrun/clean", "1");
+        round_store_->Set("tzrun/clean", "1");
       }
-      wait_keys(*round_store_, {"tzrun/clean"}, o_.timeout, intr,
-                "restart " + std::to_string(attempt_) +
-                    " (waiting for every node to stop its "
-                    "workers)");
+      WaitKeys(*round_store_, {"tzrun/clean"}, o_.timeout, intr,
+               "restart " + std::to_string(attempt_) +
+                   " (waiting for every node to stop its "
+                   "workers)");
     } catch (const store::StoreError& e) {
       throw RendezvousConnectionError("restart " + std::to_string(attempt_) +
-                                      ": the static rendezvous store at " + where() + " failed (" +
+                                      ": the static rendezvous store at " + Where() + " failed (" +
                                       e.what() + ")");
     }
   }
 
-  void connect_store() {
+  void ConnectStore() {
     std::string host = o_.master_addr;
     if (o_.node_rank == 0) {
       try {
-        server_ = detail::host_store(o_.bind_host, o_.master_port, o_.log);
+        server_ = detail::HostStore(o_.bind_host, o_.master_port, o_.log);
       } catch (const store::BindError& e) {
         throw RendezvousConnectionError(
             std::string("cannot host the c10d store for the workers: ") + e.what() +
@@ -259,11 +259,11 @@ class StaticRendezvous final : public detail::WatchingHandler {
             "port automatically");
       }
       host = o_.bind_host.empty() ? "127.0.0.1" : o_.bind_host;
-      detail::log(o_.log, LogLevel::kInfo,
-                  "hosting the static rendezvous / workers' store on " + server_->endpoint());
+      detail::Log(o_.log, LogLevel::kInfo,
+                  "hosting the static rendezvous / workers' store on " + server_->Endpoint());
     }
     client_ =
-        detail::connect(host, o_.master_port, o_.timeout, o_.read_timeout, interrupt_fn(), o_.log,
+        detail::Connect(host, o_.master_port, o_.timeout, o_.read_timeout, InterruptFn(), o_.log,
                         "static rendezvous (node " + std::to_string(o_.node_rank) + ")");
   }
 
@@ -276,7 +276,7 @@ class StaticRendezvous final : public detail::WatchingHandler {
 
 }  // namespace
 
-std::unique_ptr<Handler> make_static_rendezvous(StaticOptions options) {
+std::unique_ptr<Handler> MakeStaticRendezvous(StaticOptions options) {
   return std::make_unique<StaticRendezvous>(std::move(options));
 }
 

@@ -18,11 +18,11 @@ namespace tzrun::store {
 namespace {
 
 using detail::Clock;
-using detail::deadline_after;
-using detail::ms_text;
+using detail::DeadlineAfter;
+using detail::MsText;
 using detail::Op;
-using detail::quote_keys;
-using detail::request_bytes;
+using detail::QuoteKeys;
+using detail::RequestBytes;
 using detail::TimePoint;
 
 constexpr auto kNotListeningLogInterval = std::chrono::seconds(30);
@@ -35,7 +35,7 @@ struct Client::Connection {
   ~Connection() {
     if (fd >= 0) ::close(fd);
   }
-  std::string where() const { return host + ":" + std::to_string(port); }
+  std::string Where() const { return host + ":" + std::to_string(port); }
 
   std::mutex mu;
   int fd = -1;
@@ -49,7 +49,7 @@ struct Client::Connection {
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   conn_ = std::make_shared<Connection>(options_.host, options_.port, options_.timeout);
   const Duration connect_timeout = options_.connect_timeout.value_or(options_.timeout);
-  const TimePoint deadline = deadline_after(connect_timeout);
+  const TimePoint deadline = DeadlineAfter(connect_timeout);
   detail::Backoff backoff(options_.initial_backoff, options_.backoff_multiplier,
                           options_.max_backoff);
   TimePoint last_log = Clock::now();
@@ -59,19 +59,19 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
     std::string error;
     int fd = -1;
     try {
-      fd = detail::connect_once(options_.host, options_.port, deadline);
+      fd = detail::ConnectOnce(options_.host, options_.port, deadline);
       std::string hello;
-      put_u8(hello, static_cast<std::uint8_t>(QueryType::kValidate));
-      put_u32(hello, kValidationMagic);
+      PutU8(hello, static_cast<std::uint8_t>(QueryType::kValidate));
+      PutU32(hello, kValidationMagic);
       const auto nonce = static_cast<std::uint32_t>(::getpid());
-      put_u8(hello, static_cast<std::uint8_t>(QueryType::kPing));
-      put_u32(hello, nonce);
-      detail::send_all(fd, hello, deadline);
+      PutU8(hello, static_cast<std::uint8_t>(QueryType::kPing));
+      PutU32(hello, nonce);
+      detail::SendAll(fd, hello, deadline);
       std::uint8_t echo[4];
-      detail::recv_exact(fd, reinterpret_cast<char*>(echo), 4, deadline);
-      if (get_u32(echo) != nonce) {
+      detail::RecvExact(fd, reinterpret_cast<char*>(echo), 4, deadline);
+      if (GetU32(echo) != nonce) {
         ::close(fd);
-        throw ConnectionError("the server at " + conn_->where() +
+        throw ConnectionError("the server at " + conn_->Where() +
                               " answered PING with the wrong nonce: it is not a c10d TCPStore "
                               "(check MASTER_ADDR/MASTER_PORT)");
       }
@@ -87,18 +87,18 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
     if (fd >= 0) ::close(fd);
     const auto now = Clock::now();
     if (now >= deadline) {
-      throw TimeoutError("cannot connect to the store at " + conn_->where() + " within " +
-                         ms_text(connect_timeout) + " (" + std::to_string(attempts) +
+      throw TimeoutError("cannot connect to the store at " + conn_->Where() + " within " +
+                         MsText(connect_timeout) + " (" + std::to_string(attempts) +
                          " attempts; last error: " + error +
                          "); check that the store is running and reachable at that address "
                          "(MASTER_ADDR/MASTER_PORT, firewalls), or raise the timeout");
     }
     if (options_.log && (attempts == 1 || now - last_log >= kNotListeningLogInterval)) {
-      options_.log(LogLevel::kInfo, "store at " + conn_->where() + " is not reachable yet (" +
+      options_.log(LogLevel::kInfo, "store at " + conn_->Where() + " is not reachable yet (" +
                                         error + "); retrying");
       last_log = now;
     }
-    auto delay = backoff.next();
+    auto delay = backoff.Next();
     if (deadline != TimePoint::max()) {
       delay = std::min(delay, std::chrono::duration_cast<Duration>(deadline - now));
     }
@@ -113,26 +113,26 @@ Client::~Client() = default;
 Client::Client(Client&&) noexcept = default;
 Client& Client::operator=(Client&&) noexcept = default;
 
-Client Client::with_key_prefix(std::string key_prefix) const {
+Client Client::WithKeyPrefix(std::string key_prefix) const {
   ClientOptions o = options_;
   o.key_prefix = std::move(key_prefix);
   return Client(std::move(o), conn_);
 }
 
-std::unique_ptr<Store> Client::clone() const {
+std::unique_ptr<Store> Client::Clone() const {
   ClientOptions o = options_;
-  o.timeout = timeout();
+  o.timeout = Timeout();
   return std::make_unique<Client>(std::move(o));
 }
 
-bool Client::connected() const noexcept {
+bool Client::Connected() const noexcept {
   return conn_ && !conn_->broken.load();
 }
 
-Duration Client::timeout() const {
+Duration Client::Timeout() const {
   return Duration(conn_->timeout_ms.load());
 }
-void Client::set_timeout(Duration timeout) {
+void Client::SetTimeout(Duration timeout) {
   conn_->timeout_ms.store(timeout.count());
 }
 
@@ -141,120 +141,120 @@ void Client::set_timeout(Duration timeout) {
 // became unknown.
 
 #define TZRUN_STORE_OP(var) \
-  Op var(conn_->mu, conn_->fd, conn_->broken, conn_->broken_reason, conn_->where(), this->timeout())
+  Op var(conn_->mu, conn_->fd, conn_->broken, conn_->broken_reason, conn_->Where(), this->Timeout())
 
-void Client::set(std::string_view key, std::string_view value) {
+void Client::Set(std::string_view key, std::string_view value) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  op.run("SET " + k,
-         [&](Op& o) { o.send(request_bytes(QueryType::kSet, {k}, {std::string(value)})); });
+  op.Run("SET " + k,
+         [&](Op& o) { o.Send(RequestBytes(QueryType::kSet, {k}, {std::string(value)})); });
 }
 
-std::string Client::get(std::string_view key, Duration timeout) {
+std::string Client::Get(std::string_view key, Duration timeout) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  return op.run("GET " + k, [&](Op& o) {
-    o.send(request_bytes(QueryType::kWait, {k}));
-    if (!o.await_stop_waiting(timeout, "WAIT")) {
-      throw TimeoutError("get timeout after " + ms_text(timeout) + " waiting for key '" + k +
-                         "' on the store at " + conn_->where() +
+  return op.Run("GET " + k, [&](Op& o) {
+    o.Send(RequestBytes(QueryType::kWait, {k}));
+    if (!o.AwaitStopWaiting(timeout, "WAIT")) {
+      throw TimeoutError("get timeout after " + MsText(timeout) + " waiting for key '" + k +
+                         "' on the store at " + conn_->Where() +
                          " (no process set it; check that every rank reached this point)");
     }
-    o.send(request_bytes(QueryType::kGet, {k}));
-    return o.recv_bytes();
+    o.Send(RequestBytes(QueryType::kGet, {k}));
+    return o.RecvBytes();
   });
 }
 
-std::int64_t Client::add(std::string_view key, std::int64_t delta) {
+std::int64_t Client::Add(std::string_view key, std::int64_t delta) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  return op.run("ADD " + k, [&](Op& o) {
-    o.send(request_bytes(QueryType::kAdd, {k}, {}, delta));
-    return o.recv_i64();
+  return op.Run("ADD " + k, [&](Op& o) {
+    o.Send(RequestBytes(QueryType::kAdd, {k}, {}, delta));
+    return o.RecvI64();
   });
 }
 
-std::string Client::compare_set(std::string_view key, std::string_view expected,
-                                std::string_view desired) {
+std::string Client::CompareSet(std::string_view key, std::string_view expected,
+                               std::string_view desired) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  return op.run("COMPARE_SET " + k, [&](Op& o) {
-    o.send(
-        request_bytes(QueryType::kCompareSet, {k}, {std::string(expected), std::string(desired)}));
-    return o.recv_bytes();
+  return op.Run("COMPARE_SET " + k, [&](Op& o) {
+    o.Send(
+        RequestBytes(QueryType::kCompareSet, {k}, {std::string(expected), std::string(desired)}));
+    return o.RecvBytes();
   });
 }
 
-bool Client::check(const std::vector<std::string>& keys) {
+bool Client::Check(const std::vector<std::string>& keys) {
   std::vector<std::string> wire;
   wire.reserve(keys.size());
   for (const auto& k : keys) wire.push_back(options_.key_prefix + k);
   TZRUN_STORE_OP(op);
-  return op.run("CHECK", [&](Op& o) {
-    o.send(request_bytes(QueryType::kCheck, wire));
-    return o.recv_u8() == static_cast<std::uint8_t>(CheckResponseType::kReady);
+  return op.Run("CHECK", [&](Op& o) {
+    o.Send(RequestBytes(QueryType::kCheck, wire));
+    return o.RecvU8() == static_cast<std::uint8_t>(CheckResponseType::kReady);
   });
 }
 
-void Client::wait(const std::vector<std::string>& keys, Duration timeout) {
+void Client::Wait(const std::vector<std::string>& keys, Duration timeout) {
   std::vector<std::string> wire;
   wire.reserve(keys.size());
   for (const auto& k : keys) wire.push_back(options_.key_prefix + k);
   TZRUN_STORE_OP(op);
-  op.run("WAIT", [&](Op& o) {
-    o.send(request_bytes(QueryType::kWait, wire));
-    if (!o.await_stop_waiting(timeout, "WAIT")) {
-      throw TimeoutError("wait timeout after " + ms_text(timeout) + ", keys: " + quote_keys(wire) +
-                         " on the store at " + conn_->where());
+  op.Run("WAIT", [&](Op& o) {
+    o.Send(RequestBytes(QueryType::kWait, wire));
+    if (!o.AwaitStopWaiting(timeout, "WAIT")) {
+      throw TimeoutError("wait timeout after " + MsText(timeout) + ", keys: " + QuoteKeys(wire) +
+                         " on the store at " + conn_->Where());
     }
   });
 }
 
-std::int64_t Client::num_keys() {
+std::int64_t Client::NumKeys() {
   TZRUN_STORE_OP(op);
-  return op.run("GETNUMKEYS", [&](Op& o) {
-    o.send(request_bytes(QueryType::kGetNumKeys, {}));
-    return o.recv_i64();
+  return op.Run("GETNUMKEYS", [&](Op& o) {
+    o.Send(RequestBytes(QueryType::kGetNumKeys, {}));
+    return o.RecvI64();
   });
 }
 
-bool Client::delete_key(std::string_view key) {
+bool Client::DeleteKey(std::string_view key) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  return op.run("DELETE_KEY " + k, [&](Op& o) {
-    o.send(request_bytes(QueryType::kDeleteKey, {k}));
-    return o.recv_i64() == 1;
+  return op.Run("DELETE_KEY " + k, [&](Op& o) {
+    o.Send(RequestBytes(QueryType::kDeleteKey, {k}));
+    return o.RecvI64() == 1;
   });
 }
 
-void Client::append(std::string_view key, std::string_view value) {
+void Client::Append(std::string_view key, std::string_view value) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  op.run("APPEND " + k,
-         [&](Op& o) { o.send(request_bytes(QueryType::kAppend, {k}, {std::string(value)})); });
+  op.Run("APPEND " + k,
+         [&](Op& o) { o.Send(RequestBytes(QueryType::kAppend, {k}, {std::string(value)})); });
 }
 
-std::vector<std::string> Client::multi_get(const std::vector<std::string>& keys, Duration timeout) {
+std::vector<std::string> Client::MultiGet(const std::vector<std::string>& keys, Duration timeout) {
   std::vector<std::string> wire;
   wire.reserve(keys.size());
   for (const auto& k : keys) wire.push_back(options_.key_prefix + k);
   TZRUN_STORE_OP(op);
-  return op.run("MULTI_GET", [&](Op& o) {
-    o.send(request_bytes(QueryType::kWait, wire));
-    if (!o.await_stop_waiting(timeout, "WAIT")) {
-      throw TimeoutError("multi_get timeout after " + ms_text(timeout) +
-                         ", keys: " + quote_keys(wire) + " on the store at " + conn_->where());
+  return op.Run("MULTI_GET", [&](Op& o) {
+    o.Send(RequestBytes(QueryType::kWait, wire));
+    if (!o.AwaitStopWaiting(timeout, "WAIT")) {
+      throw TimeoutError("multi_get timeout after " + MsText(timeout) +
+                         ", keys: " + QuoteKeys(wire) + " on the store at " + conn_->Where());
     }
-    o.send(request_bytes(QueryType::kMultiGet, wire));
+    o.Send(RequestBytes(QueryType::kMultiGet, wire));
     std::vector<std::string> out;
     out.reserve(wire.size());
-    for (std::size_t i = 0; i < wire.size(); ++i) out.push_back(o.recv_bytes());
+    for (std::size_t i = 0; i < wire.size(); ++i) out.push_back(o.RecvBytes());
     return out;
   });
 }
 
-void Client::multi_set(const std::vector<std::string>& keys,
-                       const std::vector<std::string>& values) {
+void Client::MultiSet(const std::vector<std::string>& keys,
+                      const std::vector<std::string>& values) {
   if (keys.size() != values.size()) {
     throw std::invalid_argument("multi_set: " + std::to_string(keys.size()) + " keys but " +
                                 std::to_string(values.size()) + " values; pass one value per key");
@@ -263,65 +263,65 @@ void Client::multi_set(const std::vector<std::string>& keys,
   wire.reserve(keys.size());
   for (const auto& k : keys) wire.push_back(options_.key_prefix + k);
   TZRUN_STORE_OP(op);
-  op.run("MULTI_SET", [&](Op& o) { o.send(request_bytes(QueryType::kMultiSet, wire, values)); });
+  op.Run("MULTI_SET", [&](Op& o) { o.Send(RequestBytes(QueryType::kMultiSet, wire, values)); });
 }
 
-void Client::queue_push(std::string_view key, std::string_view value) {
+void Client::QueuePush(std::string_view key, std::string_view value) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  op.run("QUEUE_PUSH " + k,
-         [&](Op& o) { o.send(request_bytes(QueryType::kQueuePush, {k}, {std::string(value)})); });
+  op.Run("QUEUE_PUSH " + k,
+         [&](Op& o) { o.Send(RequestBytes(QueryType::kQueuePush, {k}, {std::string(value)})); });
 }
 
-std::string Client::queue_pop(std::string_view key, Duration timeout) {
+std::string Client::QueuePop(std::string_view key, Duration timeout) {
   const std::string k = options_.key_prefix + std::string(key);
-  const TimePoint deadline = deadline_after(timeout);
+  const TimePoint deadline = DeadlineAfter(timeout);
   TZRUN_STORE_OP(op);
-  return op.run("QUEUE_POP " + k, [&](Op& o) {
+  return op.Run("QUEUE_POP " + k, [&](Op& o) {
     while (true) {
       Duration left = Duration::zero();  // zero = forever
       if (deadline != TimePoint::max()) {
         left = std::chrono::duration_cast<Duration>(deadline - Clock::now());
         if (left <= Duration::zero()) left = Duration(1);
       }
-      o.send(request_bytes(QueryType::kWait, {k}));
-      if (!o.await_stop_waiting(left, "WAIT")) {
-        throw TimeoutError("queue_pop timeout after " + ms_text(timeout) + " on queue '" + k +
-                           "' of the store at " + conn_->where() + " (the queue stayed empty)");
+      o.Send(RequestBytes(QueryType::kWait, {k}));
+      if (!o.AwaitStopWaiting(left, "WAIT")) {
+        throw TimeoutError("queue_pop timeout after " + MsText(timeout) + " on queue '" + k +
+                           "' of the store at " + conn_->Where() + " (the queue stayed empty)");
       }
-      o.send(request_bytes(QueryType::kQueuePop, {k}));
-      if (o.recv_i64() > 0) return o.recv_bytes();
+      o.Send(RequestBytes(QueryType::kQueuePop, {k}));
+      if (o.RecvI64() > 0) return o.RecvBytes();
       // Another consumer took the element between our wake-up and our pop: wait again.
     }
   });
 }
 
-std::optional<std::string> Client::try_queue_pop(std::string_view key) {
+std::optional<std::string> Client::TryQueuePop(std::string_view key) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  return op.run("QUEUE_POP " + k, [&](Op& o) -> std::optional<std::string> {
-    o.send(request_bytes(QueryType::kQueuePop, {k}));
-    if (o.recv_i64() > 0) return o.recv_bytes();
+  return op.Run("QUEUE_POP " + k, [&](Op& o) -> std::optional<std::string> {
+    o.Send(RequestBytes(QueryType::kQueuePop, {k}));
+    if (o.RecvI64() > 0) return o.RecvBytes();
     return std::nullopt;
   });
 }
 
-std::int64_t Client::queue_len(std::string_view key) {
+std::int64_t Client::QueueLen(std::string_view key) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  return op.run("QUEUE_LEN " + k, [&](Op& o) {
-    o.send(request_bytes(QueryType::kQueueLen, {k}));
-    return o.recv_i64();
+  return op.Run("QUEUE_LEN " + k, [&](Op& o) {
+    o.Send(RequestBytes(QueryType::kQueueLen, {k}));
+    return o.RecvI64();
   });
 }
 
-std::vector<std::string> Client::list_keys() {
+std::vector<std::string> Client::ListKeys() {
   TZRUN_STORE_OP(op);
-  auto all = op.run("LIST_KEYS", [&](Op& o) {
-    o.send(request_bytes(QueryType::kListKeys, {}));
-    const auto n = static_cast<std::uint64_t>(o.recv_i64());
+  auto all = op.Run("LIST_KEYS", [&](Op& o) {
+    o.Send(RequestBytes(QueryType::kListKeys, {}));
+    const auto n = static_cast<std::uint64_t>(o.RecvI64());
     std::vector<std::string> keys;
-    for (std::uint64_t i = 0; i < n; ++i) keys.push_back(o.recv_bytes());
+    for (std::uint64_t i = 0; i < n; ++i) keys.push_back(o.RecvBytes());
     return keys;
   });
   std::vector<std::string> out;
@@ -332,15 +332,15 @@ std::vector<std::string> Client::list_keys() {
   return out;
 }
 
-void Client::barrier(std::string_view key, std::int64_t world_size, Duration timeout) {
+void Client::Barrier(std::string_view key, std::int64_t world_size, Duration timeout) {
   const std::string k = options_.key_prefix + std::string(key);
   TZRUN_STORE_OP(op);
-  op.run("BARRIER " + k, [&](Op& o) {
-    o.send(request_bytes(QueryType::kBarrier, {k}, {}, world_size));
-    if (!o.await_stop_waiting(timeout, "BARRIER")) {
-      throw TimeoutError("barrier timeout after " + ms_text(timeout) + " on key '" + k +
+  op.Run("BARRIER " + k, [&](Op& o) {
+    o.Send(RequestBytes(QueryType::kBarrier, {k}, {}, world_size));
+    if (!o.AwaitStopWaiting(timeout, "BARRIER")) {
+      throw TimeoutError("barrier timeout after " + MsText(timeout) + " on key '" + k +
                          "' (world_size=" + std::to_string(world_size) + ") of the store at " +
-                         conn_->where() + "; not every participant arrived");
+                         conn_->Where() + "; not every participant arrived");
     }
   });
 }

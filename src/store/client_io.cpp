@@ -15,24 +15,24 @@
 namespace tzrun::store::detail {
 
 // A deadline; TimePoint::max() = none.
-TimePoint deadline_after(Duration d) {
+TimePoint DeadlineAfter(Duration d) {
   if (d <= Duration::zero()) return TimePoint::max();
   return Clock::now() + d;
 }
 
 // poll() timeout in ms until `deadline` (-1 = infinite), clamped to int.
-int poll_timeout(TimePoint deadline) {
+int PollTimeout(TimePoint deadline) {
   if (deadline == TimePoint::max()) return -1;
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   if (left.count() <= 0) return 0;
   return static_cast<int>(std::min<std::int64_t>(left.count() + 1, 1 << 30));
 }
 
-std::string ms_text(Duration d) {
+std::string MsText(Duration d) {
   return std::to_string(d.count()) + "ms";
 }
 
-std::string quote_keys(const std::vector<std::string>& keys) {
+std::string QuoteKeys(const std::vector<std::string>& keys) {
   std::string out = "[";
   for (std::size_t i = 0; i < keys.size(); ++i) {
     if (i) out += ", ";
@@ -45,7 +45,7 @@ std::string quote_keys(const std::vector<std::string>& keys) {
   return out + "]";
 }
 
-void send_all(int fd, std::string_view data, TimePoint deadline) {
+void SendAll(int fd, std::string_view data, TimePoint deadline) {
   while (!data.empty()) {
     const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
     if (n > 0) {
@@ -56,7 +56,7 @@ void send_all(int fd, std::string_view data, TimePoint deadline) {
     if (n < 0 && err == EINTR) continue;
     if (n < 0 && (err == EAGAIN || err == EWOULDBLOCK)) {
       pollfd p{fd, POLLOUT, 0};
-      const int r = ::poll(&p, 1, poll_timeout(deadline));
+      const int r = ::poll(&p, 1, PollTimeout(deadline));
       if (r == 0) throw IoTimeout("sending timed out");
       if (r < 0 && errno != EINTR) throw IoError(std::string("poll: ") + std::strerror(errno));
       continue;
@@ -66,10 +66,10 @@ void send_all(int fd, std::string_view data, TimePoint deadline) {
 }
 
 // Waits until fd is readable. False on timeout.
-bool wait_readable(int fd, TimePoint deadline) {
+bool WaitReadable(int fd, TimePoint deadline) {
   while (true) {
     pollfd p{fd, POLLIN, 0};
-    const int r = ::poll(&p, 1, poll_timeout(deadline));
+    const int r = ::poll(&p, 1, PollTimeout(deadline));
     if (r > 0) return true;
     if (r == 0) {
       if (deadline != TimePoint::max() && Clock::now() >= deadline) return false;
@@ -79,7 +79,7 @@ bool wait_readable(int fd, TimePoint deadline) {
   }
 }
 
-void recv_exact(int fd, char* out, std::size_t n, TimePoint deadline) {
+void RecvExact(int fd, char* out, std::size_t n, TimePoint deadline) {
   while (n > 0) {
     const ssize_t r = ::recv(fd, out, n, 0);
     if (r > 0) {
@@ -91,7 +91,7 @@ void recv_exact(int fd, char* out, std::size_t n, TimePoint deadline) {
     const int err = errno;
     if (err == EINTR) continue;
     if (err == EAGAIN || err == EWOULDBLOCK) {
-      if (!wait_readable(fd, deadline)) throw IoTimeout("no reply before the deadline");
+      if (!WaitReadable(fd, deadline)) throw IoTimeout("no reply before the deadline");
       continue;
     }
     throw IoError(std::string("receive failed: ") + std::strerror(err));
@@ -99,7 +99,7 @@ void recv_exact(int fd, char* out, std::size_t n, TimePoint deadline) {
 }
 
 // Opens a TCP connection to host:port before `deadline`. Throws RetryableError.
-int connect_once(const std::string& host, std::uint16_t port, TimePoint deadline) {
+int ConnectOnce(const std::string& host, std::uint16_t port, TimePoint deadline) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -125,7 +125,7 @@ int connect_once(const std::string& host, std::uint16_t port, TimePoint deadline
         pollfd p{fd, POLLOUT, 0};
         int r;
         do {
-          r = ::poll(&p, 1, poll_timeout(deadline));
+          r = ::poll(&p, 1, PollTimeout(deadline));
         } while (r < 0 && errno == EINTR);
         if (r == 0) {
           err = ETIMEDOUT;
@@ -148,14 +148,14 @@ int connect_once(const std::string& host, std::uint16_t port, TimePoint deadline
   throw RetryableError(last);
 }
 
-std::string request_bytes(QueryType type, std::vector<std::string> keys,
-                          std::vector<std::string> values, std::int64_t number) {
+std::string RequestBytes(QueryType type, std::vector<std::string> keys,
+                         std::vector<std::string> values, std::int64_t number) {
   Request r;
   r.type = type;
   r.keys = std::move(keys);
   r.values = std::move(values);
   r.number = number;
-  return encode_request(r);
+  return EncodeRequest(r);
 }
 
 }  // namespace tzrun::store::detail

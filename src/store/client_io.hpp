@@ -31,13 +31,13 @@ using TimePoint = Clock::time_point;
 inline constexpr std::size_t kRecvChunk = 1 << 20;
 
 /// A deadline `d` from now; TimePoint::max() (none) when d <= 0.
-TimePoint deadline_after(Duration d);
+TimePoint DeadlineAfter(Duration d);
 /// poll() timeout in ms until `deadline` (-1 = infinite), clamped to int.
-int poll_timeout(TimePoint deadline);
+int PollTimeout(TimePoint deadline);
 /// "250ms".
-std::string ms_text(Duration d);
+std::string MsText(Duration d);
 /// "['a', 'b']", the first 8 keys then "... (N keys)".
-std::string quote_keys(const std::vector<std::string>& keys);
+std::string QuoteKeys(const std::vector<std::string>& keys);
 
 /// A network failure that the connect loop may retry.
 struct RetryableError : std::runtime_error {
@@ -53,17 +53,17 @@ struct IoError : std::runtime_error {
 };
 
 /// Sends all of `data` on non-blocking `fd`. Throws IoTimeout / IoError.
-void send_all(int fd, std::string_view data, TimePoint deadline);
+void SendAll(int fd, std::string_view data, TimePoint deadline);
 /// Waits until fd is readable. False on timeout; throws IoError.
-bool wait_readable(int fd, TimePoint deadline);
+bool WaitReadable(int fd, TimePoint deadline);
 /// Receives exactly n bytes. Throws IoTimeout / IoError (EOF included).
-void recv_exact(int fd, char* out, std::size_t n, TimePoint deadline);
+void RecvExact(int fd, char* out, std::size_t n, TimePoint deadline);
 /// Opens a TCP connection (non-blocking, TCP_NODELAY) to host:port before `deadline`.
 /// Throws RetryableError.
-int connect_once(const std::string& host, std::uint16_t port, TimePoint deadline);
+int ConnectOnce(const std::string& host, std::uint16_t port, TimePoint deadline);
 /// The wire bytes of one request.
-std::string request_bytes(QueryType type, std::vector<std::string> keys,
-                          std::vector<std::string> values = {}, std::int64_t number = 0);
+std::string RequestBytes(QueryType type, std::vector<std::string> keys,
+                         std::vector<std::string> values = {}, std::int64_t number = 0);
 
 /// Jittered exponential backoff: each delay is uniform in [0.5, 1.5] x the interval, which
 /// grows by `multiplier` up to `max`.
@@ -71,7 +71,7 @@ class Backoff {
  public:
   Backoff(Duration initial, double multiplier, Duration max)
       : interval_(initial), multiplier_(multiplier), max_(max), rng_(std::random_device{}()) {}
-  Duration next() {
+  Duration Next() {
     const double base = static_cast<double>(interval_.count());
     std::uniform_real_distribution<double> dist(base * 0.5, base * 1.5);
     const auto delay = Duration(static_cast<Duration::rep>(dist(rng_)));
@@ -108,40 +108,40 @@ class Op {
 
   // Runs `body`, translating internal errors. `what` describes the operation for messages.
   template <typename F>
-  auto run(const std::string& what, F&& body) -> decltype(body(*this)) {
+  auto Run(const std::string& what, F&& body) -> decltype(body(*this)) {
     try {
       return body(*this);
     } catch (const IoTimeout& e) {
-      fail(what + ": " + e.what());
+      Fail(what + ": " + e.what());
       throw TimeoutError("store at " + where_ + ": no reply to " + what + " within " +
-                         ms_text(reply_timeout_) + "; the connection is now closed");
+                         MsText(reply_timeout_) + "; the connection is now closed");
     } catch (const IoError& e) {
-      fail(what + ": " + e.what());
+      Fail(what + ": " + e.what());
       throw ConnectionError("store at " + where_ + ": " + what + " failed: " + e.what() +
                             " (the server closes connections on protocol errors or size limits "
                             "and logs why; the client does not reconnect)");
     }
   }
 
-  void send(std::string_view bytes) { send_all(fd_, bytes, deadline_after(reply_timeout_)); }
-  void recv(char* out, std::size_t n) { recv_exact(fd_, out, n, deadline_after(reply_timeout_)); }
-  std::uint8_t recv_u8() {
+  void Send(std::string_view bytes) { SendAll(fd_, bytes, DeadlineAfter(reply_timeout_)); }
+  void Recv(char* out, std::size_t n) { RecvExact(fd_, out, n, DeadlineAfter(reply_timeout_)); }
+  std::uint8_t RecvU8() {
     char c;
-    recv(&c, 1);
+    Recv(&c, 1);
     return static_cast<std::uint8_t>(c);
   }
-  std::int64_t recv_i64() {
+  std::int64_t RecvI64() {
     std::uint8_t b[8];
-    recv(reinterpret_cast<char*>(b), 8);
-    return get_i64(b);
+    Recv(reinterpret_cast<char*>(b), 8);
+    return GetI64(b);
   }
-  std::uint32_t recv_u32() {
+  std::uint32_t RecvU32() {
     std::uint8_t b[4];
-    recv(reinterpret_cast<char*>(b), 4);
-    return get_u32(b);
+    Recv(reinterpret_cast<char*>(b), 4);
+    return GetU32(b);
   }
-  std::string recv_bytes() {
-    const auto len = static_cast<std::uint64_t>(recv_i64());
+  std::string RecvBytes() {
+    const auto len = static_cast<std::uint64_t>(RecvI64());
     std::string out;
     // Grow as data arrives: a corrupt length never triggers a giant allocation up front.
     while (out.size() < len) {
@@ -149,25 +149,25 @@ class Op {
           static_cast<std::size_t>(std::min<std::uint64_t>(len - out.size(), kRecvChunk));
       const std::size_t old = out.size();
       out.resize(old + chunk);
-      recv(out.data() + old, chunk);
+      Recv(out.data() + old, chunk);
     }
     return out;
   }
   // Waits for the deferred reply of WAIT/BARRIER. Returns false on timeout (after CANCEL_WAIT
   // resolved the race); true when STOP_WAITING arrived (possibly crossing the cancel).
-  bool await_stop_waiting(Duration timeout, const std::string& what) {
-    const TimePoint deadline = deadline_after(timeout);
-    if (wait_readable(fd_, deadline)) {
-      expect_stop_waiting(recv_u8(), what);
+  bool AwaitStopWaiting(Duration timeout, const std::string& what) {
+    const TimePoint deadline = DeadlineAfter(timeout);
+    if (WaitReadable(fd_, deadline)) {
+      ExpectStopWaiting(RecvU8(), what);
       return true;
     }
     std::string cancel;
-    put_u8(cancel, static_cast<std::uint8_t>(QueryType::kCancelWait));
-    send(cancel);
-    std::uint8_t b = recv_u8();
+    PutU8(cancel, static_cast<std::uint8_t>(QueryType::kCancelWait));
+    Send(cancel);
+    std::uint8_t b = RecvU8();
     if (b == static_cast<std::uint8_t>(WaitResponseType::kWaitCanceled)) return false;
-    expect_stop_waiting(b, what);  // the wake-up crossed our cancel on the wire
-    b = recv_u8();
+    ExpectStopWaiting(b, what);  // the wake-up crossed our cancel on the wire
+    b = RecvU8();
     if (b != static_cast<std::uint8_t>(WaitResponseType::kWaitCanceled)) {
       throw IoError("unexpected reply " + std::to_string(b) + " to CANCEL_WAIT after " + what);
     }
@@ -175,12 +175,12 @@ class Op {
   }
 
  private:
-  static void expect_stop_waiting(std::uint8_t b, const std::string& what) {
+  static void ExpectStopWaiting(std::uint8_t b, const std::string& what) {
     if (b != static_cast<std::uint8_t>(WaitResponseType::kStopWaiting)) {
       throw IoError("unexpected reply " + std::to_string(b) + " to " + what);
     }
   }
-  void fail(const std::string& reason) {
+  void Fail(const std::string& reason) {
     if (!broken_.exchange(true)) broken_reason_ = reason;
   }
 

@@ -8,7 +8,7 @@
 
 namespace tzrun::store {
 
-std::string_view query_name(std::uint8_t opcode) noexcept {
+std::string_view QueryName(std::uint8_t opcode) noexcept {
   static constexpr std::string_view kNames[] = {
       "VALIDATE",   "SET",        "COMPARE_SET", "GET",       "ADD",       "CHECK",       "WAIT",
       "GETNUMKEYS", "DELETE_KEY", "APPEND",      "MULTI_GET", "MULTI_SET", "CANCEL_WAIT", "PING",
@@ -20,46 +20,46 @@ std::string_view query_name(std::uint8_t opcode) noexcept {
 // ---------------------------------------------------------------------------------------------
 // Primitives
 
-void put_u8(std::string& out, std::uint8_t v) {
+void PutU8(std::string& out, std::uint8_t v) {
   out.push_back(static_cast<char>(v));
 }
 
-void put_u32(std::string& out, std::uint32_t v) {
+void PutU32(std::string& out, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
 }
 
-void put_u64(std::string& out, std::uint64_t v) {
+void PutU64(std::string& out, std::uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
 }
 
-void put_bytes(std::string& out, std::string_view bytes) {
-  put_u64(out, bytes.size());
+void PutBytes(std::string& out, std::string_view bytes) {
+  PutU64(out, bytes.size());
   out.append(bytes);
 }
 
-std::uint32_t get_u32(const std::uint8_t* p) noexcept {
+std::uint32_t GetU32(const std::uint8_t* p) noexcept {
   std::uint32_t v = 0;
   for (int i = 3; i >= 0; --i) v = (v << 8) | p[i];
   return v;
 }
 
-std::uint64_t get_u64(const std::uint8_t* p) noexcept {
+std::uint64_t GetU64(const std::uint8_t* p) noexcept {
   std::uint64_t v = 0;
   for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
   return v;
 }
 
-std::string encode_request(const Request& r) {
+std::string EncodeRequest(const Request& r) {
   std::string out;
-  put_u8(out, static_cast<std::uint8_t>(r.type));
-  auto key = [&](std::size_t i) { put_bytes(out, i < r.keys.size() ? r.keys[i] : std::string()); };
+  PutU8(out, static_cast<std::uint8_t>(r.type));
+  auto key = [&](std::size_t i) { PutBytes(out, i < r.keys.size() ? r.keys[i] : std::string()); };
   auto value = [&](std::size_t i) {
-    put_bytes(out, i < r.values.size() ? r.values[i] : std::string());
+    PutBytes(out, i < r.values.size() ? r.values[i] : std::string());
   };
   switch (r.type) {
     case QueryType::kValidate:
     case QueryType::kPing:
-      put_u32(out, static_cast<std::uint32_t>(r.number));
+      PutU32(out, static_cast<std::uint32_t>(r.number));
       break;
     case QueryType::kSet:
     case QueryType::kAppend:
@@ -81,16 +81,16 @@ std::string encode_request(const Request& r) {
     case QueryType::kAdd:
     case QueryType::kBarrier:
       key(0);
-      put_i64(out, r.number);
+      PutI64(out, r.number);
       break;
     case QueryType::kCheck:
     case QueryType::kWait:
     case QueryType::kMultiGet:
-      put_u64(out, r.keys.size());
+      PutU64(out, r.keys.size());
       for (std::size_t i = 0; i < r.keys.size(); ++i) key(i);
       break;
     case QueryType::kMultiSet:
-      put_i64(out, static_cast<std::int64_t>(r.keys.size()));
+      PutI64(out, static_cast<std::int64_t>(r.keys.size()));
       for (std::size_t i = 0; i < r.keys.size(); ++i) {
         key(i);
         value(i);
@@ -104,51 +104,51 @@ std::string encode_request(const Request& r) {
   return out;
 }
 
-std::string encode_bytes_reply(std::string_view value) {
+std::string EncodeBytesReply(std::string_view value) {
   std::string out;
   out.reserve(8 + value.size());
-  put_bytes(out, value);
+  PutBytes(out, value);
   return out;
 }
 
-std::string encode_i64_reply(std::int64_t value) {
+std::string EncodeI64Reply(std::int64_t value) {
   std::string out;
-  put_i64(out, value);
+  PutI64(out, value);
   return out;
 }
 
-std::string encode_u32_reply(std::uint32_t value) {
+std::string EncodeU32Reply(std::uint32_t value) {
   std::string out;
-  put_u32(out, value);
+  PutU32(out, value);
   return out;
 }
 
-std::string encode_check_reply(CheckResponseType value) {
+std::string EncodeCheckReply(CheckResponseType value) {
   return std::string(1, static_cast<char>(value));
 }
 
-std::string encode_wait_reply(WaitResponseType value) {
+std::string EncodeWaitReply(WaitResponseType value) {
   return std::string(1, static_cast<char>(value));
 }
 
-std::string encode_queue_pop_reply(std::int64_t len_before, std::optional<std::string_view> value) {
+std::string EncodeQueuePopReply(std::int64_t len_before, std::optional<std::string_view> value) {
   std::string out;
-  put_i64(out, len_before);
-  if (value) put_bytes(out, *value);
+  PutI64(out, len_before);
+  if (value) PutBytes(out, *value);
   return out;
 }
 
-std::string encode_list_keys_reply(const std::vector<std::string_view>& keys) {
+std::string EncodeListKeysReply(const std::vector<std::string_view>& keys) {
   std::size_t total = 8;
   for (auto k : keys) total += 8 + k.size();
   std::string out;
   out.reserve(total);
-  put_i64(out, static_cast<std::int64_t>(keys.size()));
-  for (auto k : keys) put_bytes(out, k);
+  PutI64(out, static_cast<std::int64_t>(keys.size()));
+  for (auto k : keys) PutBytes(out, k);
   return out;
 }
 
-std::optional<std::int64_t> parse_counter(std::string_view text) noexcept {
+std::optional<std::int64_t> ParseCounter(std::string_view text) noexcept {
   std::size_t i = 0;
   auto is_space = [](char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
@@ -177,28 +177,28 @@ std::optional<std::int64_t> parse_counter(std::string_view text) noexcept {
 // RequestParser
 
 namespace {
-std::string hex32(std::uint32_t v) {
+std::string Hex32(std::uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%08X", v);
   return buf;
 }
 }  // namespace
 
-RequestParser::Status RequestParser::fail(std::string message) {
+RequestParser::Status RequestParser::Fail(std::string message) {
   failed_ = true;
   error_ = std::move(message);
   return Status::kError;
 }
 
-void RequestParser::begin_blob(bool is_key) {
+void RequestParser::BeginBlob(bool is_key) {
   blob_is_key_ = is_key;
   want_ = Want::kLength;
   scratch_len_ = 0;
 }
 
 // Decides the next field of request_ from its type and step_. Returns false on error (only
-// possible for counts, validated in scalar_complete()).
-bool RequestParser::plan_next() {
+// possible for counts, validated in ScalarComplete()).
+bool RequestParser::PlanNext() {
   const std::uint64_t s = step_;
   auto sequence = [&](std::initializer_list<Want> fields, std::initializer_list<bool> keys) {
     if (s >= fields.size()) {
@@ -207,13 +207,13 @@ bool RequestParser::plan_next() {
     }
     const Want w = fields.begin()[s];
     if (w == Want::kLength) {
-      begin_blob(keys.begin()[s]);
+      BeginBlob(keys.begin()[s]);
     } else {
       want_ = w;
       scratch_len_ = 0;
     }
   };
-  constexpr Want L = Want::kLength;
+  constexpr Want kL = Want::kLength;
   switch (request_.type) {
     case QueryType::kValidate:
     case QueryType::kPing:
@@ -222,20 +222,20 @@ bool RequestParser::plan_next() {
     case QueryType::kSet:
     case QueryType::kAppend:
     case QueryType::kQueuePush:
-      sequence({L, L}, {true, false});
+      sequence({kL, kL}, {true, false});
       break;
     case QueryType::kCompareSet:
-      sequence({L, L, L}, {true, false, false});
+      sequence({kL, kL, kL}, {true, false, false});
       break;
     case QueryType::kGet:
     case QueryType::kDeleteKey:
     case QueryType::kQueuePop:
     case QueryType::kQueueLen:
-      sequence({L}, {true});
+      sequence({kL}, {true});
       break;
     case QueryType::kAdd:
     case QueryType::kBarrier:
-      sequence({L, Want::kI64}, {true, false});
+      sequence({kL, Want::kI64}, {true, false});
       break;
     case QueryType::kCheck:
     case QueryType::kWait:
@@ -244,7 +244,7 @@ bool RequestParser::plan_next() {
         want_ = Want::kCount;
         scratch_len_ = 0;
       } else if (s <= count_) {
-        begin_blob(true);
+        BeginBlob(true);
       } else {
         want_ = Want::kDone;
       }
@@ -254,7 +254,7 @@ bool RequestParser::plan_next() {
         want_ = Want::kCount;
         scratch_len_ = 0;
       } else if (s <= 2 * count_) {
-        begin_blob(s % 2 == 1);
+        BeginBlob(s % 2 == 1);
       } else {
         want_ = Want::kDone;
       }
@@ -268,13 +268,13 @@ bool RequestParser::plan_next() {
   return true;
 }
 
-bool RequestParser::scalar_complete() {
-  const std::string_view op = query_name(request_.type);
+bool RequestParser::ScalarComplete() {
+  const std::string_view op = QueryName(request_.type);
   switch (want_) {
     case Want::kU32: {
-      const std::uint32_t v = get_u32(scratch_);
+      const std::uint32_t v = GetU32(scratch_);
       if (request_.type == QueryType::kValidate && v != kValidationMagic) {
-        fail("VALIDATE carried magic " + hex32(v) + ", expected " + hex32(kValidationMagic) +
+        Fail("VALIDATE carried magic " + Hex32(v) + ", expected " + Hex32(kValidationMagic) +
              " (not a c10d TCPStore client, or an incompatible PyTorch version)");
         return false;
       }
@@ -282,13 +282,13 @@ bool RequestParser::scalar_complete() {
       break;
     }
     case Want::kI64:
-      request_.number = get_i64(scratch_);
+      request_.number = GetI64(scratch_);
       break;
     case Want::kCount: {
-      const std::uint64_t n = get_u64(scratch_);
+      const std::uint64_t n = GetU64(scratch_);
       const std::size_t cap = options_.limits.max_count;
       if (cap != 0 && n > cap) {
-        fail(std::string(op) + " key count " + std::to_string(n) + " exceeds max_count=" +
+        Fail(std::string(op) + " key count " + std::to_string(n) + " exceeds max_count=" +
              std::to_string(cap) + " (raise the store's key-count limit if this is legitimate)");
         return false;
       }
@@ -296,11 +296,11 @@ bool RequestParser::scalar_complete() {
       break;
     }
     case Want::kLength: {
-      const std::uint64_t n = get_u64(scratch_);
+      const std::uint64_t n = GetU64(scratch_);
       const std::size_t cap =
           blob_is_key_ ? options_.limits.max_key_bytes : options_.limits.max_value_bytes;
       if (cap != 0 && n > cap) {
-        fail(std::string(op) + (blob_is_key_ ? " key" : " value") + " length " + std::to_string(n) +
+        Fail(std::string(op) + (blob_is_key_ ? " key" : " value") + " length " + std::to_string(n) +
              " exceeds " + (blob_is_key_ ? "max_key_bytes=" : "max_value_bytes=") +
              std::to_string(cap) + " (raise the store's --max-" + (blob_is_key_ ? "key" : "value") +
              "-size if this is legitimate)");
@@ -320,10 +320,10 @@ bool RequestParser::scalar_complete() {
       break;
   }
   ++step_;
-  return plan_next();
+  return PlanNext();
 }
 
-RequestParser::Result RequestParser::feed(std::span<const std::uint8_t> data) {
+RequestParser::Result RequestParser::Feed(std::span<const std::uint8_t> data) {
   if (failed_) return {Status::kError, 0};
   std::size_t pos = 0;
   while (true) {
@@ -339,27 +339,27 @@ RequestParser::Result RequestParser::feed(std::span<const std::uint8_t> data) {
       case Want::kOpcode: {
         const std::uint8_t opcode = data[pos++];
         if (options_.expect_validate && !validated_ && opcode != 0) {
-          return {fail("first message started with byte " + std::to_string(opcode) + " (" +
-                       std::string(query_name(opcode)) +
+          return {Fail("first message started with byte " + std::to_string(opcode) + " (" +
+                       std::string(QueryName(opcode)) +
                        "), expected VALIDATE (opcode 0): not a c10d TCPStore client (e.g. "
                        "an HTTP request or a port scanner)"),
                   pos};
         }
         if (opcode > kMaxQueryType) {
-          return {fail("unknown opcode " + std::to_string(opcode) +
+          return {Fail("unknown opcode " + std::to_string(opcode) +
                        " (valid: 0..18; the peer is not a c10d TCPStore client or is out of "
                        "sync)"),
                   pos};
         }
         const auto type = static_cast<QueryType>(opcode);
         if (options_.expect_validate && validated_ && type == QueryType::kValidate) {
-          return {fail("VALIDATE received again on an already validated connection"), pos};
+          return {Fail("VALIDATE received again on an already validated connection"), pos};
         }
         request_ = Request{};
         request_.type = type;
         count_ = 0;
         step_ = 0;
-        plan_next();
+        PlanNext();
         break;
       }
       case Want::kU32:
@@ -371,7 +371,7 @@ RequestParser::Result RequestParser::feed(std::span<const std::uint8_t> data) {
         std::copy_n(data.data() + pos, n, scratch_ + scratch_len_);
         scratch_len_ = static_cast<std::uint8_t>(scratch_len_ + n);
         pos += n;
-        if (n == need && !scalar_complete()) return {Status::kError, pos};
+        if (n == need && !ScalarComplete()) return {Status::kError, pos};
         break;
       }
       case Want::kBlob: {
@@ -383,7 +383,7 @@ RequestParser::Result RequestParser::feed(std::span<const std::uint8_t> data) {
         blob_remaining_ -= n;
         if (blob_remaining_ == 0) {
           ++step_;
-          plan_next();
+          PlanNext();
         }
         break;
       }

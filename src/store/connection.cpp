@@ -11,19 +11,19 @@ namespace {
 constexpr std::size_t kMaxIov = 64;
 }  // namespace
 
-void Connection::enqueue(Reply&& reply) {
+void Connection::Enqueue(Reply&& reply) {
   if (closed || reply.size == 0) return;
   out_bytes += reply.size;
   out.push_back(std::move(reply));
 }
 
-Connection::FlushStatus Connection::flush(int& error) {
+Connection::FlushStatus Connection::Flush(int& error) {
   while (out_pos < out.size()) {
     iovec iov[kMaxIov];
     std::size_t count = 0;
     for (std::size_t i = out_pos; i < out.size() && count < kMaxIov; ++i, ++count) {
       const std::size_t skip = (i == out_pos) ? out_offset : 0;
-      iov[count].iov_base = const_cast<char*>(out[i].data() + skip);
+      iov[count].iov_base = const_cast<char*>(out[i].Data() + skip);
       iov[count].iov_len = out[i].size - skip;
     }
     ssize_t n = 0;
@@ -42,7 +42,7 @@ Connection::FlushStatus Connection::flush(int& error) {
       error = err;
       return FlushStatus::kFailed;
     }
-    consume(static_cast<std::size_t>(n));
+    Consume(static_cast<std::size_t>(n));
   }
   out.clear();
   out_pos = 0;
@@ -52,7 +52,7 @@ Connection::FlushStatus Connection::flush(int& error) {
 }
 
 // Drops `sent` bytes from the front of the queue; compacts it once half of it is sent.
-void Connection::consume(std::size_t sent) {
+void Connection::Consume(std::size_t sent) {
   out_bytes -= sent;
   while (sent > 0) {
     const std::size_t left = out[out_pos].size - out_offset;

@@ -27,10 +27,10 @@ struct Connection : KvClient, std::enable_shared_from_this<Connection> {
   enum class FlushStatus : std::uint8_t { kDone, kBlocked, kFailed };
 
   /// Queues one reply (an empty one is dropped) and counts its bytes in out_bytes.
-  void enqueue(Reply&& reply);
+  void Enqueue(Reply&& reply);
   /// Sends queued replies until the queue is empty (kDone, queue storage released), the
   /// socket buffer is full (kBlocked) or send fails (kFailed: errno value in `error`).
-  FlushStatus flush(int& error);
+  FlushStatus Flush(int& error);
 
   int fd;
   std::uint64_t id;
@@ -48,7 +48,7 @@ struct Connection : KvClient, std::enable_shared_from_this<Connection> {
   bool closed = false;
 
  private:
-  void consume(std::size_t sent);
+  void Consume(std::size_t sent);
 };
 using ConnPtr = std::shared_ptr<Connection>;
 

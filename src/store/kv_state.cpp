@@ -18,61 +18,61 @@ struct Waiter {
 
 namespace {
 
-Buffer make_static(std::string s) {
+Buffer MakeStatic(std::string s) {
   return std::make_shared<const std::string>(std::move(s));
 }
-const Buffer& wait_canceled_buffer() {
-  static const Buffer b = make_static(encode_wait_reply(WaitResponseType::kWaitCanceled));
-  return b;
+const Buffer& WaitCanceledBuffer() {
+  static const Buffer kB = MakeStatic(EncodeWaitReply(WaitResponseType::kWaitCanceled));
+  return kB;
 }
-const Buffer& empty_value_buffer() {
-  static const Buffer b = make_static(encode_bytes_reply({}));
-  return b;
+const Buffer& EmptyValueBuffer() {
+  static const Buffer kB = MakeStatic(EncodeBytesReply({}));
+  return kB;
 }
-const Buffer& check_buffer(bool ready) {
-  static const Buffer r = make_static(encode_check_reply(CheckResponseType::kReady));
-  static const Buffer n = make_static(encode_check_reply(CheckResponseType::kNotReady));
-  return ready ? r : n;
+const Buffer& CheckBuffer(bool ready) {
+  static const Buffer kR = MakeStatic(EncodeCheckReply(CheckResponseType::kReady));
+  static const Buffer kN = MakeStatic(EncodeCheckReply(CheckResponseType::kNotReady));
+  return ready ? kR : kN;
 }
 
-std::string_view value_of(const std::string& wire) {
+std::string_view ValueOf(const std::string& wire) {
   return std::string_view(wire).substr(8);
 }
 
-std::shared_ptr<std::string> make_value(std::string_view v) {
+std::shared_ptr<std::string> MakeValue(std::string_view v) {
   auto s = std::make_shared<std::string>();
   s->reserve(8 + v.size());
-  put_bytes(*s, v);
+  PutBytes(*s, v);
   return s;
 }
 
 // Stores `value` in wire form into `slot`, rewriting the old buffer in place when no queued
 // reply still shares it and it is not much larger than needed (no allocation per SET/ADD).
-void assign_value(std::shared_ptr<std::string>& slot, std::string_view value) {
+void AssignValue(std::shared_ptr<std::string>& slot, std::string_view value) {
   const std::size_t need = 8 + value.size();
   if (slot && slot.use_count() == 1 && slot->capacity() >= need &&
       slot->capacity() <= 2 * need + 64) {
     slot->clear();
-    put_bytes(*slot, value);
+    PutBytes(*slot, value);
     return;
   }
-  slot = make_value(value);
+  slot = MakeValue(value);
 }
 
 // APPEND onto a stored value, growing it in place when no queued reply shares the buffer.
-void append_value(std::shared_ptr<std::string>& slot, std::string_view add) {
+void AppendValue(std::shared_ptr<std::string>& slot, std::string_view add) {
   if (!slot) {
-    slot = make_value(add);
+    slot = MakeValue(add);
   } else if (slot.use_count() == 1) {
     slot->append(add);
     std::string header;
-    put_u64(header, slot->size() - 8);
+    PutU64(header, slot->size() - 8);
     slot->replace(0, 8, header);
   } else {
     auto grown = std::make_shared<std::string>();
-    const auto old = value_of(*slot);
+    const auto old = ValueOf(*slot);
     grown->reserve(8 + old.size() + add.size());
-    put_u64(*grown, old.size() + add.size());
+    PutU64(*grown, old.size() + add.size());
     grown->append(old);
     grown->append(add);
     slot = std::move(grown);
@@ -81,32 +81,32 @@ void append_value(std::shared_ptr<std::string>& slot, std::string_view add) {
 
 }  // namespace
 
-Reply Reply::share(Buffer buffer) noexcept {
+Reply Reply::Share(Buffer buffer) noexcept {
   Reply r;
   r.size = static_cast<std::uint32_t>(buffer->size());
   r.shared = std::move(buffer);
   return r;
 }
 
-Reply Reply::copy(std::string_view bytes) {
-  if (bytes.size() > kInline) return share(std::make_shared<const std::string>(bytes));
+Reply Reply::Copy(std::string_view bytes) {
+  if (bytes.size() > kInline) return Share(std::make_shared<const std::string>(bytes));
   Reply r;
   r.size = static_cast<std::uint32_t>(bytes.size());
   std::memcpy(r.bytes, bytes.data(), bytes.size());
   return r;
 }
 
-Reply Reply::take(std::string&& bytes) {
-  if (bytes.size() > kInline) return share(std::make_shared<const std::string>(std::move(bytes)));
-  return copy(bytes);
+Reply Reply::Take(std::string&& bytes) {
+  if (bytes.size() > kInline) return Share(std::make_shared<const std::string>(std::move(bytes)));
+  return Copy(bytes);
 }
 
-const Buffer& stop_waiting_buffer() {
-  static const Buffer b = make_static(encode_wait_reply(WaitResponseType::kStopWaiting));
-  return b;
+const Buffer& StopWaitingBuffer() {
+  static const Buffer kB = MakeStatic(EncodeWaitReply(WaitResponseType::kStopWaiting));
+  return kB;
 }
 
-std::string printable(std::string_view key) {
+std::string Printable(std::string_view key) {
   std::string out;
   const std::size_t limit = 80;
   for (std::size_t i = 0; i < key.size() && out.size() < limit; ++i) {
@@ -126,28 +126,28 @@ std::string printable(std::string_view key) {
 // ---------------------------------------------------------------------------------------------
 // Dispatch
 
-void KvState::apply(KvClient& from, Request& r, Effects& out) {
+void KvState::Apply(KvClient& from, Request& r, Effects& out) {
   using Op = void (KvState::*)(KvClient&, Request&, Effects&);
   static constexpr Op kOps[] = {
       nullptr,  // VALIDATE: the parser checked the magic
-      &KvState::set,
-      &KvState::compare_set,
-      &KvState::get,
-      &KvState::add,
-      &KvState::check,
-      &KvState::wait,
-      &KvState::get_num_keys,
-      &KvState::delete_key,
-      &KvState::append,
-      &KvState::multi_get,
-      &KvState::multi_set,
-      &KvState::cancel_wait,
-      &KvState::ping,
-      &KvState::queue_push,
-      &KvState::queue_pop,
-      &KvState::queue_len,
-      &KvState::list_keys,
-      &KvState::barrier,
+      &KvState::Set,
+      &KvState::CompareSet,
+      &KvState::Get,
+      &KvState::Add,
+      &KvState::Check,
+      &KvState::Wait,
+      &KvState::GetNumKeys,
+      &KvState::DeleteKey,
+      &KvState::Append,
+      &KvState::MultiGet,
+      &KvState::MultiSet,
+      &KvState::CancelWait,
+      &KvState::Ping,
+      &KvState::QueuePush,
+      &KvState::QueuePop,
+      &KvState::QueueLen,
+      &KvState::ListKeys,
+      &KvState::Barrier,
   };
   static_assert(std::size(kOps) == kMaxQueryType + 1);
   const auto index = static_cast<std::size_t>(r.type);
@@ -157,112 +157,112 @@ void KvState::apply(KvClient& from, Request& r, Effects& out) {
 // ---------------------------------------------------------------------------------------------
 // Values
 
-void KvState::set(KvClient& /*from*/, Request& r, Effects& out) {
-  store_value(r.keys[0], r.values[0]);
-  wake(r.keys[0], out);
+void KvState::Set(KvClient& /*from*/, Request& r, Effects& out) {
+  StoreValue(r.keys[0], r.values[0]);
+  Wake(r.keys[0], out);
 }
 
-void KvState::compare_set(KvClient& /*from*/, Request& r, Effects& out) {
+void KvState::CompareSet(KvClient& /*from*/, Request& r, Effects& out) {
   const std::string& key = r.keys[0];
   const std::string& expected = r.values[0];
   const std::string& desired = r.values[1];
   auto it = kv_.find(key);
   if (it == kv_.end()) {
     if (expected.empty()) {
-      out.replies.push_back(Reply::share(store_value(key, desired)));
-      wake(key, out);
+      out.replies.push_back(Reply::Share(StoreValue(key, desired)));
+      Wake(key, out);
     } else {
-      out.replies.push_back(Reply::take(encode_bytes_reply(expected)));  // "lying" row
+      out.replies.push_back(Reply::Take(EncodeBytesReply(expected)));  // "lying" row
     }
-  } else if (value_of(*it->second) == expected) {
-    assign_value(it->second, desired);
-    out.replies.push_back(Reply::share(it->second));
-    wake(key, out);
+  } else if (ValueOf(*it->second) == expected) {
+    AssignValue(it->second, desired);
+    out.replies.push_back(Reply::Share(it->second));
+    Wake(key, out);
   } else {
-    out.replies.push_back(Reply::share(it->second));
+    out.replies.push_back(Reply::Share(it->second));
   }
 }
 
-void KvState::get(KvClient& /*from*/, Request& r, Effects& out) {
+void KvState::Get(KvClient& /*from*/, Request& r, Effects& out) {
   auto it = kv_.find(r.keys[0]);
-  out.replies.push_back(Reply::share(it == kv_.end() ? empty_value_buffer() : it->second));
+  out.replies.push_back(Reply::Share(it == kv_.end() ? EmptyValueBuffer() : it->second));
 }
 
-void KvState::add(KvClient& /*from*/, Request& r, Effects& out) {
-  const auto result = counter_add("ADD", r.keys[0], r.number, out);
+void KvState::Add(KvClient& /*from*/, Request& r, Effects& out) {
+  const auto result = CounterAdd("ADD", r.keys[0], r.number, out);
   if (!result) return;
-  out.replies.push_back(Reply::take(encode_i64_reply(*result)));
-  wake(r.keys[0], out);
+  out.replies.push_back(Reply::Take(EncodeI64Reply(*result)));
+  Wake(r.keys[0], out);
 }
 
-void KvState::check(KvClient& /*from*/, Request& r, Effects& out) {
+void KvState::Check(KvClient& /*from*/, Request& r, Effects& out) {
   const bool ready =
-      std::all_of(r.keys.begin(), r.keys.end(), [&](const auto& k) { return present(k); });
-  out.replies.push_back(Reply::share(check_buffer(ready)));
+      std::all_of(r.keys.begin(), r.keys.end(), [&](const auto& k) { return Present(k); });
+  out.replies.push_back(Reply::Share(CheckBuffer(ready)));
 }
 
-void KvState::get_num_keys(KvClient& /*from*/, Request& /*r*/, Effects& out) {
-  out.replies.push_back(Reply::take(encode_i64_reply(static_cast<std::int64_t>(kv_.size()))));
+void KvState::GetNumKeys(KvClient& /*from*/, Request& /*r*/, Effects& out) {
+  out.replies.push_back(Reply::Take(EncodeI64Reply(static_cast<std::int64_t>(kv_.size()))));
 }
 
-void KvState::delete_key(KvClient& /*from*/, Request& r, Effects& out) {
+void KvState::DeleteKey(KvClient& /*from*/, Request& r, Effects& out) {
   const auto erased = kv_.erase(r.keys[0]);
-  out.replies.push_back(Reply::take(encode_i64_reply(static_cast<std::int64_t>(erased))));
+  out.replies.push_back(Reply::Take(EncodeI64Reply(static_cast<std::int64_t>(erased))));
 }
 
-void KvState::append(KvClient& /*from*/, Request& r, Effects& out) {
-  append_value(kv_[r.keys[0]], r.values[0]);
-  wake(r.keys[0], out);
+void KvState::Append(KvClient& /*from*/, Request& r, Effects& out) {
+  AppendValue(kv_[r.keys[0]], r.values[0]);
+  Wake(r.keys[0], out);
 }
 
-void KvState::multi_get(KvClient& /*from*/, Request& r, Effects& out) {
+void KvState::MultiGet(KvClient& /*from*/, Request& r, Effects& out) {
   for (const auto& k : r.keys) {
     auto it = kv_.find(k);
-    out.replies.push_back(Reply::share(it == kv_.end() ? empty_value_buffer() : it->second));
+    out.replies.push_back(Reply::Share(it == kv_.end() ? EmptyValueBuffer() : it->second));
   }
 }
 
-void KvState::multi_set(KvClient& /*from*/, Request& r, Effects& out) {
+void KvState::MultiSet(KvClient& /*from*/, Request& r, Effects& out) {
   for (std::size_t i = 0; i < r.keys.size(); ++i) {
-    store_value(r.keys[i], r.values[i]);
-    wake(r.keys[i], out);
+    StoreValue(r.keys[i], r.values[i]);
+    Wake(r.keys[i], out);
   }
 }
 
-void KvState::ping(KvClient& /*from*/, Request& r, Effects& out) {
-  out.replies.push_back(Reply::take(encode_u32_reply(static_cast<std::uint32_t>(r.number))));
+void KvState::Ping(KvClient& /*from*/, Request& r, Effects& out) {
+  out.replies.push_back(Reply::Take(EncodeU32Reply(static_cast<std::uint32_t>(r.number))));
 }
 
-void KvState::list_keys(KvClient& /*from*/, Request& /*r*/, Effects& out) {
+void KvState::ListKeys(KvClient& /*from*/, Request& /*r*/, Effects& out) {
   std::vector<std::string_view> keys;
   keys.reserve(kv_.size());
   for (const auto& [k, v] : kv_) keys.emplace_back(k);
-  out.replies.push_back(Reply::take(encode_list_keys_reply(keys)));
+  out.replies.push_back(Reply::Take(EncodeListKeysReply(keys)));
 }
 
-bool KvState::present(const std::string& key) const {
+bool KvState::Present(const std::string& key) const {
   if (kv_.count(key) != 0) return true;
   auto q = queues_.find(key);
   return q != queues_.end() && !q->second.empty();
 }
 
-KvState::Slot& KvState::store_value(const std::string& key, std::string_view value) {
+KvState::Slot& KvState::StoreValue(const std::string& key, std::string_view value) {
   auto& slot = kv_[key];
-  assign_value(slot, value);
+  AssignValue(slot, value);
   return slot;
 }
 
 // Parses kv[key] as an ADD counter and adds `delta`. nullopt (and out.error) when the stored
 // value is not numeric or the sum overflows.
-std::optional<std::int64_t> KvState::counter_add(const char* op, const std::string& key,
-                                                 std::int64_t delta, Effects& out) {
+std::optional<std::int64_t> KvState::CounterAdd(const char* op, const std::string& key,
+                                                std::int64_t delta, Effects& out) {
   std::int64_t current = 0;
   auto [it, inserted] = kv_.try_emplace(key);
   if (!inserted) {
-    const auto parsed = parse_counter(value_of(*it->second));
+    const auto parsed = ParseCounter(ValueOf(*it->second));
     if (!parsed) {
-      out.error = std::string(op) + " on key " + printable(key) + " whose value " +
-                  printable(value_of(*it->second)) +
+      out.error = std::string(op) + " on key " + Printable(key) + " whose value " +
+                  Printable(ValueOf(*it->second)) +
                   " is not a decimal integer (do not mix set() and add() on one key)";
       return std::nullopt;
     }
@@ -270,75 +270,75 @@ std::optional<std::int64_t> KvState::counter_add(const char* op, const std::stri
   }
   std::int64_t result = 0;
   if (__builtin_add_overflow(current, delta, &result)) {  // never for a new key (current 0)
-    out.error = std::string(op) + " on key " + printable(key) + " overflows int64 (" +
+    out.error = std::string(op) + " on key " + Printable(key) + " overflows int64 (" +
                 std::to_string(current) + " + " + std::to_string(delta) + ")";
     return std::nullopt;
   }
   char digits[24];
   const auto end = std::to_chars(digits, digits + sizeof digits, result).ptr;
-  assign_value(it->second, std::string_view(digits, static_cast<std::size_t>(end - digits)));
+  AssignValue(it->second, std::string_view(digits, static_cast<std::size_t>(end - digits)));
   return result;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Queues
 
-void KvState::queue_push(KvClient& /*from*/, Request& r, Effects& out) {
+void KvState::QueuePush(KvClient& /*from*/, Request& r, Effects& out) {
   queues_[r.keys[0]].push_back(std::move(r.values[0]));
-  wake_one(r.keys[0], out);
+  WakeOne(r.keys[0], out);
 }
 
-void KvState::queue_pop(KvClient& /*from*/, Request& r, Effects& out) {
+void KvState::QueuePop(KvClient& /*from*/, Request& r, Effects& out) {
   auto it = queues_.find(r.keys[0]);
   if (it == queues_.end() || it->second.empty()) {
-    out.replies.push_back(Reply::take(encode_i64_reply(0)));
+    out.replies.push_back(Reply::Take(EncodeI64Reply(0)));
     return;
   }
   const auto len = static_cast<std::int64_t>(it->second.size());
-  out.replies.push_back(Reply::take(encode_queue_pop_reply(len, it->second.front())));
+  out.replies.push_back(Reply::Take(EncodeQueuePopReply(len, it->second.front())));
   it->second.pop_front();
   if (it->second.empty()) queues_.erase(it);
 }
 
-void KvState::queue_len(KvClient& /*from*/, Request& r, Effects& out) {
+void KvState::QueueLen(KvClient& /*from*/, Request& r, Effects& out) {
   auto it = queues_.find(r.keys[0]);
   const auto len = it == queues_.end() ? 0 : static_cast<std::int64_t>(it->second.size());
-  out.replies.push_back(Reply::take(encode_i64_reply(len)));
+  out.replies.push_back(Reply::Take(EncodeI64Reply(len)));
 }
 
 // ---------------------------------------------------------------------------------------------
 // Waits
 
-void KvState::wait(KvClient& from, Request& r, Effects& out) {
+void KvState::Wait(KvClient& from, Request& r, Effects& out) {
   std::vector<std::string> missing;
   for (auto& k : r.keys) {
-    if (!present(k)) missing.push_back(std::move(k));
+    if (!Present(k)) missing.push_back(std::move(k));
   }
   if (missing.empty()) {
-    out.replies.push_back(Reply::share(stop_waiting_buffer()));
+    out.replies.push_back(Reply::Share(StopWaitingBuffer()));
   } else {
-    register_waiter(from, std::move(missing));
+    RegisterWaiter(from, std::move(missing));
   }
 }
 
-void KvState::cancel_wait(KvClient& from, Request& /*r*/, Effects& out) {
-  drop_client(from);
-  out.replies.push_back(Reply::share(wait_canceled_buffer()));
+void KvState::CancelWait(KvClient& from, Request& /*r*/, Effects& out) {
+  DropClient(from);
+  out.replies.push_back(Reply::Share(WaitCanceledBuffer()));
 }
 
-void KvState::barrier(KvClient& from, Request& r, Effects& out) {
+void KvState::Barrier(KvClient& from, Request& r, Effects& out) {
   const std::string& key = r.keys[0];
-  const auto count = counter_add("BARRIER", key, 1, out);
+  const auto count = CounterAdd("BARRIER", key, 1, out);
   if (!count) return;
   if (*count >= r.number) {
-    wake(key, out);
-    out.replies.push_back(Reply::share(stop_waiting_buffer()));
+    Wake(key, out);
+    out.replies.push_back(Reply::Share(StopWaitingBuffer()));
   } else {
-    register_waiter(from, {key});
+    RegisterWaiter(from, {key});
   }
 }
 
-void KvState::complete(const std::shared_ptr<Waiter>& w, Effects& out) {
+void KvState::Complete(const std::shared_ptr<Waiter>& w, Effects& out) {
   KvClient& c = *w->client;
   auto it = std::find(c.waits.begin(), c.waits.end(), w);
   if (it != c.waits.end()) c.waits.erase(it);
@@ -349,20 +349,20 @@ void KvState::complete(const std::shared_ptr<Waiter>& w, Effects& out) {
 
 // Wake(key): every waiter registered on key loses one pending registration; those reaching
 // zero get STOP_WAITING. The key's list is cleared.
-void KvState::wake(const std::string& key, Effects& out) {
+void KvState::Wake(const std::string& key, Effects& out) {
   auto it = waiters_.find(key);
   if (it == waiters_.end()) return;
   auto list = std::move(it->second);
   waiters_.erase(it);
   for (auto& w : list) {
-    if (w->client != nullptr && w->pending > 0 && --w->pending == 0) complete(w, out);
+    if (w->client != nullptr && w->pending > 0 && --w->pending == 0) Complete(w, out);
   }
 }
 
 // QUEUE_PUSH: release exactly one waiter. Walk the list in arrival order, consuming one
 // registration per entry, until a waiter completes (upstream's wakeupOneWaitingClient minus
 // its counter-underflow bug: consumed entries are removed).
-void KvState::wake_one(const std::string& key, Effects& out) {
+void KvState::WakeOne(const std::string& key, Effects& out) {
   auto it = waiters_.find(key);
   if (it == waiters_.end()) return;
   auto& list = it->second;
@@ -371,7 +371,7 @@ void KvState::wake_one(const std::string& key, Effects& out) {
     const std::shared_ptr<Waiter> w = list[i++];
     if (w->client == nullptr || w->pending == 0) continue;
     if (--w->pending == 0) {
-      complete(w, out);
+      Complete(w, out);
       break;
     }
   }
@@ -379,7 +379,7 @@ void KvState::wake_one(const std::string& key, Effects& out) {
   if (list.empty()) waiters_.erase(it);
 }
 
-void KvState::register_waiter(KvClient& client, std::vector<std::string> missing) {
+void KvState::RegisterWaiter(KvClient& client, std::vector<std::string> missing) {
   auto w = std::make_shared<Waiter>();
   w->client = &client;
   w->pending = missing.size();
@@ -389,7 +389,7 @@ void KvState::register_waiter(KvClient& client, std::vector<std::string> missing
   ++waiter_count_;
 }
 
-void KvState::drop_client(KvClient& client) {
+void KvState::DropClient(KvClient& client) {
   for (auto& w : client.waits) {
     for (const auto& k : w->keys) {
       auto it = waiters_.find(k);

@@ -44,18 +44,18 @@ struct Reply {
   std::uint32_t size = 0;
   char bytes[kInline];
 
-  [[nodiscard]] const char* data() const noexcept { return shared ? shared->data() : bytes; }
-  [[nodiscard]] std::string_view view() const noexcept { return {data(), size}; }
+  [[nodiscard]] const char* Data() const noexcept { return shared ? shared->data() : bytes; }
+  [[nodiscard]] std::string_view View() const noexcept { return {Data(), size}; }
   /// Shares `buffer` (no copy).
-  static Reply share(Buffer buffer) noexcept;
+  static Reply Share(Buffer buffer) noexcept;
   /// Copies `bytes` in place when it fits, else into a new shared buffer.
-  static Reply copy(std::string_view bytes);
+  static Reply Copy(std::string_view bytes);
   /// Like copy(), moving a large string into the shared buffer instead of copying it.
-  static Reply take(std::string&& bytes);
+  static Reply Take(std::string&& bytes);
 };
 
 /// The STOP_WAITING reply (WAIT, BARRIER and every wake-up), one shared buffer.
-const Buffer& stop_waiting_buffer();
+const Buffer& StopWaitingBuffer();
 
 struct Waiter;
 
@@ -70,7 +70,7 @@ struct Effects {
   std::vector<Reply> replies;    ///< to the requester, in order
   std::vector<KvClient*> woken;  ///< each gets one STOP_WAITING, after the replies
   std::string error;             ///< non-empty: protocol violation, close the requester
-  void clear() noexcept {
+  void Clear() noexcept {
     replies.clear();
     woken.clear();
     error.clear();
@@ -80,46 +80,46 @@ struct Effects {
 class KvState {
  public:
   /// Applies `r` (fields as documented on Request; may be moved from) for client `from`.
-  void apply(KvClient& from, Request& r, Effects& out);
+  void Apply(KvClient& from, Request& r, Effects& out);
 
   // One operation per opcode, as apply() dispatches them (same signature throughout).
-  void set(KvClient& from, Request& r, Effects& out);           ///< stores, wakes the key
-  void compare_set(KvClient& from, Request& r, Effects& out);   ///< docs/store.md table
-  void get(KvClient& from, Request& r, Effects& out);           ///< value or empty
-  void add(KvClient& from, Request& r, Effects& out);           ///< i64 sum; wakes the key
-  void check(KvClient& from, Request& r, Effects& out);         ///< kReady iff all present
-  void wait(KvClient& from, Request& r, Effects& out);          ///< STOP_WAITING now or later
-  void get_num_keys(KvClient& from, Request& r, Effects& out);  ///< kv entries (no queues)
-  void delete_key(KvClient& from, Request& r, Effects& out);    ///< i64 0/1, no wake-up
-  void append(KvClient& from, Request& r, Effects& out);        ///< creates if missing; wakes
-  void multi_get(KvClient& from, Request& r, Effects& out);     ///< one Bytes per key
-  void multi_set(KvClient& from, Request& r, Effects& out);     ///< set() per pair, in order
-  void cancel_wait(KvClient& from, Request& r, Effects& out);   ///< drops waits, kWaitCanceled
-  void ping(KvClient& from, Request& r, Effects& out);          ///< echoes the u32 nonce
-  void queue_push(KvClient& from, Request& r, Effects& out);    ///< wakes exactly one waiter
-  void queue_pop(KvClient& from, Request& r, Effects& out);     ///< i64 len_before [+ Bytes]
-  void queue_len(KvClient& from, Request& r, Effects& out);     ///< i64
-  void list_keys(KvClient& from, Request& r, Effects& out);     ///< kv keys (no queues)
-  void barrier(KvClient& from, Request& r, Effects& out);       ///< ADD 1, release at n
+  void Set(KvClient& from, Request& r, Effects& out);         ///< stores, wakes the key
+  void CompareSet(KvClient& from, Request& r, Effects& out);  ///< docs/store.md table
+  void Get(KvClient& from, Request& r, Effects& out);         ///< value or empty
+  void Add(KvClient& from, Request& r, Effects& out);         ///< i64 sum; wakes the key
+  void Check(KvClient& from, Request& r, Effects& out);       ///< kReady iff all present
+  void Wait(KvClient& from, Request& r, Effects& out);        ///< STOP_WAITING now or later
+  void GetNumKeys(KvClient& from, Request& r, Effects& out);  ///< kv entries (no queues)
+  void DeleteKey(KvClient& from, Request& r, Effects& out);   ///< i64 0/1, no wake-up
+  void Append(KvClient& from, Request& r, Effects& out);      ///< creates if missing; wakes
+  void MultiGet(KvClient& from, Request& r, Effects& out);    ///< one Bytes per key
+  void MultiSet(KvClient& from, Request& r, Effects& out);    ///< set() per pair, in order
+  void CancelWait(KvClient& from, Request& r, Effects& out);  ///< drops waits, kWaitCanceled
+  void Ping(KvClient& from, Request& r, Effects& out);        ///< echoes the u32 nonce
+  void QueuePush(KvClient& from, Request& r, Effects& out);   ///< wakes exactly one waiter
+  void QueuePop(KvClient& from, Request& r, Effects& out);    ///< i64 len_before [+ Bytes]
+  void QueueLen(KvClient& from, Request& r, Effects& out);    ///< i64
+  void ListKeys(KvClient& from, Request& r, Effects& out);    ///< kv keys (no queues)
+  void Barrier(KvClient& from, Request& r, Effects& out);     ///< ADD 1, release at n
 
   /// Forgets `client`'s pending waits (CANCEL_WAIT, end of file, closed connection).
-  void drop_client(KvClient& client);
+  void DropClient(KvClient& client);
 
-  [[nodiscard]] std::size_t keys() const noexcept { return kv_.size(); }        ///< GETNUMKEYS
-  [[nodiscard]] std::size_t queues() const noexcept { return queues_.size(); }  ///< non-empty
-  [[nodiscard]] std::size_t waiters() const noexcept { return waiter_count_; }  ///< requests
+  [[nodiscard]] std::size_t Keys() const noexcept { return kv_.size(); }        ///< GETNUMKEYS
+  [[nodiscard]] std::size_t Queues() const noexcept { return queues_.size(); }  ///< non-empty
+  [[nodiscard]] std::size_t Waiters() const noexcept { return waiter_count_; }  ///< requests
 
  private:
   using Slot = std::shared_ptr<std::string>;  // a value in wire form
 
-  [[nodiscard]] bool present(const std::string& key) const;
-  Slot& store_value(const std::string& key, std::string_view value);
-  std::optional<std::int64_t> counter_add(const char* op, const std::string& key,
-                                          std::int64_t delta, Effects& out);
-  void wake(const std::string& key, Effects& out);
-  void wake_one(const std::string& key, Effects& out);
-  void complete(const std::shared_ptr<Waiter>& w, Effects& out);
-  void register_waiter(KvClient& client, std::vector<std::string> missing);
+  [[nodiscard]] bool Present(const std::string& key) const;
+  Slot& StoreValue(const std::string& key, std::string_view value);
+  std::optional<std::int64_t> CounterAdd(const char* op, const std::string& key, std::int64_t delta,
+                                         Effects& out);
+  void Wake(const std::string& key, Effects& out);
+  void WakeOne(const std::string& key, Effects& out);
+  void Complete(const std::shared_ptr<Waiter>& w, Effects& out);
+  void RegisterWaiter(KvClient& client, std::vector<std::string> missing);
 
   std::unordered_map<std::string, Slot> kv_;
   std::unordered_map<std::string, std::deque<std::string>> queues_;  // non-empty queues only
@@ -129,6 +129,6 @@ class KvState {
 
 /// A key or value for log messages: printable ASCII kept, other bytes as \xNN, quoted, long
 /// ones shortened to 80 characters plus "...".
-std::string printable(std::string_view key);
+std::string Printable(std::string_view key);
 
 }  // namespace tzrun::store::detail

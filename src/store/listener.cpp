@@ -16,13 +16,13 @@ namespace {
 
 using asio::ip::tcp;
 
-std::string format_endpoint(const tcp::endpoint& ep) {
+std::string FormatEndpoint(const tcp::endpoint& ep) {
   const auto addr = ep.address();
   if (addr.is_v6()) return "[" + addr.to_string() + "]:" + std::to_string(ep.port());
   return addr.to_string() + ":" + std::to_string(ep.port());
 }
 
-std::vector<tcp::endpoint> candidates(asio::io_context& io, const ServerOptions& options) {
+std::vector<tcp::endpoint> Candidates(asio::io_context& io, const ServerOptions& options) {
   std::vector<tcp::endpoint> out;
   if (options.host.empty()) {
     out.emplace_back(asio::ip::address_v6::any(), options.port);
@@ -49,7 +49,7 @@ std::vector<tcp::endpoint> candidates(asio::io_context& io, const ServerOptions&
 }
 
 // Opens and binds `acceptor` on `ep`; on failure `ec` says why and the acceptor is closed.
-void try_listen(tcp::acceptor& acceptor, const tcp::endpoint& ep, asio::error_code& ec) {
+void TryListen(tcp::acceptor& acceptor, const tcp::endpoint& ep, asio::error_code& ec) {
   acceptor.open(ep.protocol(), ec);
   if (!ec) {
     ::fcntl(acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
@@ -70,7 +70,7 @@ void try_listen(tcp::acceptor& acceptor, const tcp::endpoint& ep, asio::error_co
   }
 }
 
-std::string bind_fix(int err, const ServerOptions& options) {
+std::string BindFix(int err, const ServerOptions& options) {
   const std::string shown_host = options.host.empty() ? "[::]" : options.host;
   switch (err) {
     case EADDRINUSE:
@@ -91,17 +91,17 @@ std::string bind_fix(int err, const ServerOptions& options) {
 
 }  // namespace
 
-BoundEndpoint bind_listener(asio::io_context& io, tcp::acceptor& acceptor,
-                            const ServerOptions& options) {
+BoundEndpoint BindListener(asio::io_context& io, tcp::acceptor& acceptor,
+                           const ServerOptions& options) {
   int last_errno = 0;
   std::string last_what;
   tcp::endpoint last_ep;
-  for (const auto& ep : candidates(io, options)) {
+  for (const auto& ep : Candidates(io, options)) {
     asio::error_code ec;
-    try_listen(acceptor, ep, ec);
+    TryListen(acceptor, ep, ec);
     if (!ec) {
       const auto local = acceptor.local_endpoint(ec);
-      if (!ec) return BoundEndpoint{local.port(), format_endpoint(local)};
+      if (!ec) return BoundEndpoint{local.port(), FormatEndpoint(local)};
       asio::error_code ignored;
       acceptor.close(ignored);
     }
@@ -110,14 +110,14 @@ BoundEndpoint bind_listener(asio::io_context& io, tcp::acceptor& acceptor,
     last_ep = ep;
   }
   const std::string where = options.host.empty()
-                                ? format_endpoint(last_ep)
+                                ? FormatEndpoint(last_ep)
                                 : options.host + ":" + std::to_string(options.port);
   throw BindError("cannot start the store on " + where + ": " +
-                  (last_errno ? errno_name_text(last_errno) : last_what) + ": " +
-                  bind_fix(last_errno, options));
+                  (last_errno ? ErrnoNameText(last_errno) : last_what) + ": " +
+                  BindFix(last_errno, options));
 }
 
-std::string errno_name_text(int err) {
+std::string ErrnoNameText(int err) {
   // strerror is fine here: only called on the I/O thread or before it starts.
   const char* name = nullptr;
   switch (err) {
@@ -152,7 +152,7 @@ std::string errno_name_text(int err) {
   return std::string(std::strerror(err)) + " (" + shown + ")";
 }
 
-std::string format_sockaddr(const sockaddr_storage& ss) {
+std::string FormatSockaddr(const sockaddr_storage& ss) {
   char host[INET6_ADDRSTRLEN] = "?";
   if (ss.ss_family == AF_INET) {
     const auto* a = reinterpret_cast<const sockaddr_in*>(&ss);

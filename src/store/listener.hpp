@@ -26,15 +26,15 @@ struct BoundEndpoint {
 /// dual-stack, then "0.0.0.0" (as libuv's UvTcpServer::makeWithPort); a name is resolved and
 /// the first address that binds wins. Throws BindError naming host:port, the OS error and a
 /// fix (e.g. a port already in use).
-BoundEndpoint bind_listener(asio::io_context& io, asio::ip::tcp::acceptor& acceptor,
-                            const ServerOptions& options);
+BoundEndpoint BindListener(asio::io_context& io, asio::ip::tcp::acceptor& acceptor,
+                           const ServerOptions& options);
 
 /// strerror(err) followed by the symbolic name for the errors the store reports to users:
 /// "Address already in use (EADDRINUSE)"; other values as "(errno N)". Unlike
 /// tzrun::base::errno_text it names the constant, which the store's tests and logs rely on.
-std::string errno_name_text(int err);
+std::string ErrnoNameText(int err);
 
 /// A peer address as "ADDR:PORT" ("[ADDR]:PORT" for IPv6), "unknown-peer" for other families.
-std::string format_sockaddr(const sockaddr_storage& ss);
+std::string FormatSockaddr(const sockaddr_storage& ss);
 
 }  // namespace tzrun::store::detail

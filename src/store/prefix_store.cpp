@@ -10,7 +10,7 @@ PrefixStore::PrefixStore(std::string prefix, std::shared_ptr<Store> inner)
   if (!inner_) throw std::invalid_argument("PrefixStore(\"" + prefix_ + "\"): inner store is null");
 }
 
-std::string PrefixStore::join_key(std::string_view key) const {
+std::string PrefixStore::JoinKey(std::string_view key) const {
   std::string out;
   out.reserve(prefix_.size() + 1 + key.size());
   out.append(prefix_).push_back('/');
@@ -18,80 +18,80 @@ std::string PrefixStore::join_key(std::string_view key) const {
   return out;
 }
 
-std::vector<std::string> PrefixStore::join_keys(const std::vector<std::string>& keys) const {
+std::vector<std::string> PrefixStore::JoinKeys(const std::vector<std::string>& keys) const {
   std::vector<std::string> out;
   out.reserve(keys.size());
-  for (const auto& k : keys) out.push_back(join_key(k));
+  for (const auto& k : keys) out.push_back(JoinKey(k));
   return out;
 }
 
-void PrefixStore::set(std::string_view key, std::string_view value) {
-  inner_->set(join_key(key), value);
+void PrefixStore::Set(std::string_view key, std::string_view value) {
+  inner_->Set(JoinKey(key), value);
 }
-std::string PrefixStore::get(std::string_view key, Duration timeout) {
-  return inner_->get(join_key(key), timeout);
+std::string PrefixStore::Get(std::string_view key, Duration timeout) {
+  return inner_->Get(JoinKey(key), timeout);
 }
-std::int64_t PrefixStore::add(std::string_view key, std::int64_t delta) {
-  return inner_->add(join_key(key), delta);
+std::int64_t PrefixStore::Add(std::string_view key, std::int64_t delta) {
+  return inner_->Add(JoinKey(key), delta);
 }
-std::string PrefixStore::compare_set(std::string_view key, std::string_view expected,
-                                     std::string_view desired) {
-  return inner_->compare_set(join_key(key), expected, desired);
+std::string PrefixStore::CompareSet(std::string_view key, std::string_view expected,
+                                    std::string_view desired) {
+  return inner_->CompareSet(JoinKey(key), expected, desired);
 }
-bool PrefixStore::check(const std::vector<std::string>& keys) {
-  return inner_->check(join_keys(keys));
+bool PrefixStore::Check(const std::vector<std::string>& keys) {
+  return inner_->Check(JoinKeys(keys));
 }
-void PrefixStore::wait(const std::vector<std::string>& keys, Duration timeout) {
-  inner_->wait(join_keys(keys), timeout);
+void PrefixStore::Wait(const std::vector<std::string>& keys, Duration timeout) {
+  inner_->Wait(JoinKeys(keys), timeout);
 }
-std::int64_t PrefixStore::num_keys() {
-  return inner_->num_keys();
+std::int64_t PrefixStore::NumKeys() {
+  return inner_->NumKeys();
 }
-bool PrefixStore::delete_key(std::string_view key) {
-  return inner_->delete_key(join_key(key));
+bool PrefixStore::DeleteKey(std::string_view key) {
+  return inner_->DeleteKey(JoinKey(key));
 }
-void PrefixStore::append(std::string_view key, std::string_view value) {
-  inner_->append(join_key(key), value);
+void PrefixStore::Append(std::string_view key, std::string_view value) {
+  inner_->Append(JoinKey(key), value);
 }
-std::vector<std::string> PrefixStore::multi_get(const std::vector<std::string>& keys,
-                                                Duration timeout) {
-  return inner_->multi_get(join_keys(keys), timeout);
+std::vector<std::string> PrefixStore::MultiGet(const std::vector<std::string>& keys,
+                                               Duration timeout) {
+  return inner_->MultiGet(JoinKeys(keys), timeout);
 }
-void PrefixStore::multi_set(const std::vector<std::string>& keys,
-                            const std::vector<std::string>& values) {
-  inner_->multi_set(join_keys(keys), values);
+void PrefixStore::MultiSet(const std::vector<std::string>& keys,
+                           const std::vector<std::string>& values) {
+  inner_->MultiSet(JoinKeys(keys), values);
 }
-void PrefixStore::queue_push(std::string_view key, std::string_view value) {
-  inner_->queue_push(join_key(key), value);
+void PrefixStore::QueuePush(std::string_view key, std::string_view value) {
+  inner_->QueuePush(JoinKey(key), value);
 }
-std::string PrefixStore::queue_pop(std::string_view key, Duration timeout) {
-  return inner_->queue_pop(join_key(key), timeout);
+std::string PrefixStore::QueuePop(std::string_view key, Duration timeout) {
+  return inner_->QueuePop(JoinKey(key), timeout);
 }
-std::optional<std::string> PrefixStore::try_queue_pop(std::string_view key) {
-  return inner_->try_queue_pop(join_key(key));
+std::optional<std::string> PrefixStore::TryQueuePop(std::string_view key) {
+  return inner_->TryQueuePop(JoinKey(key));
 }
-std::int64_t PrefixStore::queue_len(std::string_view key) {
-  return inner_->queue_len(join_key(key));
+std::int64_t PrefixStore::QueueLen(std::string_view key) {
+  return inner_->QueueLen(JoinKey(key));
 }
-std::vector<std::string> PrefixStore::list_keys() {
+std::vector<std::string> PrefixStore::ListKeys() {
   const std::string p = prefix_ + "/";
   std::vector<std::string> out;
-  for (auto& k : inner_->list_keys()) {
+  for (auto& k : inner_->ListKeys()) {
     if (k.compare(0, p.size(), p) == 0) out.push_back(k.substr(p.size()));
   }
   return out;
 }
-void PrefixStore::barrier(std::string_view key, std::int64_t world_size, Duration timeout) {
-  inner_->barrier(join_key(key), world_size, timeout);
+void PrefixStore::Barrier(std::string_view key, std::int64_t world_size, Duration timeout) {
+  inner_->Barrier(JoinKey(key), world_size, timeout);
 }
-Duration PrefixStore::timeout() const {
-  return inner_->timeout();
+Duration PrefixStore::Timeout() const {
+  return inner_->Timeout();
 }
-void PrefixStore::set_timeout(Duration timeout) {
-  inner_->set_timeout(timeout);
+void PrefixStore::SetTimeout(Duration timeout) {
+  inner_->SetTimeout(timeout);
 }
-std::unique_ptr<Store> PrefixStore::clone() const {
-  return std::make_unique<PrefixStore>(prefix_, std::shared_ptr<Store>(inner_->clone()));
+std::unique_ptr<Store> PrefixStore::Clone() const {
+  return std::make_unique<PrefixStore>(prefix_, std::shared_ptr<Store>(inner_->Clone()));
 }
 
 }  // namespace tzrun::store

@@ -59,7 +59,7 @@ namespace {
 using asio::ip::tcp;
 using detail::Connection;
 using detail::ConnPtr;
-using detail::errno_name_text;
+using detail::ErrnoNameText;
 
 constexpr std::size_t kReadChunk = std::size_t{256} * 1024;             // shared read buffer
 constexpr std::size_t kReadBudget = std::size_t{1024} * 1024;           // per wake-up, then yield
@@ -84,27 +84,27 @@ class Server::Impl {
     limits_.max_count = options_.max_count;
   }
 
-  ~Impl() { stop(); }
+  ~Impl() { Stop(); }
 
-  void start() {
+  void Start() {
     std::lock_guard lock(lifecycle_mu_);
     if (started_)
       throw StoreError("tzrun::store::Server::start() called twice; create a new Server");
-    bind_and_listen();
-    open_event_set();
+    BindAndListen();
+    OpenEventSet();
     started_ = true;
     running_ = true;
-    log(LogLevel::kInfo, "store listening on " + endpoint_);
-    arm_accept();
-    arm_events();
-    thread_ = std::thread([this] { run(); });
+    Log(LogLevel::kInfo, "store listening on " + endpoint_);
+    ArmAccept();
+    ArmEvents();
+    thread_ = std::thread([this] { Run(); });
   }
 
-  void stop() {
+  void Stop() {
     std::lock_guard lock(lifecycle_mu_);
     if (!started_ || stopped_) return;
     stopped_ = true;
-    asio::post(io_, [this] { shutdown_all(); });
+    asio::post(io_, [this] { ShutdownAll(); });
     if (thread_.joinable()) {
       if (thread_.get_id() == std::this_thread::get_id()) {
         io_.stop();
@@ -116,14 +116,14 @@ class Server::Impl {
     running_ = false;
   }
 
-  std::uint16_t port() const noexcept { return port_.load(); }
-  std::string endpoint() const {
+  std::uint16_t Port() const noexcept { return port_.load(); }
+  std::string Endpoint() const {
     std::lock_guard lock(lifecycle_mu_);
     return endpoint_;
   }
-  bool running() const noexcept { return running_.load(); }
+  bool Running() const noexcept { return running_.load(); }
 
-  ServerStats stats() const noexcept {
+  ServerStats Stats() const noexcept {
     ServerStats s;
     s.connections = stat_connections_.load(std::memory_order_relaxed);
     s.accepted_total = stat_accepted_.load(std::memory_order_relaxed);
@@ -140,28 +140,28 @@ class Server::Impl {
   // ---------------------------------------------------------------------------------------
   // Lifecycle
 
-  void log(LogLevel level, const std::string& message) const {
+  void Log(LogLevel level, const std::string& message) const {
     if (options_.log) options_.log(level, message);
   }
 
-  void bind_and_listen() {
-    auto bound = detail::bind_listener(io_, acceptor_, options_);
+  void BindAndListen() {
+    auto bound = detail::BindListener(io_, acceptor_, options_);
     port_ = bound.port;
     endpoint_ = std::move(bound.endpoint);
   }
 
-  void run() {
+  void Run() {
     while (true) {
       try {
         io_.run();
         return;
       } catch (const std::exception& e) {
-        log(LogLevel::kError, std::string("store I/O loop error (continuing): ") + e.what());
+        Log(LogLevel::kError, std::string("store I/O loop error (continuing): ") + e.what());
       }
     }
   }
 
-  void shutdown_all() {
+  void ShutdownAll() {
     shutting_down_ = true;
     asio::error_code ec;
     acceptor_.close(ec);
@@ -171,37 +171,37 @@ class Server::Impl {
     std::vector<Connection*> open;
     open.reserve(conns_.size());
     for (auto& [id, c] : conns_) open.push_back(c.get());
-    for (Connection* c : open) close(*c, LogLevel::kDebug, "store shutting down");
-    end_turn();
-    log(LogLevel::kInfo, "store on " + endpoint_ + " stopped");
+    for (Connection* c : open) Close(*c, LogLevel::kDebug, "store shutting down");
+    EndTurn();
+    Log(LogLevel::kInfo, "store on " + endpoint_ + " stopped");
     io_.stop();
   }
 
   // ---------------------------------------------------------------------------------------
   // Accept
 
-  void arm_accept() {
+  void ArmAccept() {
     acceptor_.async_wait(tcp::acceptor::wait_read, [this](const asio::error_code& ec) {
       if (shutting_down_) return;
       if (ec) {
         if (ec == asio::error::operation_aborted) return;
-        log(LogLevel::kError, "waiting for connections failed: " + ec.message() + "; retrying");
-        retry_accept_later();
+        Log(LogLevel::kError, "waiting for connections failed: " + ec.message() + "; retrying");
+        RetryAcceptLater();
         return;
       }
-      accept_ready();
+      AcceptReady();
     });
   }
 
-  void retry_accept_later() {
+  void RetryAcceptLater() {
     accept_retry_.expires_after(kAcceptRetryDelay);
     accept_retry_.async_wait([this](const asio::error_code& ec) {
       if (ec || shutting_down_) return;
-      accept_ready();
+      AcceptReady();
     });
   }
 
-  void accept_ready() {
+  void AcceptReady() {
     if (shutting_down_ || !acceptor_.is_open()) return;
     for (int i = 0; i < kAcceptBatch; ++i) {
       sockaddr_storage ss{};
@@ -209,7 +209,7 @@ class Server::Impl {
       const int fd = ::accept4(acceptor_.native_handle(), reinterpret_cast<sockaddr*>(&ss), &len,
                                SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd >= 0) {
-        on_accepted(fd, ss);
+        OnAccepted(fd, ss);
         continue;
       }
       const int err = errno;
@@ -217,11 +217,11 @@ class Server::Impl {
       if (err == EAGAIN || err == EWOULDBLOCK) {
         if (accept_failing_) {
           accept_failing_ = false;
-          log(LogLevel::kInfo, "accepting connections again after " +
+          Log(LogLevel::kInfo, "accepting connections again after " +
                                    std::to_string(accept_fail_streak_) + " failed accept() calls");
           accept_fail_streak_ = 0;
         }
-        arm_accept();
+        ArmAccept();
         return;
       }
       stat_accept_errors_.fetch_add(1, std::memory_order_relaxed);
@@ -232,24 +232,24 @@ class Server::Impl {
                                ? "raise the open-file limit (ulimit -n / RLIMIT_NOFILE, or "
                                  "fs.file-max) above the number of clients"
                                : "check system memory and socket buffers";
-        log(LogLevel::kWarning, "accept() on " + endpoint_ + " failed: " + errno_name_text(err) +
+        Log(LogLevel::kWarning, "accept() on " + endpoint_ + " failed: " + ErrnoNameText(err) +
                                     " with " + std::to_string(conns_.size()) +
                                     " open connections; " + hint +
                                     ". Retrying every 100 ms while serving existing connections");
         last_accept_log_ = now;
       }
       accept_failing_ = true;
-      retry_accept_later();
+      RetryAcceptLater();
       return;
     }
-    asio::post(io_, [this] { accept_ready(); });  // batch done: let other handlers run
+    asio::post(io_, [this] { AcceptReady(); });  // batch done: let other handlers run
   }
 
-  void on_accepted(int fd, const sockaddr_storage& ss) {
+  void OnAccepted(int fd, const sockaddr_storage& ss) {
     if (options_.max_connections != 0 && conns_.size() >= options_.max_connections) {
       ::close(fd);
       stat_rejected_.fetch_add(1, std::memory_order_relaxed);
-      log(LogLevel::kWarning, "rejected connection from " + detail::format_sockaddr(ss) +
+      Log(LogLevel::kWarning, "rejected connection from " + detail::FormatSockaddr(ss) +
                                   ": max_connections=" + std::to_string(options_.max_connections) +
                                   " reached (raise --max-connections)");
       return;
@@ -257,7 +257,7 @@ class Server::Impl {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     auto c = std::make_shared<Connection>(fd, next_id_++);
-    c->peer = detail::format_sockaddr(ss);
+    c->peer = detail::FormatSockaddr(ss);
     c->parser = RequestParser(RequestParser::Options{limits_, true});
     // Edge-triggered; EPOLLOUT is always in the set but only fires after a full socket buffer
     // drains (or together with EPOLLIN). Registering reports the current state at once, so a
@@ -268,49 +268,49 @@ class Server::Impl {
     if (::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
       const int err = errno;
       ::close(fd);
-      log(LogLevel::kWarning,
-          "cannot register connection from " + c->peer + ": epoll_ctl: " + errno_name_text(err));
+      Log(LogLevel::kWarning,
+          "cannot register connection from " + c->peer + ": epoll_ctl: " + ErrnoNameText(err));
       return;
     }
     conns_.emplace(c->id, c);
     stat_accepted_.fetch_add(1, std::memory_order_relaxed);
     stat_connections_.store(conns_.size(), std::memory_order_relaxed);
-    if (options_.log) log(LogLevel::kDebug, "connection from " + c->peer);
+    if (options_.log) Log(LogLevel::kDebug, "connection from " + c->peer);
   }
 
   // ---------------------------------------------------------------------------------------
   // Event batches
 
-  void open_event_set() {
+  void OpenEventSet() {
     epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0) {
       throw StoreError(
-          "cannot start the store: epoll_create1 failed: " + errno_name_text(errno) +
+          "cannot start the store: epoll_create1 failed: " + ErrnoNameText(errno) +
           "; raise the open-file limit (ulimit -n) or check fs.epoll.max_user_watches");
     }
     events_.resize(kMaxEvents);
     events_desc_.assign(epoll_fd_);
   }
 
-  void arm_events() {
+  void ArmEvents() {
     events_desc_.async_wait(
         asio::posix::descriptor_base::wait_read, [this](const asio::error_code& ec) {
           if (shutting_down_ || ec == asio::error::operation_aborted) return;
           if (!ec) {
-            poll_events();
+            PollEvents();
             return;
           }
-          log(LogLevel::kError,
+          Log(LogLevel::kError,
               "waiting for connection events failed: " + ec.message() + "; retrying in 100 ms");
           events_retry_.expires_after(kAcceptRetryDelay);
           events_retry_.async_wait([this](const asio::error_code& tec) {
-            if (!tec && !shutting_down_) poll_events();
+            if (!tec && !shutting_down_) PollEvents();
           });
         });
   }
 
   // Handles every ready connection, then writes each one's replies with one sendmsg().
-  void poll_events() {
+  void PollEvents() {
     int n = ::epoll_wait(epoll_fd_, events_.data(), kMaxEvents, 0);
     if (n < 0) n = 0;  // EINTR: nothing ready
     for (int i = 0; i < n; ++i) {
@@ -319,28 +319,28 @@ class Server::Impl {
       if (c->closed) continue;
       if ((ev.events & EPOLLOUT) != 0 && c->write_blocked) {
         c->write_blocked = false;
-        flush(*c);
+        Flush(*c);
         if (c->closed) continue;
       }
       if ((ev.events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0) {
-        on_readable(*c, (ev.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
+        OnReadable(*c, (ev.events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) != 0);
       }
     }
-    end_turn();
+    EndTurn();
     if (shutting_down_) return;
     if (n == kMaxEvents) {
       asio::post(io_, [this] {  // more may be ready: let accepts and timers run first
-        if (!shutting_down_) poll_events();
+        if (!shutting_down_) PollEvents();
       });
     } else {
-      arm_events();
+      ArmEvents();
     }
   }
 
   // Every top-level handler ends here: write what the turn produced, then free the
   // connections it closed (raw pointers to them may sit in dirty_ or in the event batch).
-  void end_turn() {
-    flush_dirty();
+  void EndTurn() {
+    FlushDirty();
     graveyard_.clear();
   }
 
@@ -349,14 +349,14 @@ class Server::Impl {
 
   // Reads and handles what is queued. `to_eof`: keep reading until EAGAIN or EOF (after a
   // hang-up event, or when resuming without an edge); otherwise a short read ends the turn.
-  void on_readable(Connection& c, bool to_eof) {
+  void OnReadable(Connection& c, bool to_eof) {
     std::size_t budget = kReadBudget;
     if (read_buf_.empty()) read_buf_.resize(kReadChunk);
     while (!c.closed && !c.read_paused) {
       const ssize_t n = ::recv(c.fd, read_buf_.data(), read_buf_.size(), 0);
       if (n > 0) {
         const auto got = static_cast<std::size_t>(n);
-        process(c, std::span<const std::uint8_t>(read_buf_.data(), got));
+        Process(c, std::span<const std::uint8_t>(read_buf_.data(), got));
         if (c.closed) return;
         if (c.out_bytes > kHighWaterBytes) {
           c.read_paused = true;  // resumed by flush() once the output drained
@@ -364,63 +364,63 @@ class Server::Impl {
         }
         if (got < read_buf_.size() && !to_eof) return;  // drained; new data raises an edge
         if (got >= budget) {
-          queue_read(c);  // yield to other connections, come back without waiting for an edge
+          QueueRead(c);  // yield to other connections, come back without waiting for an edge
           return;
         }
         budget -= got;
         continue;
       }
       if (n == 0) {
-        on_eof(c);
+        OnEof(c);
         return;
       }
       const int err = errno;
       if (err == EINTR) continue;
       if (err == EAGAIN || err == EWOULDBLOCK) return;  // the next arrival raises an edge
-      close(c, err == ECONNRESET ? LogLevel::kDebug : LogLevel::kWarning,
-            "read failed: " + errno_name_text(err));
+      Close(c, err == ECONNRESET ? LogLevel::kDebug : LogLevel::kWarning,
+            "read failed: " + ErrnoNameText(err));
       return;
     }
   }
 
-  void queue_read(Connection& c) {
+  void QueueRead(Connection& c) {
     if (c.read_queued || c.closed) return;
     c.read_queued = true;
     asio::post(io_, [this, self = c.shared_from_this()] {
       self->read_queued = false;
       if (self->closed || shutting_down_) return;
-      on_readable(*self, true);
-      end_turn();
+      OnReadable(*self, true);
+      EndTurn();
     });
   }
 
-  void on_eof(Connection& c) {
-    if (c.parser.mid_request()) {
-      close(c, LogLevel::kWarning, "peer closed the connection in the middle of a request");
+  void OnEof(Connection& c) {
+    if (c.parser.MidRequest()) {
+      Close(c, LogLevel::kWarning, "peer closed the connection in the middle of a request");
       return;
     }
-    kv_.drop_client(c);
-    publish_counters();
+    kv_.DropClient(c);
+    PublishCounters();
     if (c.out_bytes == 0) {
-      close(c, LogLevel::kDebug, "peer closed the connection");
+      Close(c, LogLevel::kDebug, "peer closed the connection");
     } else {
       c.close_after_flush = true;
     }
   }
 
-  void process(Connection& c, std::span<const std::uint8_t> data) {
+  void Process(Connection& c, std::span<const std::uint8_t> data) {
     while (!data.empty() && !c.closed) {
-      const auto result = c.parser.feed(data);
+      const auto result = c.parser.Feed(data);
       data = data.subspan(result.consumed);
       if (result.status == RequestParser::Status::kError) {
-        protocol_error(c, c.parser.error());
+        ProtocolError(c, c.parser.Error());
         return;
       }
       if (result.status == RequestParser::Status::kNeedMore) return;
       try {
-        handle(c, c.parser.take_request());
+        Handle(c, c.parser.TakeRequest());
       } catch (const std::exception& e) {
-        close(c, LogLevel::kError,
+        Close(c, LogLevel::kError,
               std::string("internal error while handling a request: ") + e.what());
         return;
       }
@@ -429,93 +429,93 @@ class Server::Impl {
 
   // Applies one request to the state, then delivers what it produced: the requester's replies
   // first, then one STOP_WAITING per released waiter (their own connections).
-  void handle(Connection& c, Request r) {
-    effects_.clear();
-    kv_.apply(c, r, effects_);
-    publish_counters();
+  void Handle(Connection& c, Request r) {
+    effects_.Clear();
+    kv_.Apply(c, r, effects_);
+    PublishCounters();
     if (!effects_.error.empty()) {
-      protocol_error(c, effects_.error);
+      ProtocolError(c, effects_.error);
       return;
     }
-    for (auto& reply : effects_.replies) send(c, std::move(reply));
+    for (auto& reply : effects_.replies) Send(c, std::move(reply));
     for (detail::KvClient* woken : effects_.woken) {
-      send(static_cast<Connection&>(*woken), detail::Reply::share(detail::stop_waiting_buffer()));
+      Send(static_cast<Connection&>(*woken), detail::Reply::Share(detail::StopWaitingBuffer()));
     }
   }
 
-  void publish_counters() {
-    stat_keys_.store(kv_.keys(), std::memory_order_relaxed);
-    stat_queues_.store(kv_.queues(), std::memory_order_relaxed);
-    stat_waiters_.store(kv_.waiters(), std::memory_order_relaxed);
+  void PublishCounters() {
+    stat_keys_.store(kv_.Keys(), std::memory_order_relaxed);
+    stat_queues_.store(kv_.Queues(), std::memory_order_relaxed);
+    stat_waiters_.store(kv_.Waiters(), std::memory_order_relaxed);
   }
 
-  void protocol_error(Connection& c, const std::string& reason) {
+  void ProtocolError(Connection& c, const std::string& reason) {
     stat_protocol_errors_.fetch_add(1, std::memory_order_relaxed);
-    close(c, LogLevel::kWarning, "protocol error: " + reason);
+    Close(c, LogLevel::kWarning, "protocol error: " + reason);
   }
 
   // ---------------------------------------------------------------------------------------
   // Write path
 
-  void send(Connection& c, detail::Reply&& reply) {
+  void Send(Connection& c, detail::Reply&& reply) {
     if (c.closed || reply.size == 0) return;
-    c.enqueue(std::move(reply));
+    c.Enqueue(std::move(reply));
     if (!c.dirty) {
       c.dirty = true;
       dirty_.push_back(&c);
     }
   }
 
-  void flush_dirty() {
+  void FlushDirty() {
     // flush() may close connections (they stay allocated until end_turn); it never adds to
     // dirty_.
     for (std::size_t i = 0; i < dirty_.size(); ++i) {
       Connection* c = dirty_[i];
       c->dirty = false;
-      if (!c->closed && !c->write_blocked) flush(*c);
+      if (!c->closed && !c->write_blocked) Flush(*c);
     }
     dirty_.clear();
   }
 
-  void flush(Connection& c) {
+  void Flush(Connection& c) {
     int err = 0;
-    switch (c.flush(err)) {
+    switch (c.Flush(err)) {
       case Connection::FlushStatus::kBlocked:
         c.write_blocked = true;  // the EPOLLOUT edge calls flush() again
         return;
       case Connection::FlushStatus::kFailed:
-        close(c, err == EPIPE || err == ECONNRESET ? LogLevel::kDebug : LogLevel::kWarning,
-              "write failed: " + errno_name_text(err));
+        Close(c, err == EPIPE || err == ECONNRESET ? LogLevel::kDebug : LogLevel::kWarning,
+              "write failed: " + ErrnoNameText(err));
         return;
       case Connection::FlushStatus::kDone:
         break;
     }
     if (c.close_after_flush) {
-      close(c, LogLevel::kDebug, "peer closed the connection");
+      Close(c, LogLevel::kDebug, "peer closed the connection");
       return;
     }
     if (c.read_paused) {
       c.read_paused = false;
-      queue_read(c);  // data may already be buffered: read without waiting for an edge
+      QueueRead(c);  // data may already be buffered: read without waiting for an edge
     }
   }
 
-  void close(Connection& c, LogLevel level, const std::string& reason) {
+  void Close(Connection& c, LogLevel level, const std::string& reason) {
     if (c.closed) return;
     c.closed = true;
-    kv_.drop_client(c);
-    publish_counters();
+    kv_.DropClient(c);
+    PublishCounters();
     ::close(c.fd);  // also leaves the epoll set
     c.fd = -1;
     c.out.clear();
     c.out_bytes = 0;
     auto it = conns_.find(c.id);
     if (it != conns_.end()) {
-      graveyard_.push_back(std::move(it->second));  // freed by end_turn()
+      graveyard_.push_back(std::move(it->second));  // freed by EndTurn()
       conns_.erase(it);
     }
     stat_connections_.store(conns_.size(), std::memory_order_relaxed);
-    if (options_.log) log(level, "closed connection from " + c.peer + ": " + reason);
+    if (options_.log) Log(level, "closed connection from " + c.peer + ": " + reason);
   }
 
   ServerOptions options_;
@@ -560,23 +560,23 @@ class Server::Impl {
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Server::~Server() = default;
-void Server::start() {
-  impl_->start();
+void Server::Start() {
+  impl_->Start();
 }
-std::uint16_t Server::port() const noexcept {
-  return impl_->port();
+std::uint16_t Server::Port() const noexcept {
+  return impl_->Port();
 }
-std::string Server::endpoint() const {
-  return impl_->endpoint();
+std::string Server::Endpoint() const {
+  return impl_->Endpoint();
 }
-void Server::stop() {
-  impl_->stop();
+void Server::Stop() {
+  impl_->Stop();
 }
-bool Server::running() const noexcept {
-  return impl_->running();
+bool Server::Running() const noexcept {
+  return impl_->Running();
 }
-ServerStats Server::stats() const noexcept {
-  return impl_->stats();
+ServerStats Server::Stats() const noexcept {
+  return impl_->Stats();
 }
 
 }  // namespace tzrun::store

@@ -76,7 +76,7 @@ ordered_json WaitReleasedBy(Client& waiter, Client& actor, const std::string& ke
     act(actor);
   });
   ordered_json r = Try([&]() -> ordered_json {
-    waiter.wait({key}, milliseconds(ms));
+    waiter.Wait({key}, milliseconds(ms));
     return "released";
   });
   t.join();
@@ -88,83 +88,83 @@ ordered_json WaitReleasedBy(Client& waiter, Client& actor, const std::string& ke
 
 /// GET/SET (binary, 100 kB, missing key), ADD, COMPARE_SET.
 void GetSetAddCas(Client& c, ordered_json& r) {
-  c.set("k", "v1");
-  r["get"] = Esc(c.get("k"));
-  c.set("k", std::string("a\0b", 3));
-  r["get_binary"] = Esc(c.get("k"));
+  c.Set("k", "v1");
+  r["get"] = Esc(c.Get("k"));
+  c.Set("k", std::string("a\0b", 3));
+  r["get_binary"] = Esc(c.Get("k"));
   const std::string big(100000, 'z');
-  c.set("big", big);
-  r["get_big_ok"] = c.get("big") == big;
+  c.Set("big", big);
+  r["get_big_ok"] = c.Get("big") == big;
   r["get_missing_timeout"] =
-      Try([&]() -> ordered_json { return Esc(c.get("nope", milliseconds(300))); });
+      Try([&]() -> ordered_json { return Esc(c.Get("nope", milliseconds(300))); });
 
-  r["add1"] = c.add("cnt", 5);
-  r["add2"] = c.add("cnt", -7);
-  r["add_read"] = c.add("cnt", 0);
-  r["add_stored"] = Esc(c.get("cnt"));
-  c.set("num", "40");
-  r["add_on_set"] = c.add("num", 2);
+  r["add1"] = c.Add("cnt", 5);
+  r["add2"] = c.Add("cnt", -7);
+  r["add_read"] = c.Add("cnt", 0);
+  r["add_stored"] = Esc(c.Get("cnt"));
+  c.Set("num", "40");
+  r["add_on_set"] = c.Add("num", 2);
 
-  r["cas_missing_empty"] = Esc(c.compare_set("cas1", "", "new"));
-  r["cas_missing_lie"] = Esc(c.compare_set("cas2", "exp", "new"));
-  r["cas_missing_lie_stored"] = c.check({"cas2"});
-  c.set("cas3", "old");
-  r["cas_match"] = Esc(c.compare_set("cas3", "old", "new"));
-  r["cas_mismatch"] = Esc(c.compare_set("cas3", "zzz", "newer"));
-  r["cas_after"] = Esc(c.get("cas3"));
+  r["cas_missing_empty"] = Esc(c.CompareSet("cas1", "", "new"));
+  r["cas_missing_lie"] = Esc(c.CompareSet("cas2", "exp", "new"));
+  r["cas_missing_lie_stored"] = c.Check({"cas2"});
+  c.Set("cas3", "old");
+  r["cas_match"] = Esc(c.CompareSet("cas3", "old", "new"));
+  r["cas_mismatch"] = Esc(c.CompareSet("cas3", "zzz", "newer"));
+  r["cas_after"] = Esc(c.Get("cas3"));
 }
 
 /// CHECK and WAIT, released by each kind of write from the other connection.
 void CheckAndWait(Client& c, Client& other, ordered_json& r) {
-  r["check_present"] = c.check({"k", "cnt"});
-  r["check_missing"] = c.check({"k", "nope"});
-  r["check_empty"] = c.check({});
+  r["check_present"] = c.Check({"k", "cnt"});
+  r["check_missing"] = c.Check({"k", "nope"});
+  r["check_empty"] = c.Check({});
 
   r["wait_present"] = Try([&]() -> ordered_json {
-    c.wait({"k", "cnt"}, milliseconds(1000));
+    c.Wait({"k", "cnt"}, milliseconds(1000));
     return "ok";
   });
   r["wait_timeout"] = Try([&]() -> ordered_json {
-    c.wait({"k", "nope"}, milliseconds(300));
+    c.Wait({"k", "nope"}, milliseconds(300));
     return "ok";
   });
   r["wait_by_set"] =
-      WaitReleasedBy(c, other, "w_set", 20000, [](Client& a) { a.set("w_set", "1"); });
-  r["wait_by_add"] = WaitReleasedBy(c, other, "w_add", 20000, [](Client& a) { a.add("w_add", 1); });
+      WaitReleasedBy(c, other, "w_set", 20000, [](Client& a) { a.Set("w_set", "1"); });
+  r["wait_by_add"] = WaitReleasedBy(c, other, "w_add", 20000, [](Client& a) { a.Add("w_add", 1); });
   r["wait_by_append"] =
-      WaitReleasedBy(c, other, "w_app", 20000, [](Client& a) { a.append("w_app", "x"); });
+      WaitReleasedBy(c, other, "w_app", 20000, [](Client& a) { a.Append("w_app", "x"); });
   r["wait_by_multi_set"] = WaitReleasedBy(c, other, "w_ms", 20000, [](Client& a) {
-    a.multi_set({"w_ms_other", "w_ms"}, {"1", "2"});
+    a.MultiSet({"w_ms_other", "w_ms"}, {"1", "2"});
   });
   // compare_set that stores a value: the libuv server wakes waiters, the legacy one never does.
   r["wait_by_cas_store"] = WaitReleasedBy(c, other, "w_cas", 1500,
-                                          [](Client& a) { (void)a.compare_set("w_cas", "", "v"); });
+                                          [](Client& a) { (void)a.CompareSet("w_cas", "", "v"); });
   // compare_set that stores nothing (missing key, non-empty expected): libuv wakes the waiter
   // anyway (upstream bug, see docs/store.md); tzrun and legacy do not.
-  r["wait_by_cas_lie"] = WaitReleasedBy(
-      c, other, "w_lie", 800, [](Client& a) { (void)a.compare_set("w_lie", "exp", "v"); });
-  r["w_lie_exists"] = c.check({"w_lie"});
+  r["wait_by_cas_lie"] = WaitReleasedBy(c, other, "w_lie", 800,
+                                        [](Client& a) { (void)a.CompareSet("w_lie", "exp", "v"); });
+  r["w_lie_exists"] = c.Check({"w_lie"});
 }
 
 /// NUM_KEYS, DELETE, APPEND, MULTI_SET / MULTI_GET.
 void KeysAppendMulti(Client& c, ordered_json& r) {
-  const std::int64_t n0 = c.num_keys();
-  c.set("extra", "x");
-  r["num_keys_delta"] = c.num_keys() - n0;
-  r["delete_present"] = c.delete_key("extra");
-  r["delete_missing"] = c.delete_key("extra");
-  r["num_keys_after_delete"] = c.num_keys() - n0;
+  const std::int64_t n0 = c.NumKeys();
+  c.Set("extra", "x");
+  r["num_keys_delta"] = c.NumKeys() - n0;
+  r["delete_present"] = c.DeleteKey("extra");
+  r["delete_missing"] = c.DeleteKey("extra");
+  r["num_keys_after_delete"] = c.NumKeys() - n0;
 
-  c.append("ap", "ab");
-  c.append("ap", "cd");
-  c.append("ap", "");
-  r["append"] = Esc(c.get("ap"));
+  c.Append("ap", "ab");
+  c.Append("ap", "cd");
+  c.Append("ap", "");
+  r["append"] = Esc(c.Get("ap"));
 
-  c.multi_set({"m1", "m2", "m3"}, {"one", "two", ""});
-  r["multi_get"] = Strings(c.multi_get({"m3", "m1", "m2", "m1"}));
-  r["multi_get_none"] = Strings(c.multi_get({}));
+  c.MultiSet({"m1", "m2", "m3"}, {"one", "two", ""});
+  r["multi_get"] = Strings(c.MultiGet({"m3", "m1", "m2", "m1"}));
+  r["multi_get_none"] = Strings(c.MultiGet({}));
   r["multi_get_missing_timeout"] = Try([&]() -> ordered_json {
-    return Strings(c.multi_get({"m1", "nope"}, milliseconds(300)));
+    return Strings(c.MultiGet({"m1", "nope"}, milliseconds(300)));
   });
 }
 
@@ -174,52 +174,52 @@ void Prefixes(const ClientOptions& o, ordered_json& r) {
   tzrun::store::PrefixStore pg(
       "cpu/", std::make_shared<tzrun::store::PrefixStore>(
                   "0/", std::make_shared<tzrun::store::PrefixStore>("default_pg", shared)));
-  pg.set("0", "uid");
-  r["prefix_raw_get"] = Esc(shared->with_key_prefix("").get("/default_pg/0//cpu//0"));
-  r["prefix_list_keys"] = Strings(pg.list_keys(), true);
+  pg.Set("0", "uid");
+  r["prefix_raw_get"] = Esc(shared->WithKeyPrefix("").Get("/default_pg/0//cpu//0"));
+  r["prefix_list_keys"] = Strings(pg.ListKeys(), true);
 }
 
 /// QUEUE_PUSH / QUEUE_POP / QUEUE_LEN (not on the legacy server).
 void Queues(Client& c, Client& other, ordered_json& r) {
-  const std::int64_t nq0 = c.num_keys();
-  r["queue_len_empty"] = c.queue_len("q");
-  c.queue_push("q", "a");
-  c.queue_push("q", "b");
-  c.queue_push("q", "");
-  r["queue_len"] = c.queue_len("q");
-  r["queue_pop"] = Esc(c.queue_pop("q"));
-  auto p = c.try_queue_pop("q");
+  const std::int64_t nq0 = c.NumKeys();
+  r["queue_len_empty"] = c.QueueLen("q");
+  c.QueuePush("q", "a");
+  c.QueuePush("q", "b");
+  c.QueuePush("q", "");
+  r["queue_len"] = c.QueueLen("q");
+  r["queue_pop"] = Esc(c.QueuePop("q"));
+  auto p = c.TryQueuePop("q");
   r["queue_try_pop"] = p ? ordered_json(Esc(*p)) : ordered_json(nullptr);
-  r["queue_pop_empty_value"] = Esc(c.queue_pop("q"));
-  auto e = c.try_queue_pop("q");
+  r["queue_pop_empty_value"] = Esc(c.QueuePop("q"));
+  auto e = c.TryQueuePop("q");
   r["queue_try_pop_empty"] = e ? ordered_json(Esc(*e)) : ordered_json(nullptr);
   r["queue_pop_timeout"] =
-      Try([&]() -> ordered_json { return Esc(c.queue_pop("q", milliseconds(300))); });
+      Try([&]() -> ordered_json { return Esc(c.QueuePop("q", milliseconds(300))); });
   r["queue_check_nonempty"] = [&] {
-    c.queue_push("qc", "x");
-    return c.check({"qc"});
+    c.QueuePush("qc", "x");
+    return c.Check({"qc"});
   }();
   {
     std::thread pusher([&] {
       std::this_thread::sleep_for(milliseconds(150));
-      other.queue_push("bq", "pushed");
+      other.QueuePush("bq", "pushed");
     });
     r["queue_pop_blocking"] =
-        Try([&]() -> ordered_json { return Esc(c.queue_pop("bq", milliseconds(20000))); });
+        Try([&]() -> ordered_json { return Esc(c.QueuePop("bq", milliseconds(20000))); });
     pusher.join();
   }
-  r["queue_num_keys_unchanged"] = c.num_keys() - nq0;  // queues are not keys
+  r["queue_num_keys_unchanged"] = c.NumKeys() - nq0;  // queues are not keys
 }
 
 /// BARRIER between the two connections (PyTorch 2.12+ servers).
 void Barrier(Client& c, Client& other, ordered_json& r) {
-  std::thread t([&] { other.barrier("bar", 2, milliseconds(20000)); });
+  std::thread t([&] { other.Barrier("bar", 2, milliseconds(20000)); });
   r["barrier"] = Try([&]() -> ordered_json {
-    c.barrier("bar", 2, milliseconds(20000));
+    c.Barrier("bar", 2, milliseconds(20000));
     return "ok";
   });
   t.join();
-  r["barrier_counter"] = Esc(c.get("bar"));
+  r["barrier_counter"] = Esc(c.Get("bar"));
 }
 
 int Run(const std::string& host, std::uint16_t port, bool queues, bool barrier) {
@@ -236,10 +236,10 @@ int Run(const std::string& host, std::uint16_t port, bool queues, bool barrier) 
   Prefixes(o, r);
   if (queues) Queues(c, other, r);
   if (barrier) Barrier(c, other, r);
-  r["list_keys"] = Strings(c.list_keys(), true);
-  r["raw_list_keys"] = Strings(c.with_key_prefix("").list_keys(), true);
-  r["num_keys"] = c.num_keys();
-  r["still_connected"] = c.connected() && other.connected();
+  r["list_keys"] = Strings(c.ListKeys(), true);
+  r["raw_list_keys"] = Strings(c.WithKeyPrefix("").ListKeys(), true);
+  r["num_keys"] = c.NumKeys();
+  r["still_connected"] = c.Connected() && other.Connected();
   std::cout << r.dump() << std::endl;
   return 0;
 }

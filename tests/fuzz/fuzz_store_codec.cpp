@@ -32,11 +32,11 @@ struct Outcome {
   std::size_t consumed = 0;
 };
 
-void check(bool ok) {
+void Check(bool ok) {
   if (!ok) __builtin_trap();
 }
 
-Outcome run(std::span<const std::uint8_t> data, std::size_t chunk, RequestParser::Options opts) {
+Outcome Run(std::span<const std::uint8_t> data, std::size_t chunk, RequestParser::Options opts) {
   RequestParser parser(opts);
   Outcome out;
   std::string frame;
@@ -44,22 +44,22 @@ Outcome run(std::span<const std::uint8_t> data, std::size_t chunk, RequestParser
   while (pos < data.size() && !out.failed) {
     auto piece = data.subspan(pos, std::min(chunk, data.size() - pos));
     while (!piece.empty()) {
-      const auto r = parser.feed(piece);
-      check(r.consumed <= piece.size());
-      check(parser.buffered_bytes() <= frame.size() + r.consumed);
+      const auto r = parser.Feed(piece);
+      Check(r.consumed <= piece.size());
+      Check(parser.BufferedBytes() <= frame.size() + r.consumed);
       frame.append(reinterpret_cast<const char*>(piece.data()), r.consumed);
       piece = piece.subspan(r.consumed);
       pos += r.consumed;
       if (r.status == RequestParser::Status::kError) {
-        check(!parser.error().empty());
+        Check(!parser.Error().empty());
         out.failed = true;
         break;
       }
       if (r.status == RequestParser::Status::kNeedMore) {
-        check(piece.empty());
+        Check(piece.empty());
         break;
       }
-      out.requests.push_back(parser.take_request());
+      out.requests.push_back(parser.TakeRequest());
       out.frames.push_back(std::move(frame));
       frame.clear();
     }
@@ -69,7 +69,7 @@ Outcome run(std::span<const std::uint8_t> data, std::size_t chunk, RequestParser
 }
 
 // Oracle 5: the parsed requests against the pure key/value state.
-void apply_all(std::vector<Request> requests) {
+void ApplyAll(std::vector<Request> requests) {
   using tzrun::store::detail::Effects;
   using tzrun::store::detail::KvClient;
   tzrun::store::detail::KvState kv;
@@ -78,22 +78,23 @@ void apply_all(std::vector<Request> requests) {
   for (std::size_t i = 0; i < requests.size(); ++i) {
     KvClient& from = clients[i % 3];
     if (requests[i].type == tzrun::store::QueryType::kPing && requests[i].number % 7 == 0) {
-      kv.drop_client(from);  // as a connection closing
+      kv.DropClient(from);  // as a connection closing
       continue;
     }
     out.clear();
-    kv.apply(from, requests[i], out);
-    for (const KvClient* woken : out.woken) check(woken >= clients && woken < clients + 3);
+    kv.Apply(from, requests[i], out);
+    for (const KvClient* woken : out.woken) Check(woken >= clients && woken < clients + 3);
     std::size_t pending = 0;
     for (const auto& c : clients) pending += c.waits.size();
-    check(pending == kv.waiters());
+    Check(pending == kv.Waiters());
   }
-  for (auto& c : clients) kv.drop_client(c);
-  check(kv.waiters() == 0);
+  for (auto& c : clients) kv.DropClient(c);
+  Check(kv.Waiters() == 0);
 }
 
 }  // namespace
 
+// NOLINTNEXTLINE(readability-identifier-naming): libFuzzer's entry point, named by libFuzzer.
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) return 0;
   const std::uint8_t mode = data[0];
@@ -105,18 +106,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   opts.limits.max_count = 32;
   const std::size_t chunk = static_cast<std::size_t>(mode >> 1) + 1;
 
-  const Outcome whole = run(stream, stream.size() + 1, opts);
-  const Outcome split = run(stream, chunk, opts);
-  check(whole.failed == split.failed);
-  check(whole.consumed == split.consumed);
-  check(whole.requests == split.requests);
+  const Outcome whole = Run(stream, stream.size() + 1, opts);
+  const Outcome split = Run(stream, chunk, opts);
+  Check(whole.failed == split.failed);
+  Check(whole.consumed == split.consumed);
+  Check(whole.requests == split.requests);
   for (std::size_t i = 0; i < whole.requests.size(); ++i) {
     const Request& r = whole.requests[i];
-    check(tzrun::store::encode_request(r) == whole.frames[i]);
-    check(r.keys.size() <= 2 * opts.limits.max_count + 1);
-    for (const auto& k : r.keys) check(k.size() <= opts.limits.max_key_bytes);
-    for (const auto& v : r.values) check(v.size() <= opts.limits.max_value_bytes);
+    Check(tzrun::store::EncodeRequest(r) == whole.frames[i]);
+    Check(r.keys.size() <= 2 * opts.limits.max_count + 1);
+    for (const auto& k : r.keys) Check(k.size() <= opts.limits.max_key_bytes);
+    for (const auto& v : r.values) Check(v.size() <= opts.limits.max_value_bytes);
   }
-  apply_all(whole.requests);
+  ApplyAll(whole.requests);
   return 0;
 }

@@ -38,9 +38,9 @@ namespace tzrun::agent {
 
 /// Runs the job described by `cfg` to completion and returns tzrun's exit status (see
 /// above). Errors are reported on stderr ("tzrun: error: <what>; <what to do>") and mapped to
-/// exit codes: a tzrun::Error (include/tzrun/error.hpp) ends with its exit_code(), any other
+/// exit codes: a tzrun::Error (include/tzrun/error.hpp) ends with its ExitCode(), any other
 /// exception is a tzrun bug ("tzrun: error: internal error: ...", exit 1); run() does not
 /// throw for expected failures.
-int run(const LaunchConfig& cfg);
+int Run(const LaunchConfig& cfg);
 
 }  // namespace tzrun::agent

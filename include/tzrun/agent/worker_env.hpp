@@ -34,7 +34,7 @@ struct WorkerSpec {
 
 /// A worker cannot be configured or started (bad CUDA_VISIBLE_DEVICES for
 /// --virtual-local-rank, missing script, program not found / not executable).
-/// exit_code() is the tzrun exit status to use (ExitCode::kUsage / kNotFound / ...).
+/// ExitCode() is the tzrun exit status to use (ExitCode::kUsage / kNotFound / ...).
 class WorkerSetupError : public tzrun::Error {
  public:
   using Error::Error;
@@ -42,13 +42,13 @@ class WorkerSetupError : public tzrun::Error {
 
 /// OMP_NUM_THREADS default torchrun applies: returns true (and the value "1") when the
 /// agent env has no OMP_NUM_THREADS and nproc_per_node > 1. The caller then prints
-/// omp_banner_lines() as a warning and passes the value to workers.
-[[nodiscard]] bool needs_omp_default(const LaunchConfig& cfg,
-                                     const std::map<std::string, std::string>& base_env);
+/// OmpBannerLines() as a warning and passes the value to workers.
+[[nodiscard]] bool NeedsOmpDefault(const LaunchConfig& cfg,
+                                   const std::map<std::string, std::string>& base_env);
 
 /// torchrun's warning text, one string per line (first line empty, framing lines of 41 '*'),
 /// exactly as run.py logs it.
-[[nodiscard]] std::vector<std::string> omp_banner_lines();
+[[nodiscard]] std::vector<std::string> OmpBannerLines();
 
 /// Full environment of one worker: `base_env` (the agent's, after the OMP default was
 /// applied by the caller) plus torchrun's overrides: RANK, LOCAL_RANK, GROUP_RANK,
@@ -62,7 +62,7 @@ class WorkerSetupError : public tzrun::Error {
 /// (RANK, WORLD_SIZE, LOCAL_RANK, ...) are overwritten.
 /// Throws WorkerSetupError (kUsage) when --virtual-local-rank needs more entries than
 /// CUDA_VISIBLE_DEVICES has.
-[[nodiscard]] std::map<std::string, std::string> build_worker_env(
+[[nodiscard]] std::map<std::string, std::string> BuildWorkerEnv(
     const LaunchConfig& cfg, const WorkerSpec& spec,
     const std::map<std::string, std::string>& base_env, const std::string& master_addr,
     int master_port, const std::string& error_file);
@@ -70,9 +70,9 @@ class WorkerSetupError : public tzrun::Error {
 /// Python string.Template.safe_substitute(local_rank=...) as torchrun applies it to every
 /// worker argument: `$local_rank` / `${local_rank}` -> the rank, `$$` -> `$`, anything else
 /// left verbatim.
-[[nodiscard]] std::string substitute_local_rank(std::string_view arg, int local_rank);
+[[nodiscard]] std::string SubstituteLocalRank(std::string_view arg, int local_rank);
 
-/// How the script is started (decided once per run by classify_entrypoint()).
+/// How the script is started (decided once per run by ClassifyEntrypoint()).
 enum class EntrypointKind {
   kPython,  ///< <python> -u [-m] script args
   kDirect,  ///< script args (--no-python, or an executable non-Python file)
@@ -81,21 +81,21 @@ enum class EntrypointKind {
 /// Decides between kPython and kDirect: --no-python → kDirect; -m → kPython; otherwise a
 /// file that does not end in ".py", has an execute bit and is either an ELF binary or a
 /// `#!` script whose interpreter line does not mention "python" → kDirect; else kPython.
-[[nodiscard]] EntrypointKind classify_entrypoint(const LaunchConfig& cfg);
+[[nodiscard]] EntrypointKind ClassifyEntrypoint(const LaunchConfig& cfg);
 
 /// Worker argv. kPython: [PYTHON_EXEC from `env`, or "python3", "-u", ("-m"), script,
 /// args...]; kDirect: [script, args...]. `${local_rank}` substitution applies to everything
 /// after argv[0] (torchrun's rule). argv[0] is as given (not PATH-resolved; see
 /// resolve_program). Throws WorkerSetupError(kUsage) when the (non -m) Python script does
 /// not exist (what `python script.py` would exit with, but before anything is spawned).
-[[nodiscard]] std::vector<std::string> build_worker_argv(
+[[nodiscard]] std::vector<std::string> BuildWorkerArgv(
     const LaunchConfig& cfg, int local_rank, const std::map<std::string, std::string>& env);
 
 /// execvp-style lookup of argv[0] in env["PATH"] (default "/usr/local/bin:/usr/bin:/bin"
 /// when unset). A name with a '/' is returned as is if it exists. Throws
 /// WorkerSetupError(kNotFound, 127) when nothing is found, (kNotExecutable, 126) when
 /// only non-executable candidates exist.
-[[nodiscard]] std::string resolve_program(const std::string& name,
-                                          const std::map<std::string, std::string>& env);
+[[nodiscard]] std::string ResolveProgram(const std::string& name,
+                                         const std::map<std::string, std::string>& env);
 
 }  // namespace tzrun::agent

@@ -11,17 +11,17 @@
 namespace tzrun::base {
 
 /// The message of errno value `err` ("No such file or directory"), thread-safe (no strerror).
-std::string errno_text(int err);
+std::string ErrnoText(int err);
 
 /// The process environment as NAME -> value; entries without '=' or with an empty name skipped.
-std::map<std::string, std::string> environ_map();
+std::map<std::string, std::string> EnvironMap();
 
 /// A random RFC 4122 version-4 UUID in its 36-character text form, as Python's
 /// `str(uuid.uuid4())` (torchrun's default --rdzv-id under --standalone).
-std::string uuid4();
+std::string Uuid4();
 
 /// A duration for messages: "30 s" when whole seconds, "1.5 s" (truncated to tenths) above one
 /// second, else "250 ms".
-std::string duration_text(std::chrono::milliseconds d);
+std::string DurationText(std::chrono::milliseconds d);
 
 }  // namespace tzrun::base

@@ -38,7 +38,7 @@
 
 namespace tzrun::cli {
 
-/// A bad command line or PET_ value. exit_code() is ExitCode::kUsage (2), as
+/// A bad command line or PET_ value. ExitCode() is ExitCode::kUsage (2), as
 /// argparse's `parser.error`. what() is the complete argparse-shaped text to
 /// print on stderr: the usage block, then `tzrun: error: <message>`;
 /// message() is just the one-line reason, which names the flag (or the PET_
@@ -46,7 +46,7 @@ namespace tzrun::cli {
 class UsageError : public tzrun::Error {
  public:
   UsageError(const std::string& message, const std::string& usage);
-  [[nodiscard]] const std::string& message() const noexcept { return message_; }
+  [[nodiscard]] const std::string& Message() const noexcept { return message_; }
 
  private:
   std::string message_;
@@ -70,15 +70,15 @@ struct ParseOutcome {
 /// dev/nvidia<N>) and a fixed CPU count.
 struct HostProbe {
   std::filesystem::path sysroot = "/";
-  int cpu_count = 0;  ///< 0 => count_cpus()
+  int cpu_count = 0;  ///< 0 => CountCpus()
 };
 
 /// Parses `args` (argv without argv[0]) with PET_* / LOGLEVEL /
 /// TORCH_ELASTIC_SHUTDOWN_TIMEOUT / CUDA_VISIBLE_DEVICES / COLUMNS read from `env`.
 /// Throws UsageError for every invalid input; never exits the process.
-ParseOutcome parse(const std::vector<std::string>& args,
+ParseOutcome Parse(const std::vector<std::string>& args,
                    const std::map<std::string, std::string>& env);
-ParseOutcome parse(const std::vector<std::string>& args,
+ParseOutcome Parse(const std::vector<std::string>& args,
                    const std::map<std::string, std::string>& env, const HostProbe& host);
 
 /// Number of NVIDIA GPUs visible to workers, without any CUDA library:
@@ -88,26 +88,26 @@ ParseOutcome parse(const std::vector<std::string>& args,
 ///   read like the CUDA runtime does: entries up to the first invalid one
 ///   (an int outside [0, physical), a repeated int, or a token that is neither an
 ///   int nor a GPU-/MIG- UUID) are counted, and the result is capped at physical.
-int count_gpus(const std::map<std::string, std::string>& env);
-int count_gpus(const std::map<std::string, std::string>& env, const std::filesystem::path& sysroot);
+int CountGpus(const std::map<std::string, std::string>& env);
+int CountGpus(const std::map<std::string, std::string>& env, const std::filesystem::path& sysroot);
 
 /// CPUs this process may run on (sched_getaffinity), else online CPUs; >= 1.
-int count_cpus();
+int CountCpus();
 
 /// `-r/--redirects`, `-t/--tee` syntax: "0".."3" or "<local_rank>:<0-3>,..."
 /// (multi-digit ranks allowed). Throws std::invalid_argument with the reason.
-StdSpec parse_std_spec(const std::string& text);
+StdSpec ParseStdSpec(const std::string& text);
 
 /// torch/distributed/elastic/rendezvous/utils.py::_parse_rendezvous_config:
 /// "k1=v1,k2=v2": split on ',', then on the first '='; key and value stripped;
 /// empty key or value => std::invalid_argument. Empty/blank input => {}.
-std::map<std::string, std::string> parse_rdzv_conf(const std::string& text);
+std::map<std::string, std::string> ParseRdzvConf(const std::string& text);
 
 /// The full `--help` text for a terminal of `columns` columns (argparse uses
 /// $COLUMNS, default 80).
-std::string help_text(int columns = 80);
+std::string HelpText(int columns = 80);
 
 /// "tzrun <PROJECT_VERSION> (torchrun 2.11 compatible)".
-std::string version_string();
+std::string VersionString();
 
 }  // namespace tzrun::cli

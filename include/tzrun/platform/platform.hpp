@@ -47,7 +47,7 @@ namespace tzrun::platform {
 enum class Kind { kNone, kDlc, kKubeflow, kSlurm };
 
 /// "none", "dlc", "kubeflow", "slurm" (the --platform spellings).
-std::string_view name(Kind kind) noexcept;
+std::string_view Name(Kind kind) noexcept;
 
 /// A platform variable or a --platform value that cannot be used. what() is one
 /// line naming the variable, its value and what to do; the CLI reports it as a
@@ -102,12 +102,12 @@ struct Detection {
 /// non-static rendezvous backend node_rank/master_* are not used and
 /// rdzv_endpoint defaults to the platform's master address and port instead.
 /// Throws PlatformError (see above) or for an unknown request.platform.
-Detection detect(const Request& request, const std::map<std::string, std::string>& env);
+Detection Detect(const Request& request, const std::map<std::string, std::string>& env);
 
 /// The one line printed on stderr at start, from the final configuration:
 /// "tzrun: platform: dlc (nnodes=2 node_rank=1 master=10.0.0.1:23456 nproc_per_node=8)".
 /// Non-static backends show "rdzv=<backend>@<endpoint>" instead of node_rank/master.
-std::string summary_line(const Detection& detection, const LaunchConfig& config);
+std::string SummaryLine(const Detection& detection, const LaunchConfig& config);
 
 /// Expands a Slurm compressed host list: "node[01-03,07],gpu5" -> node01,
 /// node02, node03, node07, gpu5. Commas inside brackets do not split; several
@@ -116,7 +116,7 @@ std::string summary_line(const Detection& detection, const LaunchConfig& config)
 /// 08, 09, 10). Throws std::invalid_argument on unbalanced or nested brackets,
 /// an empty or reversed range, a non-numeric bound, an empty host name, or
 /// more than `limit` hosts.
-std::vector<std::string> expand_hostlist(std::string_view list, std::size_t limit = 1u << 20);
+std::vector<std::string> ExpandHostlist(std::string_view list, std::size_t limit = 1u << 20);
 
 /// TorchX `dist.ddp -j` topology: [[MIN:]MAX x]NPROC ("2x8", "1:4x8", "8").
 struct JobShape {
@@ -124,12 +124,12 @@ struct JobShape {
   int max_nodes = 1;
   int nproc_per_node = 1;
   /// "N" or "MIN:MAX", as --nnodes spells it.
-  [[nodiscard]] std::string nnodes() const;
+  [[nodiscard]] std::string Nnodes() const;
 };
 
 /// Parses a -j value (torchx/components/dist.py::parse_nnodes grammar; 'x' or
 /// 'X'). Throws std::invalid_argument whose message shows the accepted forms
 /// for anything else, including zero or negative counts and MIN > MAX.
-JobShape parse_job_shape(std::string_view text);
+JobShape ParseJobShape(std::string_view text);
 
 }  // namespace tzrun::platform

@@ -82,7 +82,7 @@ struct NodeDesc {
   auto operator<=>(const NodeDesc&) const = default;
   bool operator==(const NodeDesc&) const = default;
   /// "addr_pid_localid", as torchrun prints it.
-  [[nodiscard]] std::string str() const;
+  [[nodiscard]] std::string Str() const;
 };
 
 /// torchrun's _RendezvousState plus tzrun's fields (version, closing exit code, restart
@@ -108,19 +108,19 @@ struct RendezvousState {
 };
 
 /// JSON encoding of the state (stable, versioned with "format": 1).
-[[nodiscard]] std::string encode_state(const RendezvousState& state);
+[[nodiscard]] std::string EncodeState(const RendezvousState& state);
 /// Throws RendezvousStateError (e.g. a pickled torchrun state under the same key).
-[[nodiscard]] RendezvousState decode_state(std::string_view text);
+[[nodiscard]] RendezvousState DecodeState(std::string_view text);
 
 /// Creates the handler. Construction connects to (or hosts) the rendezvous store:
 /// hosting binds endpoint.port on all interfaces (0 = a free port); clients retry until
 /// join_timeout, also while the endpoint name does not resolve. Throws ConfigError for bad
 /// options, RendezvousConnectionError when the store cannot be hosted or reached.
-[[nodiscard]] std::unique_ptr<Handler> make_dynamic_rendezvous(DynamicOptions options,
-                                                               const Interrupt& interrupt = {});
+[[nodiscard]] std::unique_ptr<Handler> MakeDynamicRendezvous(DynamicOptions options,
+                                                             const Interrupt& interrupt = {});
 
 /// The rendezvous store endpoint actually in use (for --standalone's port 0), available
 /// on handlers made by make_dynamic_rendezvous; "" for others.
-[[nodiscard]] std::string dynamic_store_endpoint(const Handler& handler);
+[[nodiscard]] std::string DynamicStoreEndpoint(const Handler& handler);
 
 }  // namespace tzrun::rendezvous

@@ -35,15 +35,15 @@ class RendezvousTimeoutError : public RendezvousError {
   explicit RendezvousTimeoutError(const std::string& what) : RendezvousError(what) {}
 };
 
-/// The rendezvous was closed (the job ended) and admits no new nodes. closer_exit_code()
+/// The rendezvous was closed (the job ended) and admits no new nodes. CloserExitCode()
 /// is the exit code of the node that closed it after its final failure, when it said so;
-/// exit_code() is that code, or 125 when it did not.
+/// ExitCode() is that code, or 125 when it did not.
 class RendezvousClosedError : public RendezvousError {
  public:
   explicit RendezvousClosedError(const std::string& what, std::optional<int> closer_exit_code = {})
       : RendezvousError(what, closer_exit_code.value_or(::tzrun::exit_code::kInfrastructure)),
         closer_exit_code_(closer_exit_code) {}
-  [[nodiscard]] std::optional<int> closer_exit_code() const noexcept { return closer_exit_code_; }
+  [[nodiscard]] std::optional<int> CloserExitCode() const noexcept { return closer_exit_code_; }
 
  private:
   std::optional<int> closer_exit_code_;
@@ -63,7 +63,7 @@ class RendezvousStateError : public RendezvousError {
 };
 
 /// This node is not needed (it waited in the redundancy list and the job ended): the
-/// agent exits 0 without running anything (exit_code() is 0).
+/// agent exits 0 without running anything (ExitCode() is 0).
 class RendezvousGracefulExit : public RendezvousError {
  public:
   explicit RendezvousGracefulExit(const std::string& what) : RendezvousError(what, 0) {}

@@ -33,7 +33,7 @@ struct HandlerParams {
 /// The handler for params.backend. The c10d handler connects to or hosts its store here
 /// (blocking; `interrupt` is honoured). Throws ConfigError for an unknown backend or a bad
 /// option, RendezvousConnectionError when the store cannot be hosted/reached.
-[[nodiscard]] std::unique_ptr<Handler> make_handler(HandlerParams params, store::LogSink log,
-                                                    const Interrupt& interrupt = {});
+[[nodiscard]] std::unique_ptr<Handler> MakeHandler(HandlerParams params, store::LogSink log,
+                                                   const Interrupt& interrupt = {});
 
 }  // namespace tzrun::rendezvous

@@ -10,7 +10,7 @@
 //     participant lost), job-wide restart requests and a lost store through a file
 //     descriptor the agent polls, instead of torchrun's num_nodes_waiting() every
 //     monitor tick;
-//   * on_failure(): a node whose workers failed tells the others, so restarts line up
+//   * OnFailure(): a node whose workers failed tells the others, so restarts line up
 //     across nodes (static: one job-wide restart round; dynamic: the closing node's exit
 //     code travels with the closed state).
 //
@@ -19,7 +19,7 @@
 // Interrupted when a handled signal arrived) and the exception propagates unchanged.
 //
 // Thread-safety: a Handler is used by one agent thread; the watcher runs on its own thread
-// with its own store connection and is stopped by unwatch()/next_rendezvous()/shutdown().
+// with its own store connection and is stopped by unwatch()/NextRendezvous()/shutdown().
 #pragma once
 
 #include <chrono>
@@ -95,55 +95,55 @@ class Handler {
   Handler& operator=(const Handler&) = delete;
 
   /// "static" or "c10d".
-  [[nodiscard]] virtual std::string backend() const = 0;
-  [[nodiscard]] virtual const std::string& run_id() const = 0;
+  [[nodiscard]] virtual std::string Backend() const = 0;
+  [[nodiscard]] virtual const std::string& RunId() const = 0;
 
   /// Blocks until this node is part of a complete round and returns it. Stops the watcher.
   /// `local_restart_count` is this agent's failure-restart count (dynamic: the round's
   /// restart_count is the participants' maximum). Throws RendezvousTimeoutError,
   /// RendezvousClosedError, RendezvousGracefulExit, RendezvousConnectionError,
   /// RendezvousStateError, or whatever `interrupt` throws.
-  virtual RendezvousInfo next_rendezvous(int local_restart_count) = 0;
+  virtual RendezvousInfo NextRendezvous(int local_restart_count) = 0;
 
   /// Starts the background watcher for the round returned last. Idempotent.
-  virtual void watch() = 0;
+  virtual void Watch() = 0;
   /// Stops the watcher (joins its thread). Idempotent.
-  virtual void unwatch() = 0;
-  /// Readable (POLLIN) when take_event() has an event; -1 when the handler never has any.
-  [[nodiscard]] virtual int event_fd() const = 0;
+  virtual void Unwatch() = 0;
+  /// Readable (POLLIN) when TakeEvent() has an event; -1 when the handler never has any.
+  [[nodiscard]] virtual int EventFd() const = 0;
   /// The next event, if any (non-blocking); clears the fd's readiness when drained.
-  virtual std::optional<WatchEvent> take_event() = 0;
+  virtual std::optional<WatchEvent> TakeEvent() = 0;
 
   /// This node's workers failed with `exit_code`; `can_restart` says whether its budget
   /// allows a restart. Returns what the whole job does: static posts the decision (the
   /// first failing node wins, the others follow it); dynamic restarts through
-  /// next_rendezvous() (restart = can_restart) or, when it cannot restart, closes the
+  /// NextRendezvous() (restart = can_restart) or, when it cannot restart, closes the
   /// rendezvous carrying `exit_code` so the other nodes stop too.
-  virtual FailureDecision on_failure(bool can_restart, int exit_code) = 0;
+  virtual FailureDecision OnFailure(bool can_restart, int exit_code) = 0;
 
   /// torchrun's exit barrier after local success (utils/store.py barrier on
   /// "torchelastic/agent/terminal_state", 300 s): waits until every node of the round
   /// arrived, or a restart / failure / store loss happened meanwhile (nodes merely waiting
   /// to join do not count: as in torchrun, a finished node does not restart for them). A
   /// timeout is reported (kTimedOut) and, as in torchrun, not an error.
-  virtual BarrierOutcome exit_barrier(std::chrono::milliseconds timeout) = 0;
+  virtual BarrierOutcome ExitBarrier(std::chrono::milliseconds timeout) = 0;
 
   /// End of job (success or final failure): stop the watcher, close the rendezvous
   /// (dynamic), and — if this agent hosts the store — keep it up until the other nodes
   /// are done with it (bounded). Never throws; problems are logged. Not called when the
   /// agent stops because of a signal (the rendezvous stays open for the others).
-  virtual void shutdown() = 0;
+  virtual void Shutdown() = 0;
   /// Signal path (`exit_code` = 128+signal): stop the watcher; dynamic: leave the round
   /// quickly (best effort, short timeout) so the others re-form without waiting for
   /// heartbeats to lapse, never closing the rendezvous; static: post a job failure (there is
   /// no elasticity to wait for). Never throws.
-  virtual void abandon(int exit_code) = 0;
+  virtual void Abandon(int exit_code) = 0;
 
   /// Interrupt callback used by every blocking wait (may be empty).
-  void set_interrupt(Interrupt interrupt) { interrupt_ = std::move(interrupt); }
+  void SetInterrupt(Interrupt interrupt) { interrupt_ = std::move(interrupt); }
 
  protected:
-  void check_interrupt() const {
+  void CheckInterrupt() const {
     if (interrupt_) interrupt_();
   }
 

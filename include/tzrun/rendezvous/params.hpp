@@ -26,24 +26,24 @@ struct Endpoint {
 /// parse_rendezvous_endpoint: "" → localhost:default_port; "[v6]" → v6 without port;
 /// otherwise split at the last ':'; the port must be 1-5 digits < 65536. default_port < 0
 /// means "a port is required". Throws ConfigError.
-[[nodiscard]] Endpoint parse_endpoint(const std::string& endpoint, int default_port);
+[[nodiscard]] Endpoint ParseEndpoint(const std::string& endpoint, int default_port);
 
 /// "host:port", bracketing IPv6 literals.
-[[nodiscard]] std::string format_endpoint(const Endpoint& endpoint);
+[[nodiscard]] std::string FormatEndpoint(const Endpoint& endpoint);
 
 using ConfMap = std::map<std::string, std::string>;
 
 /// get_as_bool: 1/true/t/yes/y and 0/false/f/no/n (any case). Throws ConfigError.
-[[nodiscard]] std::optional<bool> conf_bool(const ConfMap& conf, const std::string& key);
+[[nodiscard]] std::optional<bool> ConfBool(const ConfMap& conf, const std::string& key);
 /// A positive duration in seconds (fractions allowed). Throws ConfigError for a
 /// non-number or a value <= 0.
-[[nodiscard]] std::optional<std::chrono::milliseconds> conf_seconds(const ConfMap& conf,
-                                                                    const std::string& key);
+[[nodiscard]] std::optional<std::chrono::milliseconds> ConfSeconds(const ConfMap& conf,
+                                                                   const std::string& key);
 /// A positive integer. Throws ConfigError.
-[[nodiscard]] std::optional<int> conf_positive_int(const ConfMap& conf, const std::string& key);
+[[nodiscard]] std::optional<int> ConfPositiveInt(const ConfMap& conf, const std::string& key);
 
 /// _matches_machine_hostname: "localhost", a loopback IP, this machine's hostname, its
 /// canonical name, or a name/IP that resolves to one of this machine's addresses.
-[[nodiscard]] bool matches_machine_hostname(const std::string& host);
+[[nodiscard]] bool MatchesMachineHostname(const std::string& host);
 
 }  // namespace tzrun::rendezvous

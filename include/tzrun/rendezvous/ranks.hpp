@@ -45,36 +45,36 @@ struct AssignedRanks {
 };
 
 /// Python json.dumps of the role info dict (ASCII-escaped like ensure_ascii=True).
-[[nodiscard]] std::string serialize_role_info(const RoleInstanceInfo& info);
+[[nodiscard]] std::string SerializeRoleInfo(const RoleInstanceInfo& info);
 /// Parses a role_info value (any JSON spacing). Throws RendezvousStateError naming the text.
-[[nodiscard]] RoleInstanceInfo parse_role_info(std::string_view text);
+[[nodiscard]] RoleInstanceInfo ParseRoleInfo(std::string_view text);
 /// "[b, g, r, s]" exactly as json.dumps writes the list.
-[[nodiscard]] std::string serialize_assigned_ranks(const AssignedRanks& ranks);
+[[nodiscard]] std::string SerializeAssignedRanks(const AssignedRanks& ranks);
 /// Throws RendezvousStateError.
-[[nodiscard]] AssignedRanks parse_assigned_ranks(std::string_view text);
+[[nodiscard]] AssignedRanks ParseAssignedRanks(std::string_view text);
 
 /// Group rank 0's computation: entry i belongs to infos[i] (walked in group-rank order).
-[[nodiscard]] std::vector<AssignedRanks> compute_assigned_ranks(
+[[nodiscard]] std::vector<AssignedRanks> ComputeAssignedRanks(
     const std::vector<RoleInstanceInfo>& infos);
 
 /// TORCH_ELASTIC_WORKER_IDENTICAL=1 fast path: no store traffic.
-[[nodiscard]] AssignedRanks identical_ranks(int group_rank, int group_world_size,
-                                            int local_world_size);
+[[nodiscard]] AssignedRanks IdenticalRanks(int group_rank, int group_world_size,
+                                           int local_world_size);
 
 /// Blocks until every key exists, waiting in slices of <= 1 s and calling `interrupt`
 /// between them. Throws RendezvousTimeoutError (naming the keys and `timeout`) or
 /// RendezvousConnectionError.
-void wait_keys(store::Store& store, const std::vector<std::string>& keys,
-               std::chrono::milliseconds timeout, const Interrupt& interrupt,
-               const std::string& what);
+void WaitKeys(store::Store& store, const std::vector<std::string>& keys,
+              std::chrono::milliseconds timeout, const Interrupt& interrupt,
+              const std::string& what);
 
 /// The store exchange of _assign_worker_ranks on the round store. Throws as wait_keys,
 /// RendezvousStateError for undecodable values.
-[[nodiscard]] AssignedRanks assign_worker_ranks(store::Store& store, int group_rank,
-                                                int group_world_size, const std::string& role,
-                                                int local_world_size,
-                                                std::chrono::milliseconds timeout,
-                                                const Interrupt& interrupt);
+[[nodiscard]] AssignedRanks AssignWorkerRanks(store::Store& store, int group_rank,
+                                              int group_world_size, const std::string& role,
+                                              int local_world_size,
+                                              std::chrono::milliseconds timeout,
+                                              const Interrupt& interrupt);
 
 /// Prefix of torchrun's exit barrier keys.
 inline constexpr std::string_view kTerminalStatePrefix = "torchelastic/agent/terminal_state";

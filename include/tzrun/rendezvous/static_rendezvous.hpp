@@ -57,9 +57,9 @@ struct StaticOptions {
   store::LogSink log;
 };
 
-/// Creates the handler; nothing touches the network before next_rendezvous(). Node 0's
-/// first next_rendezvous() binds the store and throws RendezvousConnectionError (with the
+/// Creates the handler; nothing touches the network before NextRendezvous(). Node 0's
+/// first NextRendezvous() binds the store and throws RendezvousConnectionError (with the
 /// port and a fix) when the port is taken. Throws ConfigError for bad options.
-[[nodiscard]] std::unique_ptr<Handler> make_static_rendezvous(StaticOptions options);
+[[nodiscard]] std::unique_ptr<Handler> MakeStaticRendezvous(StaticOptions options);
 
 }  // namespace tzrun::rendezvous

@@ -7,7 +7,7 @@
 //    sequence retries the whole sequence (PR #129261);
 //  * keys: every user key goes on the wire as key_prefix + key, key_prefix "/" by default
 //    (TCPStore::keyPrefix_), so keys are shared with Python/libtorch peers. Use
-//    key_prefix "" (or with_key_prefix("")) for raw wire keys such as TCPStore's "init/";
+//    key_prefix "" (or WithKeyPrefix("")) for raw wire keys such as TCPStore's "init/";
 //  * get = WAIT then GET; wait timeouts send CANCEL_WAIT and handle the STOP_WAITING that may
 //    cross it on the wire; the server never times out waits.
 // Unlike c10d, every reply is awaited for at most the store timeout (a silent server gives a
@@ -56,43 +56,43 @@ class Client final : public Store {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
-  using Store::barrier;
-  using Store::get;
-  using Store::multi_get;
-  using Store::queue_pop;
-  using Store::wait;
-  void set(std::string_view key, std::string_view value) override;
-  std::string get(std::string_view key, Duration timeout) override;
-  std::int64_t add(std::string_view key, std::int64_t delta) override;
-  std::string compare_set(std::string_view key, std::string_view expected,
-                          std::string_view desired) override;
-  bool check(const std::vector<std::string>& keys) override;
-  void wait(const std::vector<std::string>& keys, Duration timeout) override;
-  std::int64_t num_keys() override;
-  bool delete_key(std::string_view key) override;
-  void append(std::string_view key, std::string_view value) override;
-  std::vector<std::string> multi_get(const std::vector<std::string>& keys,
-                                     Duration timeout) override;
-  void multi_set(const std::vector<std::string>& keys,
-                 const std::vector<std::string>& values) override;
-  void queue_push(std::string_view key, std::string_view value) override;
-  std::string queue_pop(std::string_view key, Duration timeout) override;
-  std::optional<std::string> try_queue_pop(std::string_view key) override;
-  std::int64_t queue_len(std::string_view key) override;
+  using Store::Barrier;
+  using Store::Get;
+  using Store::MultiGet;
+  using Store::QueuePop;
+  using Store::Wait;
+  void Set(std::string_view key, std::string_view value) override;
+  std::string Get(std::string_view key, Duration timeout) override;
+  std::int64_t Add(std::string_view key, std::int64_t delta) override;
+  std::string CompareSet(std::string_view key, std::string_view expected,
+                         std::string_view desired) override;
+  bool Check(const std::vector<std::string>& keys) override;
+  void Wait(const std::vector<std::string>& keys, Duration timeout) override;
+  std::int64_t NumKeys() override;
+  bool DeleteKey(std::string_view key) override;
+  void Append(std::string_view key, std::string_view value) override;
+  std::vector<std::string> MultiGet(const std::vector<std::string>& keys,
+                                    Duration timeout) override;
+  void MultiSet(const std::vector<std::string>& keys,
+                const std::vector<std::string>& values) override;
+  void QueuePush(std::string_view key, std::string_view value) override;
+  std::string QueuePop(std::string_view key, Duration timeout) override;
+  std::optional<std::string> TryQueuePop(std::string_view key) override;
+  std::int64_t QueueLen(std::string_view key) override;
   /// Keys starting with key_prefix, with it stripped (so "init/" is hidden by default).
-  std::vector<std::string> list_keys() override;
-  void barrier(std::string_view key, std::int64_t world_size, Duration timeout) override;
-  [[nodiscard]] Duration timeout() const override;
-  void set_timeout(Duration timeout) override;
+  std::vector<std::string> ListKeys() override;
+  void Barrier(std::string_view key, std::int64_t world_size, Duration timeout) override;
+  [[nodiscard]] Duration Timeout() const override;
+  void SetTimeout(Duration timeout) override;
   /// A new connection with the same options (c10d TCPStore::clone()).
-  [[nodiscard]] std::unique_ptr<Store> clone() const override;
+  [[nodiscard]] std::unique_ptr<Store> Clone() const override;
 
   /// A Client sharing this connection (and its mutex) but using another key prefix,
-  /// e.g. with_key_prefix("") to touch the raw "init/" counter.
-  [[nodiscard]] Client with_key_prefix(std::string key_prefix) const;
-  [[nodiscard]] const ClientOptions& options() const noexcept { return options_; }
+  /// e.g. WithKeyPrefix("") to touch the raw "init/" counter.
+  [[nodiscard]] Client WithKeyPrefix(std::string key_prefix) const;
+  [[nodiscard]] const ClientOptions& Options() const noexcept { return options_; }
   /// False once the connection broke (every later call throws ConnectionError).
-  [[nodiscard]] bool connected() const noexcept;
+  [[nodiscard]] bool Connected() const noexcept;
 
  private:
   struct Connection;

@@ -55,7 +55,7 @@ class RequestParser {
   };
   enum class Status : std::uint8_t {
     kNeedMore,  ///< all input consumed, request incomplete
-    kRequest,   ///< a request is complete: take it with take_request()
+    kRequest,   ///< a request is complete: take it with TakeRequest()
     kError,     ///< protocol violation: error() says what, with which value
   };
   struct Result {
@@ -67,26 +67,26 @@ class RequestParser {
   explicit RequestParser(Options options) : options_(options) {}
 
   /// Consumes a prefix of `data`; stops right after one complete request.
-  Result feed(std::span<const std::uint8_t> data);
-  Result feed(std::string_view data) {
-    return feed(std::span(reinterpret_cast<const std::uint8_t*>(data.data()), data.size()));
+  Result Feed(std::span<const std::uint8_t> data);
+  Result Feed(std::string_view data) {
+    return Feed(std::span(reinterpret_cast<const std::uint8_t*>(data.data()), data.size()));
   }
   /// Moves out the request completed by the last feed() that returned kRequest.
-  Request take_request() { return std::move(request_); }
+  Request TakeRequest() { return std::move(request_); }
 
-  [[nodiscard]] const std::string& error() const noexcept { return error_; }
+  [[nodiscard]] const std::string& Error() const noexcept { return error_; }
   /// True when a request has been started but not completed (bytes are buffered).
-  [[nodiscard]] bool mid_request() const noexcept { return want_ != Want::kOpcode; }
-  [[nodiscard]] bool validated() const noexcept { return validated_; }
+  [[nodiscard]] bool MidRequest() const noexcept { return want_ != Want::kOpcode; }
+  [[nodiscard]] bool Validated() const noexcept { return validated_; }
   /// Bytes buffered for the request in progress (keys/values so far), for memory accounting.
-  [[nodiscard]] std::size_t buffered_bytes() const noexcept { return buffered_; }
+  [[nodiscard]] std::size_t BufferedBytes() const noexcept { return buffered_; }
 
  private:
   enum class Want : std::uint8_t { kOpcode, kU32, kI64, kCount, kLength, kBlob, kDone };
-  Status fail(std::string message);
-  bool plan_next();        // sets want_ for the next field of request_; false on error
-  bool scalar_complete();  // handles a finished scalar; false on error
-  void begin_blob(bool is_key);
+  Status Fail(std::string message);
+  bool PlanNext();        // sets want_ for the next field of request_; false on error
+  bool ScalarComplete();  // handles a finished scalar; false on error
+  void BeginBlob(bool is_key);
 
   Options options_;
   Want want_ = Want::kOpcode;
@@ -105,35 +105,35 @@ class RequestParser {
 };
 
 // ---- little-endian primitives (append to `out`) ----
-void put_u8(std::string& out, std::uint8_t v);
-void put_u32(std::string& out, std::uint32_t v);
-void put_u64(std::string& out, std::uint64_t v);
-inline void put_i64(std::string& out, std::int64_t v) {
-  put_u64(out, static_cast<std::uint64_t>(v));
+void PutU8(std::string& out, std::uint8_t v);
+void PutU32(std::string& out, std::uint32_t v);
+void PutU64(std::string& out, std::uint64_t v);
+inline void PutI64(std::string& out, std::int64_t v) {
+  PutU64(out, static_cast<std::uint64_t>(v));
 }
 /// Str/Bytes: u64 length then the raw bytes.
-void put_bytes(std::string& out, std::string_view bytes);
-std::uint32_t get_u32(const std::uint8_t* p) noexcept;
-std::uint64_t get_u64(const std::uint8_t* p) noexcept;
-inline std::int64_t get_i64(const std::uint8_t* p) noexcept {
-  return static_cast<std::int64_t>(get_u64(p));
+void PutBytes(std::string& out, std::string_view bytes);
+std::uint32_t GetU32(const std::uint8_t* p) noexcept;
+std::uint64_t GetU64(const std::uint8_t* p) noexcept;
+inline std::int64_t GetI64(const std::uint8_t* p) noexcept {
+  return static_cast<std::int64_t>(GetU64(p));
 }
 
 /// Exact wire bytes of `request` as a c10d client sends them (used by Client and tests).
-std::string encode_request(const Request& request);
+std::string EncodeRequest(const Request& request);
 
 // ---- reply encoders (server side) ----
-std::string encode_bytes_reply(std::string_view value);   ///< GET, COMPARE_SET
-std::string encode_i64_reply(std::int64_t value);         ///< ADD, GETNUMKEYS, ...
-std::string encode_u32_reply(std::uint32_t value);        ///< PING
-std::string encode_check_reply(CheckResponseType value);  ///< CHECK
-std::string encode_wait_reply(WaitResponseType value);    ///< WAIT, BARRIER, CANCEL_WAIT
-std::string encode_queue_pop_reply(std::int64_t len_before,
-                                   std::optional<std::string_view> value);      ///< QUEUE_POP
-std::string encode_list_keys_reply(const std::vector<std::string_view>& keys);  ///< LIST_KEYS
+std::string EncodeBytesReply(std::string_view value);   ///< GET, COMPARE_SET
+std::string EncodeI64Reply(std::int64_t value);         ///< ADD, GETNUMKEYS, ...
+std::string EncodeU32Reply(std::uint32_t value);        ///< PING
+std::string EncodeCheckReply(CheckResponseType value);  ///< CHECK
+std::string EncodeWaitReply(WaitResponseType value);    ///< WAIT, BARRIER, CANCEL_WAIT
+std::string EncodeQueuePopReply(std::int64_t len_before,
+                                std::optional<std::string_view> value);      ///< QUEUE_POP
+std::string EncodeListKeysReply(const std::vector<std::string_view>& keys);  ///< LIST_KEYS
 
 /// Parses an ADD counter the way std::stoll does (base 10, leading whitespace skipped,
 /// optional sign, trailing junk ignored). nullopt when empty/non-numeric or out of range.
-std::optional<std::int64_t> parse_counter(std::string_view text) noexcept;
+std::optional<std::int64_t> ParseCounter(std::string_view text) noexcept;
 
 }  // namespace tzrun::store

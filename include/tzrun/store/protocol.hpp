@@ -46,9 +46,9 @@ enum class CheckResponseType : std::uint8_t { kReady = 0, kNotReady = 1 };
 enum class WaitResponseType : std::uint8_t { kStopWaiting = 0, kWaitCanceled = 1 };
 
 /// Upstream-style name of an opcode ("SET", "MULTI_GET", ...); "UNKNOWN" for other values.
-std::string_view query_name(std::uint8_t opcode) noexcept;
-inline std::string_view query_name(QueryType type) noexcept {
-  return query_name(static_cast<std::uint8_t>(type));
+std::string_view QueryName(std::uint8_t opcode) noexcept;
+inline std::string_view QueryName(QueryType type) noexcept {
+  return QueryName(static_cast<std::uint8_t>(type));
 }
 
 /// Per-request size caps. Defaults are the libuv backend's (TCPStoreLibUvBackend.cpp:

@@ -66,15 +66,15 @@ class Server {
 
   /// Binds and listens synchronously, then serves on a background thread. Throws BindError
   /// naming host:port, the OS error and a fix (e.g. a port already in use). Call once.
-  void start();
+  void Start();
   /// The bound port (the ephemeral one when options.port was 0); 0 before start().
-  [[nodiscard]] std::uint16_t port() const noexcept;
+  [[nodiscard]] std::uint16_t Port() const noexcept;
   /// The bound address as "ADDR:PORT" ("[::]:29500" for IPv6); "" before start().
-  [[nodiscard]] std::string endpoint() const;
+  [[nodiscard]] std::string Endpoint() const;
   /// Stops accepting, closes every connection and joins the I/O thread. Idempotent.
-  void stop();
-  [[nodiscard]] bool running() const noexcept;
-  [[nodiscard]] ServerStats stats() const noexcept;
+  void Stop();
+  [[nodiscard]] bool Running() const noexcept;
+  [[nodiscard]] ServerStats Stats() const noexcept;
 
  private:
   class Impl;

@@ -21,7 +21,7 @@
 namespace tzrun::store {
 
 /// The spdlog level of `level` (kWarning -> warn, kError -> err, the others by name).
-inline spdlog::level::level_enum to_spdlog_level(LogLevel level) noexcept {
+inline spdlog::level::level_enum ToSpdlogLevel(LogLevel level) noexcept {
   switch (level) {
     case LogLevel::kTrace:
       return spdlog::level::trace;
@@ -39,13 +39,13 @@ inline spdlog::level::level_enum to_spdlog_level(LogLevel level) noexcept {
 
 /// A sink logging each message at its mapped level, as "PREFIX: message" when `prefix` is not
 /// empty (e.g. "store" or "rendezvous"), else the message alone. `logger` must not be null.
-inline LogSink spdlog_sink(std::shared_ptr<spdlog::logger> logger, std::string prefix = {}) {
+inline LogSink SpdlogSink(std::shared_ptr<spdlog::logger> logger, std::string prefix = {}) {
   return [logger = std::move(logger), prefix = std::move(prefix)](LogLevel level,
                                                                   std::string_view message) {
     if (prefix.empty()) {
-      logger->log(to_spdlog_level(level), "{}", message);
+      logger->log(ToSpdlogLevel(level), "{}", message);
     } else {
-      logger->log(to_spdlog_level(level), "{}: {}", prefix, message);
+      logger->log(ToSpdlogLevel(level), "{}: {}", prefix, message);
     }
   };
 }

@@ -24,8 +24,8 @@ void CheckKeys(const Json& object, const std::vector<std::string>& valid, const 
   for (const auto& item : object.items()) {
     const std::string& key = item.key();
     if (std::find(valid.begin(), valid.end(), key) != valid.end()) continue;
-    const std::string closest = tzrun::base::closest_name(key, valid);
-    const std::string all = tzrun::base::join(valid, ", ");
+    const std::string closest = tzrun::base::ClosestName(key, valid);
+    const std::string all = tzrun::base::Join(valid, ", ");
     throw InputError(file + ": unknown key '" + key + "' in " + where + "; did you mean '" +
                      closest + "'? (valid keys: " + all + ")");
   }

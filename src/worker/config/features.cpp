@@ -133,8 +133,8 @@ const protos::FeatureConfig& Feature(const PipelineConfig& config, const std::st
   throw ConfigError("no feature '" + name + "' in feature_configs" +
                     (names.empty()
                          ? std::string()
-                         : " (did you mean '" + tzrun::base::closest_name(name, names) +
-                               "'?); defined features: " + tzrun::base::join(names, ", ")));
+                         : " (did you mean '" + tzrun::base::ClosestName(name, names) +
+                               "'?); defined features: " + tzrun::base::Join(names, ", ")));
 }
 
 }  // namespace tzrec

@@ -243,7 +243,7 @@ std::string UnknownFieldMessage(const google::protobuf::Descriptor& message,
     if (message.full_name() == entry.message) names.push_back(entry.field);
   }
   std::string text = where + ": unknown field '" + field + "' in " + message.name();
-  if (!names.empty()) text += " (did you mean '" + tzrun::base::closest_name(field, names) + "'?)";
+  if (!names.empty()) text += " (did you mean '" + tzrun::base::ClosestName(field, names) + "'?)";
   return text + "; neither TorchEasyRec nor tzrec_train has it";
 }
 

@@ -36,7 +36,7 @@ void ValidateId(const protos::IdFeature& f, const std::string& path) {
   Require(set.size() == 1,
           path + ": " +
               (set.empty() ? std::string("no table size")
-                           : "both " + tzrun::base::join(set, " and ") + " are set") +
+                           : "both " + tzrun::base::Join(set, " and ") + " are set") +
               " (feature '" + f.feature_name() +
               "'); set exactly one of hash_bucket_size, num_buckets, vocab_list");
   std::set<std::string> vocab;

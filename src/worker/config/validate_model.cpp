@@ -44,7 +44,7 @@ class ModelChecks {
     Require(it != groups_.end(), path + ": feature group '" + name +
                                      "' is not defined in model_config.feature_groups" +
                                      Suggest(name, group_names_) +
-                                     "; defined groups: " + tzrun::base::join(group_names_, ", "));
+                                     "; defined groups: " + tzrun::base::Join(group_names_, ", "));
     return *it->second;
   }
   const protos::FeatureConfig& F(const std::string& name) { return *features_.at(name); }

@@ -15,7 +15,7 @@ inline void Require(bool ok, const std::string& message) {
 
 inline std::string Suggest(const std::string& name, const std::vector<std::string>& names) {
   if (names.empty()) return "";
-  return " (did you mean '" + tzrun::base::closest_name(name, names) + "'?)";
+  return " (did you mean '" + tzrun::base::ClosestName(name, names) + "'?)";
 }
 
 void ValidateModel(const PipelineConfig& config);

@@ -114,7 +114,7 @@ LrScheduleOptions DenseScheduleFromConfig(const protos::DenseOptimizer& o) {
 }
 
 void PrintConfigWarnings(const std::vector<std::string>& warnings) {
-  const auto env = tzrun::base::environ_map();
+  const auto env = tzrun::base::EnvironMap();
   const auto rank = env.find("RANK");
   if (rank != env.end() && rank->second != "0") return;
   for (const std::string& w : warnings) std::cerr << "tzrec_train: warning: " << w << "\n";

@@ -24,7 +24,7 @@ using tzrun::agent::ColorMode;
 using tzrun::agent::ConsoleSink;
 using tzrun::agent::LogDir;
 using tzrun::agent::LogDirError;
-using tzrun::agent::make_prefix;
+using tzrun::agent::MakePrefix;
 using tzrun::agent::TeeRouter;
 
 namespace {
@@ -40,7 +40,7 @@ class TempDir {
     std::error_code ec;
     fs::remove_all(path_, ec);
   }
-  const fs::path& path() const { return path_; }
+  const fs::path& Path() const { return path_; }
 
  private:
   fs::path path_;
@@ -51,13 +51,13 @@ class MemFile {
  public:
   MemFile() : f_(std::tmpfile()) {}
   ~MemFile() { std::fclose(f_); }
-  int fd() const { return fileno(f_); }
-  std::string contents() const {
+  int Fd() const { return fileno(f_); }
+  std::string Contents() const {
     std::string out;
     char buf[65536];
     off_t off = 0;
     while (true) {
-      const ssize_t n = ::pread(fd(), buf, sizeof(buf), off);
+      const ssize_t n = ::pread(Fd(), buf, sizeof(buf), off);
       if (n <= 0) break;
       out.append(buf, static_cast<std::size_t>(n));
       off += n;
@@ -88,7 +88,7 @@ class EnvGuard {
   std::optional<std::string> old_;
 };
 
-std::string read_all(int fd) {
+std::string ReadAll(int fd) {
   std::string out;
   char buf[65536];
   while (true) {
@@ -100,7 +100,7 @@ std::string read_all(int fd) {
   return out;
 }
 
-std::vector<std::string> split_lines(const std::string& s) {
+std::vector<std::string> SplitLines(const std::string& s) {
   std::vector<std::string> lines;
   std::size_t pos = 0;
   while (pos < s.size()) {
@@ -121,91 +121,91 @@ std::vector<std::string> split_lines(const std::string& s) {
 
 TEST(LogDir, LayoutMatchesTorchrunDefaultLogsSpecs) {
   TempDir tmp;
-  const auto base = tmp.path() / "logs";  // does not exist yet: created like torchrun
-  const LogDir d = LogDir::create(base.string(), "myrun");
-  EXPECT_FALSE(d.disabled());
-  const fs::path run(d.run_dir());
+  const auto base = tmp.Path() / "logs";  // does not exist yet: created like torchrun
+  const LogDir d = LogDir::Create(base.string(), "myrun");
+  EXPECT_FALSE(d.Disabled());
+  const fs::path run(d.RunDir());
   EXPECT_TRUE(run.is_absolute());
   EXPECT_EQ(run.parent_path(), base);
   EXPECT_TRUE(std::regex_match(run.filename().string(), std::regex("myrun_[a-z0-9_]{8}"))) << run;
   EXPECT_TRUE(fs::is_directory(run));
   EXPECT_EQ(fs::status(run).permissions() & fs::perms::all, fs::perms::owner_all);  // mkdtemp
 
-  EXPECT_EQ(d.attempt_dir(2), d.run_dir() + "/attempt_2");
-  EXPECT_EQ(d.rank_dir(2, 11), d.run_dir() + "/attempt_2/11");
-  EXPECT_EQ(d.stdout_path(0, 1), d.run_dir() + "/attempt_0/1/stdout.log");
-  EXPECT_EQ(d.stderr_path(0, 1), d.run_dir() + "/attempt_0/1/stderr.log");
-  EXPECT_EQ(d.error_file(3, 10), d.run_dir() + "/attempt_3/10/error.json");
+  EXPECT_EQ(d.AttemptDir(2), d.RunDir() + "/attempt_2");
+  EXPECT_EQ(d.RankDir(2, 11), d.RunDir() + "/attempt_2/11");
+  EXPECT_EQ(d.StdoutPath(0, 1), d.RunDir() + "/attempt_0/1/stdout.log");
+  EXPECT_EQ(d.StderrPath(0, 1), d.RunDir() + "/attempt_0/1/stderr.log");
+  EXPECT_EQ(d.ErrorFile(3, 10), d.RunDir() + "/attempt_3/10/error.json");
 
-  d.reset_attempt(0, 12);
-  for (int r = 0; r < 12; ++r) EXPECT_TRUE(fs::is_directory(d.rank_dir(0, r))) << r;
-  EXPECT_FALSE(fs::exists(d.rank_dir(0, 12)));
+  d.ResetAttempt(0, 12);
+  for (int r = 0; r < 12; ++r) EXPECT_TRUE(fs::is_directory(d.RankDir(0, r))) << r;
+  EXPECT_FALSE(fs::exists(d.RankDir(0, 12)));
   // Only directories: log files appear when the agent opens them, error.json when the
   // worker writes it.
-  EXPECT_TRUE(fs::is_empty(d.rank_dir(0, 0)));
+  EXPECT_TRUE(fs::is_empty(d.RankDir(0, 0)));
 }
 
 TEST(LogDir, TwoAgentsGetDistinctRunDirs) {
   TempDir tmp;
-  const LogDir a = LogDir::create(tmp.path().string(), "none");
-  const LogDir b = LogDir::create(tmp.path().string(), "none");
-  EXPECT_NE(a.run_dir(), b.run_dir());
+  const LogDir a = LogDir::Create(tmp.Path().string(), "none");
+  const LogDir b = LogDir::Create(tmp.Path().string(), "none");
+  EXPECT_NE(a.RunDir(), b.RunDir());
 }
 
 TEST(LogDir, ResetWipesARepeatedAttemptOnly) {
   TempDir tmp;
-  const LogDir d = LogDir::create(tmp.path().string(), "r");
-  d.reset_attempt(0, 2);
-  std::ofstream(d.stdout_path(0, 1)) << "old";
-  std::ofstream(d.attempt_dir(0) + "/stray.txt") << "old";
-  d.reset_attempt(1, 2);
-  std::ofstream(d.stdout_path(1, 0)) << "attempt1";
-  d.reset_attempt(0, 3);  // repeated attempt number (membership-change restart)
-  EXPECT_FALSE(fs::exists(d.stdout_path(0, 1)));
-  EXPECT_FALSE(fs::exists(d.attempt_dir(0) + "/stray.txt"));
-  EXPECT_TRUE(fs::is_directory(d.rank_dir(0, 2)));
-  EXPECT_TRUE(fs::exists(d.stdout_path(1, 0)));  // other attempts untouched
+  const LogDir d = LogDir::Create(tmp.Path().string(), "r");
+  d.ResetAttempt(0, 2);
+  std::ofstream(d.StdoutPath(0, 1)) << "old";
+  std::ofstream(d.AttemptDir(0) + "/stray.txt") << "old";
+  d.ResetAttempt(1, 2);
+  std::ofstream(d.StdoutPath(1, 0)) << "attempt1";
+  d.ResetAttempt(0, 3);  // repeated attempt number (membership-change restart)
+  EXPECT_FALSE(fs::exists(d.StdoutPath(0, 1)));
+  EXPECT_FALSE(fs::exists(d.AttemptDir(0) + "/stray.txt"));
+  EXPECT_TRUE(fs::is_directory(d.RankDir(0, 2)));
+  EXPECT_TRUE(fs::exists(d.StdoutPath(1, 0)));  // other attempts untouched
 }
 
 TEST(LogDir, DefaultBaseIsATorchelasticTempDir) {
   TempDir tmp;
   EnvGuard g("TMPDIR");
-  ::setenv("TMPDIR", tmp.path().c_str(), 1);
-  const LogDir d = LogDir::create(std::nullopt, "job");
-  const fs::path run(d.run_dir());
-  EXPECT_EQ(run.parent_path().parent_path(), tmp.path());
+  ::setenv("TMPDIR", tmp.Path().c_str(), 1);
+  const LogDir d = LogDir::Create(std::nullopt, "job");
+  const fs::path run(d.RunDir());
+  EXPECT_EQ(run.parent_path().parent_path(), tmp.Path());
   EXPECT_TRUE(std::regex_match(run.parent_path().filename().string(),
                                std::regex("torchelastic_[a-z0-9_]{8}")))
       << run;
   EXPECT_TRUE(std::regex_match(run.filename().string(), std::regex("job_[a-z0-9_]{8}")));
   // An empty --log-dir behaves like an absent one (Python: `if not log_dir`).
-  const LogDir e = LogDir::create(std::string(), "job");
-  EXPECT_EQ(fs::path(e.run_dir()).parent_path().parent_path(), tmp.path());
+  const LogDir e = LogDir::Create(std::string(), "job");
+  EXPECT_EQ(fs::path(e.RunDir()).parent_path().parent_path(), tmp.Path());
 }
 
 TEST(LogDir, RelativeBaseGivesAbsolutePaths) {
   TempDir tmp;
   const auto old = fs::current_path();
-  fs::current_path(tmp.path());
-  const LogDir d = LogDir::create(std::string("rel/logs"), "x");
+  fs::current_path(tmp.Path());
+  const LogDir d = LogDir::Create(std::string("rel/logs"), "x");
   fs::current_path(old);
-  EXPECT_TRUE(fs::path(d.run_dir()).is_absolute());
-  EXPECT_EQ(fs::path(d.run_dir()).parent_path(), tmp.path() / "rel" / "logs");
+  EXPECT_TRUE(fs::path(d.RunDir()).is_absolute());
+  EXPECT_EQ(fs::path(d.RunDir()).parent_path(), tmp.Path() / "rel" / "logs");
 }
 
 TEST(LogDir, SlashInRunIdDoesNotNestDirectories) {
   TempDir tmp;
-  const LogDir d = LogDir::create(tmp.path().string(), "a/b");
-  EXPECT_EQ(fs::path(d.run_dir()).parent_path(), tmp.path());
-  EXPECT_EQ(fs::path(d.run_dir()).filename().string().rfind("a_b_", 0), 0u);
+  const LogDir d = LogDir::Create(tmp.Path().string(), "a/b");
+  EXPECT_EQ(fs::path(d.RunDir()).parent_path(), tmp.Path());
+  EXPECT_EQ(fs::path(d.RunDir()).filename().string().rfind("a_b_", 0), 0u);
 }
 
 TEST(LogDir, BaseThatIsAFileIsRejectedWithAClearMessage) {
   TempDir tmp;
-  const auto file = tmp.path() / "afile";
+  const auto file = tmp.Path() / "afile";
   std::ofstream(file) << "x";
   try {
-    (void)LogDir::create(file.string(), "r");
+    (void)LogDir::Create(file.string(), "r");
     FAIL() << "expected LogDirError";
   } catch (const LogDirError& e) {
     EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
@@ -215,20 +215,20 @@ TEST(LogDir, BaseThatIsAFileIsRejectedWithAClearMessage) {
 
 TEST(LogDir, UncreatableBaseThrows) {
   TempDir tmp;
-  const auto file = tmp.path() / "afile";
+  const auto file = tmp.Path() / "afile";
   std::ofstream(file) << "x";
-  EXPECT_THROW((void)LogDir::create((file / "sub").string(), "r"), LogDirError);
+  EXPECT_THROW((void)LogDir::Create((file / "sub").string(), "r"), LogDirError);
 }
 
 TEST(LogDir, DevNullDisablesEverything) {
-  const LogDir d = LogDir::create(std::string("/dev/null"), "r");
-  EXPECT_TRUE(d.disabled());
-  EXPECT_EQ(d.run_dir(), "/dev/null");
-  EXPECT_EQ(d.attempt_dir(0), "/dev/null");
-  EXPECT_EQ(d.stdout_path(0, 0), "/dev/null");
-  EXPECT_EQ(d.stderr_path(1, 3), "/dev/null");
-  EXPECT_EQ(d.error_file(0, 0), "");  // torchrun exports TORCHELASTIC_ERROR_FILE=""
-  EXPECT_NO_THROW(d.reset_attempt(0, 4));
+  const LogDir d = LogDir::Create(std::string("/dev/null"), "r");
+  EXPECT_TRUE(d.Disabled());
+  EXPECT_EQ(d.RunDir(), "/dev/null");
+  EXPECT_EQ(d.AttemptDir(0), "/dev/null");
+  EXPECT_EQ(d.StdoutPath(0, 0), "/dev/null");
+  EXPECT_EQ(d.StderrPath(1, 3), "/dev/null");
+  EXPECT_EQ(d.ErrorFile(0, 0), "");  // torchrun exports TORCHELASTIC_ERROR_FILE=""
+  EXPECT_NO_THROW(d.ResetAttempt(0, 4));
   EXPECT_TRUE(fs::is_character_file("/dev/null"));
 }
 
@@ -243,14 +243,14 @@ const std::string kConsoleAfterFinish = kConsoleBeforeFinish + "[p]:last\n";
 TEST(TeeRouter, AnyTwoWaySplitGivesTheSameLines) {
   for (std::size_t cut = 0; cut <= kInput.size(); ++cut) {
     MemFile console, file;
-    ConsoleSink sink(console.fd(), console.fd(), ColorMode::kNever);
-    TeeRouter t(sink, "[p]:", 1, file.fd(), true, 0);
-    t.feed(std::string_view(kInput).substr(0, cut));
-    t.feed(std::string_view(kInput).substr(cut));
-    EXPECT_EQ(console.contents(), kConsoleBeforeFinish) << "cut at " << cut;
-    t.finish();
-    EXPECT_EQ(console.contents(), kConsoleAfterFinish) << "cut at " << cut;
-    EXPECT_EQ(file.contents(), kInput) << "cut at " << cut;
+    ConsoleSink sink(console.Fd(), console.Fd(), ColorMode::kNever);
+    TeeRouter t(sink, "[p]:", 1, file.Fd(), true, 0);
+    t.Feed(std::string_view(kInput).substr(0, cut));
+    t.Feed(std::string_view(kInput).substr(cut));
+    EXPECT_EQ(console.Contents(), kConsoleBeforeFinish) << "cut at " << cut;
+    t.Finish();
+    EXPECT_EQ(console.Contents(), kConsoleAfterFinish) << "cut at " << cut;
+    EXPECT_EQ(file.Contents(), kInput) << "cut at " << cut;
   }
 }
 
@@ -258,71 +258,71 @@ TEST(TeeRouter, ByteByByteAndRandomChunks) {
   std::mt19937 gen(42);
   for (int round = 0; round < 50; ++round) {
     MemFile console, file;
-    ConsoleSink sink(console.fd(), console.fd(), ColorMode::kNever);
-    TeeRouter t(sink, "[p]:", 2, file.fd(), true, 0);
+    ConsoleSink sink(console.Fd(), console.Fd(), ColorMode::kNever);
+    TeeRouter t(sink, "[p]:", 2, file.Fd(), true, 0);
     std::size_t pos = 0;
     while (pos < kInput.size()) {
       const std::size_t n = round == 0 ? 1 : std::uniform_int_distribution<std::size_t>(0, 5)(gen);
-      t.feed(std::string_view(kInput).substr(pos, n));
+      t.Feed(std::string_view(kInput).substr(pos, n));
       pos += n;
     }
-    t.finish();
-    t.finish();  // idempotent
-    EXPECT_EQ(console.contents(), kConsoleAfterFinish) << "round " << round;
-    EXPECT_EQ(file.contents(), kInput);
+    t.Finish();
+    t.Finish();  // idempotent
+    EXPECT_EQ(console.Contents(), kConsoleAfterFinish) << "round " << round;
+    EXPECT_EQ(file.Contents(), kInput);
   }
 }
 
 TEST(TeeRouter, StreamSelectsTheConsoleFd) {
   MemFile out, err;
-  ConsoleSink sink(out.fd(), err.fd(), ColorMode::kNever);
+  ConsoleSink sink(out.Fd(), err.Fd(), ColorMode::kNever);
   TeeRouter o(sink, "[o]:", 1, -1, true, 0);
   TeeRouter e(sink, "[e]:", 2, -1, true, 0);
-  o.feed("x\n");
-  e.feed("y\n");
-  EXPECT_EQ(out.contents(), "[o]:x\n");
-  EXPECT_EQ(err.contents(), "[e]:y\n");
+  o.Feed("x\n");
+  e.Feed("y\n");
+  EXPECT_EQ(out.Contents(), "[o]:x\n");
+  EXPECT_EQ(err.Contents(), "[e]:y\n");
 }
 
 TEST(TeeRouter, NotToConsoleOnlyWritesTheFile) {
   MemFile console, file;
-  ConsoleSink sink(console.fd(), console.fd(), ColorMode::kNever);
-  TeeRouter t(sink, "[p]:", 1, file.fd(), false, 0);
-  t.feed(kInput);
-  t.finish();
-  EXPECT_EQ(console.contents(), "");
-  EXPECT_EQ(file.contents(), kInput);
+  ConsoleSink sink(console.Fd(), console.Fd(), ColorMode::kNever);
+  TeeRouter t(sink, "[p]:", 1, file.Fd(), false, 0);
+  t.Feed(kInput);
+  t.Finish();
+  EXPECT_EQ(console.Contents(), "");
+  EXPECT_EQ(file.Contents(), kInput);
 }
 
 TEST(TeeRouter, BinaryBytesPassThroughUnchanged) {
   MemFile console, file;
-  ConsoleSink sink(console.fd(), console.fd(), ColorMode::kNever);
-  TeeRouter t(sink, "", 1, file.fd(), true, 0);
+  ConsoleSink sink(console.Fd(), console.Fd(), ColorMode::kNever);
+  TeeRouter t(sink, "", 1, file.Fd(), true, 0);
   std::string bytes;
   for (int i = 0; i < 256; ++i) bytes += static_cast<char>(i);
-  t.feed(bytes);
-  t.finish();
-  EXPECT_EQ(file.contents(), bytes);
+  t.Feed(bytes);
+  t.Finish();
+  EXPECT_EQ(file.Contents(), bytes);
   // The console gets the same bytes (no prefix) plus a newline for the unterminated tail.
-  EXPECT_EQ(console.contents(), bytes + "\n");
+  EXPECT_EQ(console.Contents(), bytes + "\n");
 }
 
 TEST(TeeRouter, LongLinesAreFlushedInChunks) {
   MemFile console, file;
-  ConsoleSink sink(console.fd(), console.fd(), ColorMode::kNever);
-  TeeRouter t(sink, "[p]:", 1, file.fd(), true, 0);
+  ConsoleSink sink(console.Fd(), console.Fd(), ColorMode::kNever);
+  TeeRouter t(sink, "[p]:", 1, file.Fd(), true, 0);
   const std::size_t total = 3 * TeeRouter::kMaxLine + 1000;
   std::string line;
   for (std::size_t i = 0; i < total; ++i) line += static_cast<char>('a' + i % 26);
   for (std::size_t pos = 0; pos < total; pos += 1000) {
-    t.feed(std::string_view(line).substr(pos, 1000));
+    t.Feed(std::string_view(line).substr(pos, 1000));
   }
   // Three full chunks already on the console although no newline arrived yet.
-  auto lines = split_lines(console.contents());
+  auto lines = SplitLines(console.Contents());
   ASSERT_EQ(lines.size(), 3u);
   for (const auto& l : lines) EXPECT_EQ(l.size(), 4 + TeeRouter::kMaxLine);
-  t.feed("\nnext\n");
-  lines = split_lines(console.contents());
+  t.Feed("\nnext\n");
+  lines = SplitLines(console.Contents());
   ASSERT_EQ(lines.size(), 5u);
   std::string rebuilt;
   for (std::size_t i = 0; i < 4; ++i) {
@@ -331,16 +331,16 @@ TEST(TeeRouter, LongLinesAreFlushedInChunks) {
   }
   EXPECT_EQ(rebuilt, line);
   EXPECT_EQ(lines[4], "[p]:next");
-  EXPECT_EQ(file.contents(), line + "\nnext\n");
+  EXPECT_EQ(file.Contents(), line + "\nnext\n");
 }
 
 TEST(TeeRouter, LongLineInOneFeedIsChunkedToo) {
   MemFile console;
-  ConsoleSink sink(console.fd(), console.fd(), ColorMode::kNever);
+  ConsoleSink sink(console.Fd(), console.Fd(), ColorMode::kNever);
   TeeRouter t(sink, "", 1, -1, true, 0);
   const std::string line(2 * TeeRouter::kMaxLine + 5, 'z');
-  t.feed(line + "\n");
-  const auto lines = split_lines(console.contents());
+  t.Feed(line + "\n");
+  const auto lines = SplitLines(console.Contents());
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0].size(), TeeRouter::kMaxLine);
   EXPECT_EQ(lines[1].size(), TeeRouter::kMaxLine);
@@ -349,13 +349,13 @@ TEST(TeeRouter, LongLineInOneFeedIsChunkedToo) {
 
 TEST(TeeRouter, ChunksDoNotSplitUtf8Characters) {
   MemFile console;
-  ConsoleSink sink(console.fd(), console.fd(), ColorMode::kNever);
+  ConsoleSink sink(console.Fd(), console.Fd(), ColorMode::kNever);
   TeeRouter t(sink, "", 1, -1, true, 0);
   std::string line;
   while (line.size() < 2 * TeeRouter::kMaxLine + 100) line += "\xe2\x82\xac";  // U+20AC
-  t.feed(line);
-  t.finish();
-  const auto lines = split_lines(console.contents());
+  t.Feed(line);
+  t.Finish();
+  const auto lines = SplitLines(console.Contents());
   ASSERT_GE(lines.size(), 3u);
   std::string rebuilt;
   for (const auto& l : lines) {
@@ -368,16 +368,16 @@ TEST(TeeRouter, ChunksDoNotSplitUtf8Characters) {
 
 TEST(TeeRouter, FileWriteFailureKeepsTheConsoleGoing) {
   MemFile console;
-  ConsoleSink sink(console.fd(), console.fd(), ColorMode::kNever);
+  ConsoleSink sink(console.Fd(), console.Fd(), ColorMode::kNever);
   const int ro = ::open("/dev/null", O_RDONLY | O_CLOEXEC);  // write() fails with EBADF
   ASSERT_GE(ro, 0);
   TeeRouter t(sink, "[p]:", 1, ro, true, 0);
-  EXPECT_TRUE(t.file_error().empty());
-  t.feed("one\n");
-  EXPECT_FALSE(t.file_error().empty());
-  EXPECT_NE(t.file_error().find("--log-dir"), std::string::npos) << t.file_error();
-  t.feed("two\n");
-  EXPECT_EQ(console.contents(), "[p]:one\n[p]:two\n");
+  EXPECT_TRUE(t.FileError().empty());
+  t.Feed("one\n");
+  EXPECT_FALSE(t.FileError().empty());
+  EXPECT_NE(t.FileError().find("--log-dir"), std::string::npos) << t.FileError();
+  t.Feed("two\n");
+  EXPECT_EQ(console.Contents(), "[p]:one\n[p]:two\n");
   ::close(ro);
 }
 
@@ -387,7 +387,7 @@ TEST(ConsoleSink, ConcurrentLongLinesNeverInterleave) {
   int p[2];
   ASSERT_EQ(::pipe(p), 0);
   std::string received;
-  std::thread reader([&] { received = read_all(p[0]); });
+  std::thread reader([&] { received = ReadAll(p[0]); });
 
   constexpr int kThreads = 8;
   constexpr int kLinesPerThread = 60;
@@ -402,9 +402,9 @@ TEST(ConsoleSink, ConcurrentLongLinesNeverInterleave) {
           const std::string body(3000 + (i * 977 + t * 131) % 17000, static_cast<char>('a' + t));
           if (i % 3 == 0) {
             std::vector<std::string_view> batch = {body, body};
-            sink.write_lines(1 + i % 2, prefix, batch, t);
+            sink.WriteLines(1 + i % 2, prefix, batch, t);
           } else {
-            sink.write_line(1 + i % 2, prefix, body, t);
+            sink.WriteLine(1 + i % 2, prefix, body, t);
           }
         }
       });
@@ -415,7 +415,7 @@ TEST(ConsoleSink, ConcurrentLongLinesNeverInterleave) {
   reader.join();
   ::close(p[0]);
 
-  const auto lines = split_lines(received);
+  const auto lines = SplitLines(received);
   std::vector<int> count(kThreads, 0);
   for (const auto& l : lines) {
     ASSERT_GE(l.size(), 5u);
@@ -448,13 +448,13 @@ TEST(ConsoleSink, NonBlockingFullPipeWaitsInsteadOfDropping) {
   std::string received;
   std::thread reader([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    received = read_all(p[0]);
+    received = ReadAll(p[0]);
   });
   const std::string body(100000, 'x');  // needs many partial writes on top of EAGAIN
   {
     ConsoleSink sink(p[1], p[1], ColorMode::kNever);
-    sink.write_line(1, "[r]:", body, 0);
-    EXPECT_EQ(sink.dropped_lines(), 0u);
+    sink.WriteLine(1, "[r]:", body, 0);
+    EXPECT_EQ(sink.DroppedLines(), 0u);
   }
   ::close(p[1]);
   reader.join();
@@ -470,12 +470,12 @@ TEST(ConsoleSink, NoEscapeCodesOnPipes) {
   ASSERT_EQ(::pipe(p), 0);
   {
     ConsoleSink sink(p[1], p[1]);
-    EXPECT_FALSE(sink.colored(1));
-    EXPECT_FALSE(sink.colored(2));
-    sink.write_line(1, "[default0]:", "hello", 0);
+    EXPECT_FALSE(sink.Colored(1));
+    EXPECT_FALSE(sink.Colored(2));
+    sink.WriteLine(1, "[default0]:", "hello", 0);
   }
   ::close(p[1]);
-  EXPECT_EQ(read_all(p[0]), "[default0]:hello\n");
+  EXPECT_EQ(ReadAll(p[0]), "[default0]:hello\n");
   ::close(p[0]);
 }
 
@@ -497,7 +497,7 @@ struct Pty {
     if (slave >= 0) ::close(slave);
     if (master >= 0) ::close(master);
   }
-  std::string read_some() const {
+  std::string ReadSome() const {
     char buf[4096];
     const ssize_t n = ::read(master, buf, sizeof(buf));
     return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
@@ -513,33 +513,33 @@ TEST(ConsoleSink, ColourOnTerminalsUnlessNoColor) {
   ::unsetenv("NO_COLOR");
   {
     ConsoleSink sink(pty.slave, pty.slave);
-    EXPECT_TRUE(sink.colored(1));
-    sink.write_line(1, "[default0]:", "hi", 0);
-    const std::string got = pty.read_some();
+    EXPECT_TRUE(sink.Colored(1));
+    sink.WriteLine(1, "[default0]:", "hi", 0);
+    const std::string got = pty.ReadSome();
     EXPECT_NE(got.find("\x1b["), std::string::npos);
     EXPECT_NE(got.find("[default0]:"), std::string::npos);
     EXPECT_NE(got.find("\x1b[0mhi"), std::string::npos) << "only the prefix is coloured";
   }
   ::setenv("NO_COLOR", "", 1);  // empty => ignored (no-color.org)
-  EXPECT_TRUE(ConsoleSink(pty.slave, pty.slave).colored(1));
+  EXPECT_TRUE(ConsoleSink(pty.slave, pty.slave).Colored(1));
 
   ::setenv("NO_COLOR", "1", 1);
   {
     ConsoleSink sink(pty.slave, pty.slave);
-    EXPECT_FALSE(sink.colored(1));
-    EXPECT_FALSE(sink.colored(2));
-    sink.write_line(2, "[default0]:", "hi", 0);
-    EXPECT_EQ(pty.read_some(), "[default0]:hi\n");
+    EXPECT_FALSE(sink.Colored(1));
+    EXPECT_FALSE(sink.Colored(2));
+    sink.WriteLine(2, "[default0]:", "hi", 0);
+    EXPECT_EQ(pty.ReadSome(), "[default0]:hi\n");
   }
-  EXPECT_FALSE(ConsoleSink(pty.slave, pty.slave, ColorMode::kNever).colored(1));
+  EXPECT_FALSE(ConsoleSink(pty.slave, pty.slave, ColorMode::kNever).Colored(1));
 }
 
 TEST(ConsoleSink, AlwaysModeGivesDistinctColoursPerRank) {
   MemFile out;
-  ConsoleSink sink(out.fd(), out.fd(), ColorMode::kAlways);
-  sink.write_line(1, "[a]:", "x", 0);
-  sink.write_line(1, "[b]:", "y", 1);
-  const auto lines = split_lines(out.contents());
+  ConsoleSink sink(out.Fd(), out.Fd(), ColorMode::kAlways);
+  sink.WriteLine(1, "[a]:", "x", 0);
+  sink.WriteLine(1, "[b]:", "y", 1);
+  const auto lines = SplitLines(out.Contents());
   ASSERT_EQ(lines.size(), 2u);
   const auto code0 = lines[0].substr(0, lines[0].find('m'));
   const auto code1 = lines[1].substr(0, lines[1].find('m'));
@@ -558,9 +558,9 @@ TEST(ConsoleSink, ClosedConsoleDropsLinesInsteadOfFailing) {
   ::close(p[0]);
   {
     ConsoleSink sink(p[1], p[1], ColorMode::kNever);
-    sink.write_line(1, "", "lost", 0);
-    sink.write_lines(1, "", {"a", "b"}, 0);
-    EXPECT_EQ(sink.dropped_lines(), 3u);
+    sink.WriteLine(1, "", "lost", 0);
+    sink.WriteLines(1, "", {"a", "b"}, 0);
+    EXPECT_EQ(sink.DroppedLines(), 3u);
   }
   ::close(p[1]);
   ::sigaction(SIGPIPE, &old, nullptr);
@@ -569,9 +569,9 @@ TEST(ConsoleSink, ClosedConsoleDropsLinesInsteadOfFailing) {
 // ------------------------------------------------------------------ make_prefix
 
 TEST(MakePrefix, DefaultsToRoleAndLocalRank) {
-  EXPECT_EQ(make_prefix("", "default", 0, 0), "[default0]:");
-  EXPECT_EQ(make_prefix("", "trainer", 3, 13), "[trainer3]:");
-  EXPECT_EQ(make_prefix("", "default", 11, 27), "[default11]:");
+  EXPECT_EQ(MakePrefix("", "default", 0, 0), "[default0]:");
+  EXPECT_EQ(MakePrefix("", "trainer", 3, 13), "[trainer3]:");
+  EXPECT_EQ(MakePrefix("", "default", 11, 27), "[default11]:");
 }
 
 TEST(MakePrefix, TemplateFollowsPythonSafeSubstitute) {
@@ -593,6 +593,6 @@ TEST(MakePrefix, TemplateFollowsPythonSafeSubstitute) {
       {"${}", "${}"},
   };
   for (const auto& [tmpl, want] : cases) {
-    EXPECT_EQ(make_prefix(tmpl, "trainer", 3, 13), want) << "template " << tmpl;
+    EXPECT_EQ(MakePrefix(tmpl, "trainer", 3, 13), want) << "template " << tmpl;
   }
 }

@@ -20,7 +20,7 @@ TEST(RendezvousOptions, StaticFromLaunchConfig) {
   cfg.master_addr = "[fe80::1]";
   cfg.master_port = 4000;
   cfg.rdzv_conf = {{"timeout", "12"}, {"read_timeout", "5"}};
-  auto s = static_options(cfg);
+  auto s = StaticOptions(cfg);
   EXPECT_EQ(s.master_addr, "fe80::1");
   EXPECT_EQ(s.master_port, 4000);
   EXPECT_EQ(s.nnodes, 3);
@@ -28,8 +28,8 @@ TEST(RendezvousOptions, StaticFromLaunchConfig) {
   EXPECT_EQ(s.timeout, 12s);
   EXPECT_EQ(s.read_timeout, 5s);
   cfg.rdzv_endpoint = "node0:5000";
-  EXPECT_EQ(static_options(cfg).master_addr, "node0");
-  EXPECT_EQ(static_options(cfg).master_port, 5000);
+  EXPECT_EQ(StaticOptions(cfg).master_addr, "node0");
+  EXPECT_EQ(StaticOptions(cfg).master_port, 5000);
 }
 
 TEST(RendezvousOptions, DynamicFromLaunchConfig) {
@@ -42,7 +42,7 @@ TEST(RendezvousOptions, DynamicFromLaunchConfig) {
   d.rdzv_conf = {{"join_timeout", "7"},        {"last_call_timeout", "1.5"},
                  {"keep_alive_interval", "2"}, {"keep_alive_max_attempt", "4"},
                  {"is_host", "false"},         {"read_timeout", "9"}};
-  auto o = dynamic_options(d, "me");
+  auto o = DynamicOptions(d, "me");
   EXPECT_EQ(o.endpoint, (Endpoint{"head", 29400}));
   EXPECT_EQ(o.join_timeout, 7s);
   EXPECT_EQ(o.last_call_timeout, 1500ms);
@@ -55,49 +55,49 @@ TEST(RendezvousOptions, DynamicFromLaunchConfig) {
   EXPECT_EQ(o.local_addr, "me");
 
   d.rdzv_conf = {{"store_type", "file"}};
-  EXPECT_THROW((void)dynamic_options(d, "me"), ConfigError);
+  EXPECT_THROW((void)DynamicOptions(d, "me"), ConfigError);
   d.rdzv_conf = {};
   d.rdzv_backend = "etcd-v2";
-  EXPECT_THROW((void)rendezvous::make_handler(handler_params(d, "me"), {}), ConfigError);
+  EXPECT_THROW((void)rendezvous::MakeHandler(HandlerParams(d, "me"), {}), ConfigError);
 }
 
 TEST(RendezvousOptions, HandlerParamsPickTheBackend) {
   LaunchConfig cfg;
   cfg.rdzv_id = "job";
-  auto p = handler_params(cfg, "me");
+  auto p = HandlerParams(cfg, "me");
   EXPECT_EQ(p.backend, "static");
   EXPECT_EQ(p.static_options.run_id, "job");
   cfg.standalone = true;
-  p = handler_params(cfg, "me");
+  p = HandlerParams(cfg, "me");
   EXPECT_EQ(p.backend, "c10d");
   EXPECT_EQ(p.dynamic_options.local_addr, "me");
-  EXPECT_TRUE(is_dynamic(cfg));
+  EXPECT_TRUE(IsDynamic(cfg));
 }
 
 TEST(RendezvousOptions, TopologyIsAUsageError) {
   LaunchConfig cfg;
   cfg.nproc_per_node = 0;
   try {
-    validate_topology(cfg);
+    ValidateTopology(cfg);
     FAIL() << "expected an AgentError";
   } catch (const AgentError& e) {
-    EXPECT_EQ(e.exit_code(), exit_code::kUsage);
+    EXPECT_EQ(e.ExitCode(), exit_code::kUsage);
   }
   cfg.nproc_per_node = 1;
   cfg.max_nodes = 2;
   cfg.node_rank = 2;
-  EXPECT_THROW(validate_topology(cfg), AgentError);
+  EXPECT_THROW(ValidateTopology(cfg), AgentError);
   cfg.rdzv_backend = "c10d";  // c10d assigns node ranks itself
-  EXPECT_NO_THROW(validate_topology(cfg));
+  EXPECT_NO_THROW(ValidateTopology(cfg));
 }
 
 TEST(RendezvousOptions, ErrorsCarryTheirExitCodes) {
-  EXPECT_EQ(ConfigError("x").exit_code(), exit_code::kUsage);
-  EXPECT_EQ(rendezvous::RendezvousTimeoutError("x").exit_code(), exit_code::kInfrastructure);
-  EXPECT_EQ(rendezvous::RendezvousGracefulExit("x").exit_code(), 0);
-  EXPECT_EQ(rendezvous::RendezvousClosedError("x").exit_code(), exit_code::kInfrastructure);
-  EXPECT_FALSE(rendezvous::RendezvousClosedError("x").closer_exit_code());
-  EXPECT_EQ(rendezvous::RendezvousClosedError("x", 7).exit_code(), 7);
+  EXPECT_EQ(ConfigError("x").ExitCode(), exit_code::kUsage);
+  EXPECT_EQ(rendezvous::RendezvousTimeoutError("x").ExitCode(), exit_code::kInfrastructure);
+  EXPECT_EQ(rendezvous::RendezvousGracefulExit("x").ExitCode(), 0);
+  EXPECT_EQ(rendezvous::RendezvousClosedError("x").ExitCode(), exit_code::kInfrastructure);
+  EXPECT_FALSE(rendezvous::RendezvousClosedError("x").CloserExitCode());
+  EXPECT_EQ(rendezvous::RendezvousClosedError("x", 7).ExitCode(), 7);
 }
 
 }  // namespace

@@ -18,19 +18,19 @@
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-using tzrun::agent::copy_root_error_file;
-using tzrun::agent::format_failure_log_message;
-using tzrun::agent::format_failure_report;
+using tzrun::agent::CopyRootErrorFile;
+using tzrun::agent::FormatFailureLogMessage;
+using tzrun::agent::FormatFailureReport;
 using tzrun::agent::RankOutcome;
-using tzrun::agent::read_error_file;
+using tzrun::agent::ReadErrorFile;
 using tzrun::agent::ReportError;
 using tzrun::agent::RunSummary;
-using tzrun::agent::select_root_cause;
-using tzrun::agent::signal_name;
-using tzrun::agent::summary_to_json;
-using tzrun::agent::tzrun_exit_code;
+using tzrun::agent::SelectRootCause;
+using tzrun::agent::SignalName;
+using tzrun::agent::SummaryToJson;
+using tzrun::agent::TzrunExitCode;
 using tzrun::agent::WorkerFailure;
-using tzrun::agent::write_summary_json;
+using tzrun::agent::WriteSummaryJson;
 
 namespace {
 
@@ -44,8 +44,8 @@ class TempDir {
     std::error_code ec;
     fs::remove_all(path_, ec);
   }
-  const fs::path& path() const { return path_; }
-  std::string file(const std::string& name, const std::string& content) const {
+  const fs::path& Path() const { return path_; }
+  std::string File(const std::string& name, const std::string& content) const {
     const auto p = path_ / name;
     std::ofstream(p, std::ios::binary) << content;
     return p.string();
@@ -55,14 +55,14 @@ class TempDir {
   fs::path path_;
 };
 
-std::string slurp(const fs::path& p) {
+std::string Slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
 }
 
-std::chrono::system_clock::time_point at(long long unix_seconds, int ms = 0) {
+std::chrono::system_clock::time_point At(long long unix_seconds, int ms = 0) {
   return std::chrono::system_clock::time_point(std::chrono::seconds(unix_seconds) +
                                                std::chrono::milliseconds(ms));
 }
@@ -106,7 +106,7 @@ const std::string kRecordErrorJson =
 // torchrun --nproc-per-node=1 fail_sig.py, where the worker SIGKILLs itself. Note the
 // border width 53 = the longest line (the traceback line), not 60.
 TEST_F(Report, GoldenSignalFailure) {
-  const std::vector<WorkerFailure> f = {{0, 0, 6140, 0, SIGKILL, "", at(1795975286, 700)}};
+  const std::vector<WorkerFailure> f = {{0, 0, 6140, 0, SIGKILL, "", At(1795975286, 700)}};
   const std::string want =
       "=====================================================\n"
       "fail_sig.py FAILED\n"
@@ -125,15 +125,15 @@ TEST_F(Report, GoldenSignalFailure) {
       "=====================================================\n"
       "tzrun: root cause is rank 0 (local_rank: 0, pid: 6140), killed by signal 9 (SIGKILL); "
       "exit code 137\n";
-  EXPECT_EQ(format_failure_report("fail_sig.py", f, 0, "localhost"), want);
+  EXPECT_EQ(FormatFailureReport("fail_sig.py", f, 0, "localhost"), want);
 }
 
 // torchrun --nproc-per-node=2 fail_exit.py: rank 1 exits 3, rank 0 is then SIGTERMed by
 // the agent and recorded as a second failure (index = detection order).
 TEST_F(Report, GoldenExitCodeFailureWithOtherFailures) {
   const std::vector<WorkerFailure> f = {
-      {1, 1, 6119, 3, 0, "/nonexistent/error.json", at(1795975282, 100)},
-      {0, 0, 6118, 0, SIGTERM, "", at(1795975282, 300)},
+      {1, 1, 6119, 3, 0, "/nonexistent/error.json", At(1795975282, 100)},
+      {0, 0, 6118, 0, SIGTERM, "", At(1795975282, 300)},
   };
   const std::string want =
       "============================================================\n"
@@ -159,16 +159,16 @@ TEST_F(Report, GoldenExitCodeFailureWithOtherFailures) {
       "https://pytorch.org/docs/stable/elastic/errors.html\n"
       "============================================================\n"
       "tzrun: root cause is rank 1 (local_rank: 1, pid: 6119), exited with code 3; exit code 3\n";
-  EXPECT_EQ(select_root_cause(f), 0u);
-  EXPECT_EQ(format_failure_report("fail_exit.py", f, 0, "localhost"), want);
+  EXPECT_EQ(SelectRootCause(f), 0u);
+  EXPECT_EQ(FormatFailureReport("fail_exit.py", f, 0, "localhost"), want);
 }
 
 // torchrun --nproc-per-node=2 -t 3 fail_record.py with @record: the report shows the
 // worker's Python traceback from its error file, indented by two spaces, and the error
 // file's timestamp (not the detection time).
 TEST_F(Report, GoldenRecordedPythonException) {
-  const std::string ef = tmp_.file("error.json", kRecordErrorJson);
-  const std::vector<WorkerFailure> f = {{1, 1, 5986, 1, 0, ef, at(1795975279, 900)}};
+  const std::string ef = tmp_.File("error.json", kRecordErrorJson);
+  const std::vector<WorkerFailure> f = {{1, 1, 5986, 1, 0, ef, At(1795975279, 900)}};
   const std::string want =
       "============================================================\n"
       "fail_record.py FAILED\n"
@@ -196,28 +196,28 @@ TEST_F(Report, GoldenRecordedPythonException) {
       "  \n"
       "============================================================\n"
       "tzrun: root cause is rank 1 (local_rank: 1, pid: 5986), exited with code 1; exit code 1\n";
-  EXPECT_EQ(format_failure_report("fail_record.py", f, 0, "localhost"), want);
+  EXPECT_EQ(FormatFailureReport("fail_record.py", f, 0, "localhost"), want);
 }
 
 TEST_F(Report, BorderWidthFollowsTitleAndCapsAt60) {
-  const std::vector<WorkerFailure> f = {{0, 0, 1, 0, SIGKILL, "", at(0)}};
+  const std::vector<WorkerFailure> f = {{0, 0, 1, 0, SIGKILL, "", At(0)}};
   // Longest block line: "  traceback : Signal 9 (SIGKILL) received by PID 1" (50 chars).
   auto first_line = [](const std::string& s) { return s.substr(0, s.find('\n')); };
-  EXPECT_EQ(first_line(format_failure_report("a", f, 0, "h")), std::string(50, '='));
+  EXPECT_EQ(first_line(FormatFailureReport("a", f, 0, "h")), std::string(50, '='));
   const std::string name55(48, 'x');  // title = 48 + " FAILED" = 55 chars
-  EXPECT_EQ(first_line(format_failure_report(name55, f, 0, "h")), std::string(55, '='));
+  EXPECT_EQ(first_line(FormatFailureReport(name55, f, 0, "h")), std::string(55, '='));
   const std::string name80(80, 'y');
-  EXPECT_EQ(first_line(format_failure_report(name80, f, 0, "h")), std::string(60, '='));
+  EXPECT_EQ(first_line(FormatFailureReport(name80, f, 0, "h")), std::string(60, '='));
   // Width counts characters, not UTF-8 bytes.
   const std::string wide = std::string(45, 'z') + "\xc3\xa9\xc3\xa9\xc3\xa9";  // 48 chars
-  EXPECT_EQ(first_line(format_failure_report(wide, f, 0, "h")), std::string(55, '='));
+  EXPECT_EQ(first_line(FormatFailureReport(wide, f, 0, "h")), std::string(55, '='));
 }
 
 TEST_F(Report, PlainErrorFileMessageIsShown) {
   const std::string ef =
-      tmp_.file("e.json", R"({"message": "CUDA OOM on device 3\nsecond line", "timestamp": 5})");
-  const std::vector<WorkerFailure> f = {{2, 7, 42, 12, 0, ef, at(100)}};
-  const std::string r = format_failure_report("train", f, 0, "h");
+      tmp_.File("e.json", R"({"message": "CUDA OOM on device 3\nsecond line", "timestamp": 5})");
+  const std::vector<WorkerFailure> f = {{2, 7, 42, 12, 0, ef, At(100)}};
+  const std::string r = FormatFailureReport("train", f, 0, "h");
   EXPECT_NE(r.find("  traceback : CUDA OOM on device 3\n  second line\n"), std::string::npos) << r;
   EXPECT_NE(r.find("  error_file: " + ef + "\n"), std::string::npos);
   EXPECT_NE(r.find("  time      : 1970-01-01_00:00:05\n"), std::string::npos) << r;
@@ -226,29 +226,29 @@ TEST_F(Report, PlainErrorFileMessageIsShown) {
 }
 
 TEST_F(Report, SignalledWorkerWithErrorFileShowsItsTraceback) {
-  const std::string ef = tmp_.file("e.json", kRecordErrorJson);
-  const std::vector<WorkerFailure> f = {{0, 0, 9, 0, SIGABRT, ef, at(1795975279)}};
-  const std::string r = format_failure_report("t.py", f, 0, "h");
+  const std::string ef = tmp_.File("e.json", kRecordErrorJson);
+  const std::vector<WorkerFailure> f = {{0, 0, 9, 0, SIGABRT, ef, At(1795975279)}};
+  const std::string r = FormatFailureReport("t.py", f, 0, "h");
   EXPECT_NE(r.find("  exitcode  : -6 (pid: 9)\n"), std::string::npos) << r;
   EXPECT_NE(r.find("ValueError: boom on rank 1"), std::string::npos);
   EXPECT_NE(r.find("killed by signal 6 (SIGABRT); exit code 134\n"), std::string::npos) << r;
 }
 
 TEST_F(Report, MalformedErrorFileIsReportedNotFatal) {
-  const std::string ef = tmp_.file("e.json", "{not json");
-  const std::vector<WorkerFailure> f = {{0, 0, 9, 1, 0, ef, at(10)}};
-  const std::string r = format_failure_report("t.py", f, 0, "h");
+  const std::string ef = tmp_.File("e.json", "{not json");
+  const std::vector<WorkerFailure> f = {{0, 0, 9, 1, 0, ef, At(10)}};
+  const std::string r = FormatFailureReport("t.py", f, 0, "h");
   EXPECT_NE(r.find("could not be parsed"), std::string::npos) << r;
   EXPECT_NE(r.find("  error_file: " + ef + "\n"), std::string::npos);
 }
 
 TEST_F(Report, FailureLogMessageMatchesTorchrun) {
-  const WorkerFailure f{1, 1, 5986, 1, 0, "", at(0)};
+  const WorkerFailure f{1, 1, 5986, 1, 0, "", At(0)};
   EXPECT_EQ(
-      format_failure_log_message(f, "/work/main/.venv/bin/python"),
+      FormatFailureLogMessage(f, "/work/main/.venv/bin/python"),
       "failed (exitcode: 1) local_rank: 1 (pid: 5986) of binary: /work/main/.venv/bin/python");
-  const WorkerFailure s{0, 0, 6140, 0, SIGKILL, "", at(0)};
-  EXPECT_EQ(format_failure_log_message(s, "x"),
+  const WorkerFailure s{0, 0, 6140, 0, SIGKILL, "", At(0)};
+  EXPECT_EQ(FormatFailureLogMessage(s, "x"),
             "failed (exitcode: -9) local_rank: 0 (pid: 6140) of binary: x");
 }
 
@@ -257,35 +257,35 @@ TEST_F(Report, FailureLogMessageMatchesTorchrun) {
 TEST_F(Report, RootCauseIsTheEarliestTimestamp) {
   // Rank 0 was observed first, but rank 1's error file says it failed earlier.
   const std::string ef =
-      tmp_.file("e.json", R"({"message": {"message": "E", "extraInfo": {"timestamp": "1000"}}})");
+      tmp_.File("e.json", R"({"message": {"message": "E", "extraInfo": {"timestamp": "1000"}}})");
   std::vector<WorkerFailure> f = {
-      {0, 0, 1, 1, 0, "", at(1005)},
-      {1, 1, 2, 1, 0, ef, at(1006)},
+      {0, 0, 1, 1, 0, "", At(1005)},
+      {1, 1, 2, 1, 0, ef, At(1006)},
   };
-  EXPECT_EQ(select_root_cause(f), 1u);
+  EXPECT_EQ(SelectRootCause(f), 1u);
   f[1].error_file.clear();
-  EXPECT_EQ(select_root_cause(f), 0u);
+  EXPECT_EQ(SelectRootCause(f), 0u);
   f[1].time = f[0].time;  // tie => first in order
-  EXPECT_EQ(select_root_cause(f), 0u);
-  f[1].time = at(1004);
-  EXPECT_EQ(select_root_cause(f), 1u);
+  EXPECT_EQ(SelectRootCause(f), 0u);
+  f[1].time = At(1004);
+  EXPECT_EQ(SelectRootCause(f), 1u);
 }
 
 TEST(ReportHelpers, SignalNamesAndExitCodes) {
-  EXPECT_EQ(signal_name(SIGKILL), "SIGKILL");
-  EXPECT_EQ(signal_name(SIGTERM), "SIGTERM");
-  EXPECT_EQ(signal_name(SIGSEGV), "SIGSEGV");
-  EXPECT_EQ(signal_name(SIGABRT), "SIGABRT");
-  EXPECT_EQ(signal_name(0), "<N/A>");
-  EXPECT_EQ(signal_name(1000), "<N/A>");
-  EXPECT_EQ(tzrun_exit_code({0, 0, 1, 0, SIGKILL, "", {}}), 137);
-  EXPECT_EQ(tzrun_exit_code({0, 0, 1, 85, 0, "", {}}), 85);
+  EXPECT_EQ(SignalName(SIGKILL), "SIGKILL");
+  EXPECT_EQ(SignalName(SIGTERM), "SIGTERM");
+  EXPECT_EQ(SignalName(SIGSEGV), "SIGSEGV");
+  EXPECT_EQ(SignalName(SIGABRT), "SIGABRT");
+  EXPECT_EQ(SignalName(0), "<N/A>");
+  EXPECT_EQ(SignalName(1000), "<N/A>");
+  EXPECT_EQ(TzrunExitCode({0, 0, 1, 0, SIGKILL, "", {}}), 137);
+  EXPECT_EQ(TzrunExitCode({0, 0, 1, 85, 0, "", {}}), 85);
 }
 
 // ------------------------------------------------------------------ error files
 
 TEST_F(Report, ReadsTorchelasticForm) {
-  const auto info = read_error_file(tmp_.file("e.json", kRecordErrorJson));
+  const auto info = ReadErrorFile(tmp_.File("e.json", kRecordErrorJson));
   ASSERT_TRUE(info);
   EXPECT_EQ(info->message, "ValueError: boom on rank 1");
   EXPECT_EQ(info->traceback.rfind("Traceback (most recent call last):\n", 0), 0u);
@@ -295,35 +295,35 @@ TEST_F(Report, ReadsTorchelasticForm) {
 }
 
 TEST_F(Report, ReadsPlainForm) {
-  auto info = read_error_file(tmp_.file("a.json", R"({"message": "disk full", "timestamp": 17})"));
+  auto info = ReadErrorFile(tmp_.File("a.json", R"({"message": "disk full", "timestamp": 17})"));
   ASSERT_TRUE(info);
   EXPECT_EQ(info->message, "disk full");
   EXPECT_TRUE(info->traceback.empty());
   ASSERT_TRUE(info->timestamp);
   EXPECT_DOUBLE_EQ(*info->timestamp, 17.0);
 
-  info = read_error_file(tmp_.file("b.json", R"({"message": "no time"})"));
+  info = ReadErrorFile(tmp_.File("b.json", R"({"message": "no time"})"));
   ASSERT_TRUE(info);
   EXPECT_EQ(info->message, "no time");
   EXPECT_FALSE(info->timestamp);
 
-  info = read_error_file(tmp_.file("c.json", R"({"message": "x", "timestamp": "12.5"})"));
+  info = ReadErrorFile(tmp_.File("c.json", R"({"message": "x", "timestamp": "12.5"})"));
   ASSERT_TRUE(info && info->timestamp);
   EXPECT_DOUBLE_EQ(*info->timestamp, 12.5);
 }
 
 TEST_F(Report, MissingOrEmptyErrorFileIsNullopt) {
-  EXPECT_FALSE(read_error_file(""));
-  EXPECT_FALSE(read_error_file((tmp_.path() / "nope.json").string()));
-  EXPECT_FALSE(read_error_file(tmp_.file("empty.json", "")));
-  EXPECT_FALSE(read_error_file(tmp_.file("blank.json", " \n")));
-  EXPECT_FALSE(read_error_file(tmp_.path().string()));  // a directory
+  EXPECT_FALSE(ReadErrorFile(""));
+  EXPECT_FALSE(ReadErrorFile((tmp_.Path() / "nope.json").string()));
+  EXPECT_FALSE(ReadErrorFile(tmp_.File("empty.json", "")));
+  EXPECT_FALSE(ReadErrorFile(tmp_.File("blank.json", " \n")));
+  EXPECT_FALSE(ReadErrorFile(tmp_.Path().string()));  // a directory
 }
 
 TEST_F(Report, GarbageErrorFileSaysItCouldNotBeParsed) {
   for (const std::string content : {"garbage", "[1,2]", R"({"msg": "x"})", R"({"message": 3})"}) {
-    const std::string p = tmp_.file("g.json", content);
-    const auto info = read_error_file(p);
+    const std::string p = tmp_.File("g.json", content);
+    const auto info = ReadErrorFile(p);
     ASSERT_TRUE(info) << content;
     EXPECT_NE(info->message.find("could not be parsed"), std::string::npos) << info->message;
     EXPECT_NE(info->message.find(p), std::string::npos) << info->message;
@@ -334,36 +334,36 @@ TEST_F(Report, GarbageErrorFileSaysItCouldNotBeParsed) {
 // ------------------------------------------------------------------ error file copy
 
 TEST_F(Report, CopyRootErrorFileAddsErrorCode) {
-  const std::string ef = tmp_.file("child.json", kRecordErrorJson);
-  const std::string dest = (tmp_.path() / "parent.json").string();
+  const std::string ef = tmp_.File("child.json", kRecordErrorJson);
+  const std::string dest = (tmp_.Path() / "parent.json").string();
   std::ofstream(dest) << "old contents";
-  ASSERT_TRUE(copy_root_error_file({1, 1, 5, 1, 0, ef, at(0)}, dest));
-  auto j = json::parse(slurp(dest));
+  ASSERT_TRUE(CopyRootErrorFile({1, 1, 5, 1, 0, ef, At(0)}, dest));
+  auto j = json::parse(Slurp(dest));
   EXPECT_EQ(j["message"]["errorCode"], 1);
   EXPECT_EQ(j["message"]["message"], "ValueError: boom on rank 1");
   EXPECT_EQ(j["message"]["extraInfo"]["timestamp"], "1795975278");
 
-  ASSERT_TRUE(copy_root_error_file({1, 1, 5, 0, SIGKILL, ef, at(0)}, dest));
-  EXPECT_EQ(json::parse(slurp(dest))["message"]["errorCode"], -9);
+  ASSERT_TRUE(CopyRootErrorFile({1, 1, 5, 0, SIGKILL, ef, At(0)}, dest));
+  EXPECT_EQ(json::parse(Slurp(dest))["message"]["errorCode"], -9);
 }
 
 TEST_F(Report, CopyRootErrorFileKeepsPlainFormAndSkipsMissing) {
-  const std::string plain = tmp_.file("p.json", R"({"message": "m", "timestamp": 3})");
-  const std::string dest = (tmp_.path() / "parent.json").string();
-  ASSERT_TRUE(copy_root_error_file({0, 0, 5, 2, 0, plain, at(0)}, dest));
-  EXPECT_EQ(json::parse(slurp(dest)), json::parse(R"({"message": "m", "timestamp": 3})"));
+  const std::string plain = tmp_.File("p.json", R"({"message": "m", "timestamp": 3})");
+  const std::string dest = (tmp_.Path() / "parent.json").string();
+  ASSERT_TRUE(CopyRootErrorFile({0, 0, 5, 2, 0, plain, At(0)}, dest));
+  EXPECT_EQ(json::parse(Slurp(dest)), json::parse(R"({"message": "m", "timestamp": 3})"));
 
-  const std::string dest2 = (tmp_.path() / "parent2.json").string();
-  EXPECT_FALSE(copy_root_error_file({0, 0, 5, 2, 0, "", at(0)}, dest2));
-  EXPECT_FALSE(copy_root_error_file({0, 0, 5, 2, 0, tmp_.file("bad.json", "{"), at(0)}, dest2));
+  const std::string dest2 = (tmp_.Path() / "parent2.json").string();
+  EXPECT_FALSE(CopyRootErrorFile({0, 0, 5, 2, 0, "", At(0)}, dest2));
+  EXPECT_FALSE(CopyRootErrorFile({0, 0, 5, 2, 0, tmp_.File("bad.json", "{"), At(0)}, dest2));
   EXPECT_FALSE(fs::exists(dest2));
-  EXPECT_FALSE(copy_root_error_file({0, 0, 5, 2, 0, plain, at(0)}, ""));
+  EXPECT_FALSE(CopyRootErrorFile({0, 0, 5, 2, 0, plain, At(0)}, ""));
 }
 
 // ------------------------------------------------------------------ summary
 
 namespace {
-RunSummary sample_summary() {
+RunSummary SampleSummary() {
   RunSummary s;
   s.run_id = "job42";
   s.outcome = "failed";
@@ -385,9 +385,9 @@ RunSummary sample_summary() {
 }  // namespace
 
 TEST_F(Report, SummaryJsonRoundTrip) {
-  const std::string path = (tmp_.path() / "summary.json").string();
-  write_summary_json(path, sample_summary());
-  const json j = json::parse(slurp(path));
+  const std::string path = (tmp_.Path() / "summary.json").string();
+  WriteSummaryJson(path, SampleSummary());
+  const json j = json::parse(Slurp(path));
   EXPECT_EQ(j["schema_version"], 1);
   EXPECT_EQ(j["tool"], "tzrun");
   EXPECT_EQ(j["run_id"], "job42");
@@ -412,14 +412,14 @@ TEST_F(Report, SummaryJsonRoundTrip) {
   EXPECT_EQ(j["attempts"][0][0]["error_message"], "E: first");
   EXPECT_EQ(j["attempts"][0][1]["signal"], 15);
   EXPECT_EQ(j["attempts"][1][0]["restarts"], 1);
-  EXPECT_EQ(slurp(path).back(), '\n');
+  EXPECT_EQ(Slurp(path).back(), '\n');
 }
 
 TEST_F(Report, SummaryWithoutRootCauseHasNulls) {
   RunSummary s;
   s.run_id = "ok";
   s.outcome = "succeeded";
-  const json j = json::parse(summary_to_json(s));
+  const json j = json::parse(SummaryToJson(s));
   EXPECT_TRUE(j["root_cause_rank"].is_null());
   EXPECT_TRUE(j["root_cause"].is_null());
   EXPECT_TRUE(j["ranks"].is_array());
@@ -427,43 +427,43 @@ TEST_F(Report, SummaryWithoutRootCauseHasNulls) {
 }
 
 TEST_F(Report, SummaryWithInvalidUtf8StillWrites) {
-  RunSummary s = sample_summary();
+  RunSummary s = SampleSummary();
   s.ranks[0].error_message = "bad \xff\xfe bytes";
-  const std::string path = (tmp_.path() / "s.json").string();
-  ASSERT_NO_THROW(write_summary_json(path, s));
-  EXPECT_TRUE(json::accept(slurp(path)));
+  const std::string path = (tmp_.Path() / "s.json").string();
+  ASSERT_NO_THROW(WriteSummaryJson(path, s));
+  EXPECT_TRUE(json::accept(Slurp(path)));
 }
 
 TEST_F(Report, SummaryReplacesAnExistingFileWhole) {
-  const std::string path = (tmp_.path() / "summary.json").string();
+  const std::string path = (tmp_.Path() / "summary.json").string();
   std::ofstream(path) << std::string(100000, 'x');  // longer than the summary
-  write_summary_json(path, sample_summary());
-  EXPECT_TRUE(json::accept(slurp(path)));
+  WriteSummaryJson(path, SampleSummary());
+  EXPECT_TRUE(json::accept(Slurp(path)));
   // Only the summary itself is left in the directory (no temp files).
-  EXPECT_EQ(std::distance(fs::directory_iterator(tmp_.path()), fs::directory_iterator()), 1);
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp_.Path()), fs::directory_iterator()), 1);
 }
 
 TEST_F(Report, SummaryWriteFailureLeavesNoPartialFile) {
   // 1. Directory does not exist: clear error, nothing created.
-  const std::string missing = (tmp_.path() / "no" / "such" / "summary.json").string();
+  const std::string missing = (tmp_.Path() / "no" / "such" / "summary.json").string();
   try {
-    write_summary_json(missing, sample_summary());
+    WriteSummaryJson(missing, SampleSummary());
     FAIL() << "expected ReportError";
   } catch (const ReportError& e) {
     EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
   }
-  EXPECT_FALSE(fs::exists(tmp_.path() / "no"));
+  EXPECT_FALSE(fs::exists(tmp_.Path() / "no"));
 
   // 2. The temp file is written, but the final rename fails (target is a non-empty
   //    directory): the temp file is removed and the target is untouched.
-  const fs::path target = tmp_.path() / "target";
+  const fs::path target = tmp_.Path() / "target";
   fs::create_directory(target);
   std::ofstream(target / "keep") << "k";
-  EXPECT_THROW(write_summary_json(target.string(), sample_summary()), ReportError);
+  EXPECT_THROW(WriteSummaryJson(target.string(), SampleSummary()), ReportError);
   EXPECT_TRUE(fs::is_directory(target));
-  EXPECT_EQ(slurp(target / "keep"), "k");
-  for (const auto& entry : fs::directory_iterator(tmp_.path())) {
+  EXPECT_EQ(Slurp(target / "keep"), "k");
+  for (const auto& entry : fs::directory_iterator(tmp_.Path())) {
     EXPECT_EQ(entry.path().filename(), "target") << "left behind: " << entry.path();
   }
-  EXPECT_THROW(write_summary_json("", sample_summary()), ReportError);
+  EXPECT_THROW(WriteSummaryJson("", SampleSummary()), ReportError);
 }

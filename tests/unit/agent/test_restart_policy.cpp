@@ -15,13 +15,13 @@ using WK = rendezvous::WatchEvent::Kind;
 
 const RestartBudget kBudget{2, 3, 1};
 
-AttemptOutcome ended(AttemptResult r) {
+AttemptOutcome Ended(AttemptResult r) {
   AttemptOutcome o;
   o.result = r;
   return o;
 }
 
-rendezvous::WatchEvent event(WK kind, std::string detail, int code = 1) {
+rendezvous::WatchEvent Event(WK kind, std::string detail, int code = 1) {
   rendezvous::WatchEvent ev;
   ev.kind = kind;
   ev.detail = std::move(detail);
@@ -29,7 +29,7 @@ rendezvous::WatchEvent event(WK kind, std::string detail, int code = 1) {
   return ev;
 }
 
-rendezvous::BarrierOutcome barrier(BK kind, std::string detail = {}, int code = 0,
+rendezvous::BarrierOutcome Barrier(BK kind, std::string detail = {}, int code = 0,
                                    bool counts = false) {
   rendezvous::BarrierOutcome b;
   b.kind = kind;
@@ -40,7 +40,7 @@ rendezvous::BarrierOutcome barrier(BK kind, std::string detail = {}, int code = 
 }
 
 TEST(RestartPolicy, SuccessWaitsForTheExitBarrierFirst) {
-  const auto a = decide(ended(AttemptResult::kSucceeded), kBudget, "trainer");
+  const auto a = Decide(Ended(AttemptResult::kSucceeded), kBudget, "trainer");
   EXPECT_EQ(a.kind, Kind::kWaitExitBarrier);
   EXPECT_EQ(a.say, Say::kInfo);
   EXPECT_EQ(a.message,
@@ -49,9 +49,9 @@ TEST(RestartPolicy, SuccessWaitsForTheExitBarrierFirst) {
 }
 
 TEST(RestartPolicy, SuccessAfterTheBarrierFinishesWithZero) {
-  auto o = ended(AttemptResult::kSucceeded);
-  o.barrier = barrier(BK::kDone);
-  const auto a = decide(o, kBudget, "default");
+  auto o = Ended(AttemptResult::kSucceeded);
+  o.barrier = Barrier(BK::kDone);
+  const auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kFinish);
   EXPECT_EQ(a.exit_code, 0);
   EXPECT_EQ(a.say, Say::kNothing);
@@ -59,9 +59,9 @@ TEST(RestartPolicy, SuccessAfterTheBarrierFinishesWithZero) {
 }
 
 TEST(RestartPolicy, BarrierTimeoutStillReportsSuccess) {
-  auto o = ended(AttemptResult::kSucceeded);
-  o.barrier = barrier(BK::kTimedOut, "timed out after 300 s");
-  const auto a = decide(o, kBudget, "default");
+  auto o = Ended(AttemptResult::kSucceeded);
+  o.barrier = Barrier(BK::kTimedOut, "timed out after 300 s");
+  const auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kFinish);
   EXPECT_EQ(a.exit_code, 0);
   EXPECT_EQ(a.say, Say::kError);
@@ -70,24 +70,24 @@ TEST(RestartPolicy, BarrierTimeoutStillReportsSuccess) {
 }
 
 TEST(RestartPolicy, BarrierRestartSpendsOnlyWhenItCountsAsAFailure) {
-  auto o = ended(AttemptResult::kSucceeded);
-  o.barrier = barrier(BK::kRestart, "node 1 failed", 0, /*counts=*/true);
-  auto a = decide(o, kBudget, "default");
+  auto o = Ended(AttemptResult::kSucceeded);
+  o.barrier = Barrier(BK::kRestart, "node 1 failed", 0, /*counts=*/true);
+  auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kRestart);
   EXPECT_TRUE(a.spend_restart);
   EXPECT_EQ(a.say, Say::kWarning);
   EXPECT_EQ(a.message,
             "[default] node 1 failed after this node finished; will restart worker group");
-  o.barrier = barrier(BK::kRestart, "a node joined", 0, /*counts=*/false);
-  a = decide(o, kBudget, "default");
+  o.barrier = Barrier(BK::kRestart, "a node joined", 0, /*counts=*/false);
+  a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kRestart);
   EXPECT_FALSE(a.spend_restart);
 }
 
 TEST(RestartPolicy, BarrierJobFailedFinishesWithTheOtherNodesCode) {
-  auto o = ended(AttemptResult::kSucceeded);
-  o.barrier = barrier(BK::kJobFailed, "node 2 failed with exit code 7", 7);
-  const auto a = decide(o, kBudget, "default");
+  auto o = Ended(AttemptResult::kSucceeded);
+  o.barrier = Barrier(BK::kJobFailed, "node 2 failed with exit code 7", 7);
+  const auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kFinish);
   EXPECT_EQ(a.exit_code, 7);
   EXPECT_EQ(a.say, Say::kStderrError);
@@ -95,29 +95,29 @@ TEST(RestartPolicy, BarrierJobFailedFinishesWithTheOtherNodesCode) {
 }
 
 TEST(RestartPolicy, BarrierStoreLost) {
-  auto o = ended(AttemptResult::kSucceeded);
-  o.barrier = barrier(BK::kStoreLost, "the rendezvous store is gone");
-  const auto a = decide(o, kBudget, "default");
+  auto o = Ended(AttemptResult::kSucceeded);
+  o.barrier = Barrier(BK::kStoreLost, "the rendezvous store is gone");
+  const auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kStoreLost);
   EXPECT_EQ(a.message, "the rendezvous store is gone");
 }
 
 TEST(RestartPolicy, FailureAsksTheRendezvousWithTheBudget) {
-  auto o = ended(AttemptResult::kFailed);
+  auto o = Ended(AttemptResult::kFailed);
   o.local_exit_code = 3;
-  auto a = decide(o, kBudget, "default");
+  auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kAskRendezvous);
   EXPECT_TRUE(a.can_restart);
-  a = decide(o, RestartBudget{0, 3, 3}, "default");
+  a = Decide(o, RestartBudget{0, 3, 3}, "default");
   EXPECT_EQ(a.kind, Kind::kAskRendezvous);
   EXPECT_FALSE(a.can_restart);
 }
 
 TEST(RestartPolicy, FailureWithRestartsLeftRestarts) {
-  auto o = ended(AttemptResult::kFailed);
+  auto o = Ended(AttemptResult::kFailed);
   o.local_exit_code = 3;
   o.verdict = rendezvous::FailureDecision{true, 0, 3};
-  const auto a = decide(o, kBudget, "default");
+  const auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kRestart);
   EXPECT_TRUE(a.spend_restart);
   EXPECT_EQ(a.say, Say::kWarning);
@@ -126,55 +126,55 @@ TEST(RestartPolicy, FailureWithRestartsLeftRestarts) {
 }
 
 TEST(RestartPolicy, FailureWithoutRestartsFinishesWithTheRootCause) {
-  auto o = ended(AttemptResult::kFailed);
+  auto o = Ended(AttemptResult::kFailed);
   o.local_exit_code = 137;
   o.verdict = rendezvous::FailureDecision{false, -1, 137};
-  const auto a = decide(o, RestartBudget{0, 0, 0}, "default");
+  const auto a = Decide(o, RestartBudget{0, 0, 0}, "default");
   EXPECT_EQ(a.kind, Kind::kFinish);
   EXPECT_EQ(a.exit_code, 137);
   EXPECT_TRUE(a.report_failure);
 }
 
 TEST(RestartPolicy, LocalCodeWinsOverTheVerdictsCode) {
-  auto o = ended(AttemptResult::kFailed);
+  auto o = Ended(AttemptResult::kFailed);
   o.local_exit_code = 5;
   o.verdict = rendezvous::FailureDecision{false, 1, 9};
-  EXPECT_EQ(decide(o, kBudget, "default").exit_code, 5);
+  EXPECT_EQ(Decide(o, kBudget, "default").exit_code, 5);
 }
 
 TEST(RestartPolicy, SignalLeavesWith128PlusN) {
-  auto o = ended(AttemptResult::kSignaled);
+  auto o = Ended(AttemptResult::kSignaled);
   o.stop_signal = SIGTERM;
-  const auto a = decide(o, kBudget, "default");
+  const auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kLeaveSignaled);
   EXPECT_EQ(a.exit_code, 128 + SIGTERM);
 }
 
 TEST(RestartPolicy, SignalDuringAFailedGroupsStopEndsTheRun) {
-  auto o = ended(AttemptResult::kFailed);
+  auto o = Ended(AttemptResult::kFailed);
   o.stop_signal = SIGINT;
   o.local_exit_code = 1;
-  EXPECT_EQ(effective_result(o), AttemptResult::kSignaled);
-  const auto a = decide(o, kBudget, "default");
+  EXPECT_EQ(EffectiveResult(o), AttemptResult::kSignaled);
+  const auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kLeaveSignaled);
   EXPECT_EQ(a.exit_code, 128 + SIGINT);
-  o = ended(AttemptResult::kPeerEvent);
+  o = Ended(AttemptResult::kPeerEvent);
   o.stop_signal = SIGHUP;
-  o.peer_event = event(WK::kMembershipChanged, "x");
-  EXPECT_EQ(decide(o, kBudget, "default").kind, Kind::kLeaveSignaled);
+  o.peer_event = Event(WK::kMembershipChanged, "x");
+  EXPECT_EQ(Decide(o, kBudget, "default").kind, Kind::kLeaveSignaled);
 }
 
 TEST(RestartPolicy, SuccessWithASignalIsStillSuccess) {
-  auto o = ended(AttemptResult::kSucceeded);
+  auto o = Ended(AttemptResult::kSucceeded);
   o.stop_signal = SIGTERM;
-  EXPECT_EQ(effective_result(o), AttemptResult::kSucceeded);
-  EXPECT_EQ(decide(o, kBudget, "default").kind, Kind::kWaitExitBarrier);
+  EXPECT_EQ(EffectiveResult(o), AttemptResult::kSucceeded);
+  EXPECT_EQ(Decide(o, kBudget, "default").kind, Kind::kWaitExitBarrier);
 }
 
 TEST(RestartPolicy, MembershipChangeUnderC10dRestartsWithoutSpending) {
-  auto o = ended(AttemptResult::kPeerEvent);
-  o.peer_event = event(WK::kMembershipChanged, "1 node(s) waiting to join");
-  const auto a = decide(o, kBudget, "default");
+  auto o = Ended(AttemptResult::kPeerEvent);
+  o.peer_event = Event(WK::kMembershipChanged, "1 node(s) waiting to join");
+  const auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kRestart);
   EXPECT_FALSE(a.spend_restart);
   EXPECT_EQ(a.say, Say::kWarning);
@@ -182,18 +182,18 @@ TEST(RestartPolicy, MembershipChangeUnderC10dRestartsWithoutSpending) {
 }
 
 TEST(RestartPolicy, PeerEventAsTheGroupSucceededIsNotLost) {
-  auto o = ended(AttemptResult::kSucceeded);
-  o.peer_event = event(WK::kMembershipChanged, "node 1 left");
-  EXPECT_EQ(effective_result(o), AttemptResult::kPeerEvent);
-  const auto a = decide(o, kBudget, "default");
+  auto o = Ended(AttemptResult::kSucceeded);
+  o.peer_event = Event(WK::kMembershipChanged, "node 1 left");
+  EXPECT_EQ(EffectiveResult(o), AttemptResult::kPeerEvent);
+  const auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kRestart);
   EXPECT_FALSE(a.spend_restart);
 }
 
 TEST(RestartPolicy, StaticRestartRequestSpendsARestart) {
-  auto o = ended(AttemptResult::kPeerEvent);
-  o.peer_event = event(WK::kRestartRequested, "node 1's workers failed");
-  const auto a = decide(o, kBudget, "default");
+  auto o = Ended(AttemptResult::kPeerEvent);
+  o.peer_event = Event(WK::kRestartRequested, "node 1's workers failed");
+  const auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kRestart);
   EXPECT_TRUE(a.spend_restart);
   EXPECT_EQ(a.message,
@@ -201,9 +201,9 @@ TEST(RestartPolicy, StaticRestartRequestSpendsARestart) {
 }
 
 TEST(RestartPolicy, RendezvousClosedByAFailedNodeFinishesWithItsCode) {
-  auto o = ended(AttemptResult::kPeerEvent);
-  o.peer_event = event(WK::kJobFailed, "the rendezvous was closed by node 0 (exit code 7)", 7);
-  const auto a = decide(o, kBudget, "default");
+  auto o = Ended(AttemptResult::kPeerEvent);
+  o.peer_event = Event(WK::kJobFailed, "the rendezvous was closed by node 0 (exit code 7)", 7);
+  const auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kFinish);
   EXPECT_EQ(a.exit_code, 7);
   EXPECT_EQ(a.say, Say::kStderrError);
@@ -211,18 +211,18 @@ TEST(RestartPolicy, RendezvousClosedByAFailedNodeFinishesWithItsCode) {
 }
 
 TEST(RestartPolicy, PeerStoreLost) {
-  auto o = ended(AttemptResult::kPeerEvent);
-  o.peer_event = event(WK::kStoreLost, "lost the store");
-  const auto a = decide(o, kBudget, "default");
+  auto o = Ended(AttemptResult::kPeerEvent);
+  o.peer_event = Event(WK::kStoreLost, "lost the store");
+  const auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kStoreLost);
   EXPECT_EQ(a.message, "lost the store");
 }
 
 TEST(RestartPolicy, SpendNeverGoesNegative) {
-  auto b = spend(RestartBudget{1, 3, 2});
+  auto b = Spend(RestartBudget{1, 3, 2});
   EXPECT_EQ(b.remaining, 0);
   EXPECT_EQ(b.local_restarts, 3);
-  b = spend(b);
+  b = Spend(b);
   EXPECT_EQ(b.remaining, 0);
   EXPECT_EQ(b.local_restarts, 4);
   EXPECT_EQ(b.max_restarts, 3);

@@ -15,21 +15,21 @@
 namespace fs = std::filesystem;
 using tzrun::ExitCode;
 using tzrun::LaunchConfig;
-using tzrun::agent::build_worker_argv;
-using tzrun::agent::build_worker_env;
-using tzrun::agent::classify_entrypoint;
+using tzrun::agent::BuildWorkerArgv;
+using tzrun::agent::BuildWorkerEnv;
+using tzrun::agent::ClassifyEntrypoint;
 using tzrun::agent::EntrypointKind;
-using tzrun::agent::needs_omp_default;
-using tzrun::agent::omp_banner_lines;
-using tzrun::agent::resolve_program;
-using tzrun::agent::substitute_local_rank;
+using tzrun::agent::NeedsOmpDefault;
+using tzrun::agent::OmpBannerLines;
+using tzrun::agent::ResolveProgram;
+using tzrun::agent::SubstituteLocalRank;
 using tzrun::agent::WorkerSetupError;
 using tzrun::agent::WorkerSpec;
 using Env = std::map<std::string, std::string>;
 
 namespace {
 
-WorkerSpec spec_for(int local_rank, int nproc, int restart = 0) {
+WorkerSpec SpecFor(int local_rank, int nproc, int restart = 0) {
   WorkerSpec s;
   s.local_rank = local_rank;
   s.global_rank = local_rank;
@@ -53,8 +53,8 @@ class TempDir {
     std::error_code ec;
     fs::remove_all(path_, ec);
   }
-  [[nodiscard]] const fs::path& path() const { return path_; }
-  fs::path write(const std::string& name, const std::string& content, bool exec) const {
+  [[nodiscard]] const fs::path& Path() const { return path_; }
+  fs::path Write(const std::string& name, const std::string& content, bool exec) const {
     fs::path p = path_ / name;
     std::ofstream(p) << content;
     ::chmod(p.c_str(), exec ? 0755 : 0644);
@@ -71,8 +71,8 @@ TEST(WorkerEnv, MatchesTorchrunStaticTwoWorkers) {
   LaunchConfig cfg;
   cfg.nproc_per_node = 2;
   const Env base{{"PATH", "/usr/bin"}, {"HOME", "/root"}, {"OMP_NUM_THREADS", "1"}};
-  auto env = build_worker_env(cfg, spec_for(1, 2), base, "127.0.0.1", 29500,
-                              "/tmp/x/none_abc/attempt_0/1/error.json");
+  auto env = BuildWorkerEnv(cfg, SpecFor(1, 2), base, "127.0.0.1", 29500,
+                            "/tmp/x/none_abc/attempt_0/1/error.json");
   const Env expected_overrides{
       {"GROUP_RANK", "0"},
       {"GROUP_WORLD_SIZE", "1"},
@@ -108,7 +108,7 @@ TEST(WorkerEnv, OverwritesInheritedPlatformRanks) {
                  {"LOCAL_RANK", "9"},
                  {"MASTER_ADDR", "10.0.0.1"},
                  {"MASTER_PORT", "1234"}};
-  auto env = build_worker_env(cfg, spec_for(2, 3), base, "127.0.0.1", 29511, "");
+  auto env = BuildWorkerEnv(cfg, SpecFor(2, 3), base, "127.0.0.1", 29511, "");
   EXPECT_EQ(env["RANK"], "2");
   EXPECT_EQ(env["WORLD_SIZE"], "3");
   EXPECT_EQ(env["LOCAL_RANK"], "2");
@@ -127,7 +127,7 @@ TEST(WorkerEnv, RoleRestartsRunIdAndAgentValues) {
   const Env base{{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"},
                  {"OMP_NUM_THREADS", "4"},
                  {"CUDA_VISIBLE_DEVICES", "3,5"}};
-  auto env = build_worker_env(cfg, spec_for(0, 2, 2), base, "h", 1, "e");
+  auto env = BuildWorkerEnv(cfg, SpecFor(0, 2, 2), base, "h", 1, "e");
   EXPECT_EQ(env["ROLE_NAME"], "trainer");
   EXPECT_EQ(env["TORCHELASTIC_MAX_RESTARTS"], "3");
   EXPECT_EQ(env["TORCHELASTIC_RESTART_COUNT"], "2");
@@ -142,19 +142,19 @@ TEST(WorkerEnv, VirtualLocalRankMapsThroughCudaVisibleDevices) {
   LaunchConfig cfg;
   cfg.nproc_per_node = 2;
   cfg.virtual_local_rank = true;
-  auto env = build_worker_env(cfg, spec_for(1, 2), {{"CUDA_VISIBLE_DEVICES", "4, 6"}}, "h", 1, "");
+  auto env = BuildWorkerEnv(cfg, SpecFor(1, 2), {{"CUDA_VISIBLE_DEVICES", "4, 6"}}, "h", 1, "");
   EXPECT_EQ(env["LOCAL_RANK"], "0");
   EXPECT_EQ(env["RANK"], "1");
   EXPECT_EQ(env["CUDA_VISIBLE_DEVICES"], "6");  // stripped, like torchrun
 
-  auto unset = build_worker_env(cfg, spec_for(1, 2), {}, "h", 1, "");
+  auto unset = BuildWorkerEnv(cfg, SpecFor(1, 2), {}, "h", 1, "");
   EXPECT_EQ(unset["CUDA_VISIBLE_DEVICES"], "1");
 
   try {
-    (void)build_worker_env(cfg, spec_for(1, 2), {{"CUDA_VISIBLE_DEVICES", "4"}}, "h", 1, "");
+    (void)BuildWorkerEnv(cfg, SpecFor(1, 2), {{"CUDA_VISIBLE_DEVICES", "4"}}, "h", 1, "");
     FAIL() << "expected WorkerSetupError";
   } catch (const WorkerSetupError& e) {
-    EXPECT_EQ(e.exit_code(), ExitCode::kUsage);
+    EXPECT_EQ(e.ExitCode(), ExitCode::kUsage);
     EXPECT_NE(std::string(e.what()).find("CUDA_VISIBLE_DEVICES=4"), std::string::npos);
   }
 }
@@ -162,11 +162,11 @@ TEST(WorkerEnv, VirtualLocalRankMapsThroughCudaVisibleDevices) {
 TEST(WorkerEnv, OmpDefaultOnlyWhenUnsetAndSeveralWorkers) {
   LaunchConfig cfg;
   cfg.nproc_per_node = 2;
-  EXPECT_TRUE(needs_omp_default(cfg, {}));
-  EXPECT_FALSE(needs_omp_default(cfg, {{"OMP_NUM_THREADS", "8"}}));
+  EXPECT_TRUE(NeedsOmpDefault(cfg, {}));
+  EXPECT_FALSE(NeedsOmpDefault(cfg, {{"OMP_NUM_THREADS", "8"}}));
   cfg.nproc_per_node = 1;
-  EXPECT_FALSE(needs_omp_default(cfg, {}));
-  auto lines = omp_banner_lines();
+  EXPECT_FALSE(NeedsOmpDefault(cfg, {}));
+  auto lines = OmpBannerLines();
   ASSERT_EQ(lines.size(), 4U);
   EXPECT_EQ(lines[0], "");
   EXPECT_EQ(lines[1], std::string(41, '*'));
@@ -178,49 +178,49 @@ TEST(WorkerEnv, OmpDefaultOnlyWhenUnsetAndSeveralWorkers) {
 }
 
 TEST(WorkerArgv, LocalRankMacroFollowsPythonTemplate) {
-  EXPECT_EQ(substitute_local_rank("${local_rank}", 3), "3");
-  EXPECT_EQ(substitute_local_rank("--out=/tmp/r$local_rank.log", 3), "--out=/tmp/r3.log");
-  EXPECT_EQ(substitute_local_rank("$$local_rank", 3), "$local_rank");
-  EXPECT_EQ(substitute_local_rank("$local_rankx", 3), "$local_rankx");
-  EXPECT_EQ(substitute_local_rank("${rank}", 3), "${rank}");
-  EXPECT_EQ(substitute_local_rank("cost $5 ${ x", 3), "cost $5 ${ x");
-  EXPECT_EQ(substitute_local_rank("a$", 1), "a$");
-  EXPECT_EQ(substitute_local_rank("${local_rank}${local_rank}", 12), "1212");
-  EXPECT_EQ(substitute_local_rank("$HOME/x", 0), "$HOME/x");
+  EXPECT_EQ(SubstituteLocalRank("${local_rank}", 3), "3");
+  EXPECT_EQ(SubstituteLocalRank("--out=/tmp/r$local_rank.log", 3), "--out=/tmp/r3.log");
+  EXPECT_EQ(SubstituteLocalRank("$$local_rank", 3), "$local_rank");
+  EXPECT_EQ(SubstituteLocalRank("$local_rankx", 3), "$local_rankx");
+  EXPECT_EQ(SubstituteLocalRank("${rank}", 3), "${rank}");
+  EXPECT_EQ(SubstituteLocalRank("cost $5 ${ x", 3), "cost $5 ${ x");
+  EXPECT_EQ(SubstituteLocalRank("a$", 1), "a$");
+  EXPECT_EQ(SubstituteLocalRank("${local_rank}${local_rank}", 12), "1212");
+  EXPECT_EQ(SubstituteLocalRank("$HOME/x", 0), "$HOME/x");
 }
 
 TEST(WorkerArgv, PythonScriptModuleAndNoPython) {
   TempDir dir;
-  auto script = dir.write("train.py", "print(1)\n", false);
+  auto script = dir.Write("train.py", "print(1)\n", false);
   LaunchConfig cfg;
   cfg.training_script = script.string();
   cfg.training_script_args = {"--lr", "0.1", "${local_rank}"};
-  EXPECT_EQ(build_worker_argv(cfg, 1, {}),
+  EXPECT_EQ(BuildWorkerArgv(cfg, 1, {}),
             (std::vector<std::string>{"python3", "-u", script.string(), "--lr", "0.1", "1"}));
-  EXPECT_EQ(build_worker_argv(cfg, 0, {{"PYTHON_EXEC", "/opt/py/bin/python"}}).front(),
+  EXPECT_EQ(BuildWorkerArgv(cfg, 0, {{"PYTHON_EXEC", "/opt/py/bin/python"}}).front(),
             "/opt/py/bin/python");
 
   LaunchConfig mod;
   mod.module = true;
   mod.training_script = "pkg.train";  // not a file: fine for -m
-  EXPECT_EQ(build_worker_argv(mod, 0, {}),
+  EXPECT_EQ(BuildWorkerArgv(mod, 0, {}),
             (std::vector<std::string>{"python3", "-u", "-m", "pkg.train"}));
 
   LaunchConfig direct;
   direct.no_python = true;
   direct.training_script = "env";
   direct.training_script_args = {"r${local_rank}"};
-  EXPECT_EQ(build_worker_argv(direct, 2, {}), (std::vector<std::string>{"env", "r2"}));
+  EXPECT_EQ(BuildWorkerArgv(direct, 2, {}), (std::vector<std::string>{"env", "r2"}));
 }
 
 TEST(WorkerArgv, MissingScriptIsAUsageErrorNamingIt) {
   LaunchConfig cfg;
   cfg.training_script = "/nonexistent/dir/train.py";
   try {
-    (void)build_worker_argv(cfg, 0, {});
+    (void)BuildWorkerArgv(cfg, 0, {});
     FAIL() << "expected WorkerSetupError";
   } catch (const WorkerSetupError& e) {
-    EXPECT_EQ(e.exit_code(), ExitCode::kUsage);
+    EXPECT_EQ(e.ExitCode(), ExitCode::kUsage);
     EXPECT_NE(std::string(e.what()).find("/nonexistent/dir/train.py"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("does not exist"), std::string::npos);
   }
@@ -229,67 +229,67 @@ TEST(WorkerArgv, MissingScriptIsAUsageErrorNamingIt) {
 TEST(WorkerArgv, ClassifiesExecutableNonPythonFiles) {
   TempDir dir;
   LaunchConfig cfg;
-  cfg.training_script = dir.write("run.sh", "#!/bin/sh\necho hi\n", true).string();
-  EXPECT_EQ(classify_entrypoint(cfg), EntrypointKind::kDirect);
-  EXPECT_EQ(build_worker_argv(cfg, 0, {}).front(), cfg.training_script);
+  cfg.training_script = dir.Write("run.sh", "#!/bin/sh\necho hi\n", true).string();
+  EXPECT_EQ(ClassifyEntrypoint(cfg), EntrypointKind::kDirect);
+  EXPECT_EQ(BuildWorkerArgv(cfg, 0, {}).front(), cfg.training_script);
 
-  cfg.training_script = dir.write("tool", "#!/usr/bin/env python3\nprint(1)\n", true).string();
-  EXPECT_EQ(classify_entrypoint(cfg), EntrypointKind::kPython);
+  cfg.training_script = dir.Write("tool", "#!/usr/bin/env python3\nprint(1)\n", true).string();
+  EXPECT_EQ(ClassifyEntrypoint(cfg), EntrypointKind::kPython);
 
-  cfg.training_script = dir.write("x.py", "#!/bin/sh\n", true).string();  // .py => python
-  EXPECT_EQ(classify_entrypoint(cfg), EntrypointKind::kPython);
+  cfg.training_script = dir.Write("x.py", "#!/bin/sh\n", true).string();  // .py => python
+  EXPECT_EQ(ClassifyEntrypoint(cfg), EntrypointKind::kPython);
 
-  cfg.training_script = dir.write("noexec", "#!/bin/sh\n", false).string();
-  EXPECT_EQ(classify_entrypoint(cfg), EntrypointKind::kPython);
+  cfg.training_script = dir.Write("noexec", "#!/bin/sh\n", false).string();
+  EXPECT_EQ(ClassifyEntrypoint(cfg), EntrypointKind::kPython);
 
   cfg.training_script = "/bin/true";  // an ELF binary
-  EXPECT_EQ(classify_entrypoint(cfg), EntrypointKind::kDirect);
+  EXPECT_EQ(ClassifyEntrypoint(cfg), EntrypointKind::kDirect);
 
-  cfg.training_script = dir.write("plain", "print(1)\n", true).string();  // no #!, not ELF
-  EXPECT_EQ(classify_entrypoint(cfg), EntrypointKind::kPython);
+  cfg.training_script = dir.Write("plain", "print(1)\n", true).string();  // no #!, not ELF
+  EXPECT_EQ(ClassifyEntrypoint(cfg), EntrypointKind::kPython);
 }
 
 TEST(ResolveProgram, SearchesPathAndReportsNotFoundAndNotExecutable) {
   TempDir dir;
-  dir.write("tool", "#!/bin/sh\n", true);
-  dir.write("data", "x", false);
-  const Env env{{"PATH", "/nonexistent:" + dir.path().string()}};
-  EXPECT_EQ(resolve_program("tool", env), (dir.path() / "tool").string());
-  EXPECT_EQ(resolve_program("/bin/sh", env), "/bin/sh");
+  dir.Write("tool", "#!/bin/sh\n", true);
+  dir.Write("data", "x", false);
+  const Env env{{"PATH", "/nonexistent:" + dir.Path().string()}};
+  EXPECT_EQ(ResolveProgram("tool", env), (dir.Path() / "tool").string());
+  EXPECT_EQ(ResolveProgram("/bin/sh", env), "/bin/sh");
   try {
-    (void)resolve_program("no-such-tool-xyz", env);
+    (void)ResolveProgram("no-such-tool-xyz", env);
     FAIL();
   } catch (const WorkerSetupError& e) {
-    EXPECT_EQ(e.exit_code(), ExitCode::kNotFound);
+    EXPECT_EQ(e.ExitCode(), ExitCode::kNotFound);
     EXPECT_NE(std::string(e.what()).find("no-such-tool-xyz"), std::string::npos);
   }
   try {
-    (void)resolve_program("data", env);
+    (void)ResolveProgram("data", env);
     FAIL();
   } catch (const WorkerSetupError& e) {
-    EXPECT_EQ(e.exit_code(), ExitCode::kNotExecutable);
+    EXPECT_EQ(e.ExitCode(), ExitCode::kNotExecutable);
   }
   try {
-    (void)resolve_program((dir.path() / "data").string(), env);
+    (void)ResolveProgram((dir.Path() / "data").string(), env);
     FAIL();
   } catch (const WorkerSetupError& e) {
-    EXPECT_EQ(e.exit_code(), ExitCode::kNotExecutable);
+    EXPECT_EQ(e.ExitCode(), ExitCode::kNotExecutable);
   }
 }
 
 TEST(WorkerArgv, BareProgramNameOnPathIsClassifiedByItsContent) {
   TempDir dir;
-  dir.write("tzrec_like_tool", "#!/bin/sh\necho hi\n", true);
-  dir.write("py_tool", "#!/usr/bin/env python3\nprint(1)\n", true);
+  dir.Write("tzrec_like_tool", "#!/bin/sh\necho hi\n", true);
+  dir.Write("py_tool", "#!/usr/bin/env python3\nprint(1)\n", true);
   const char* old = std::getenv("PATH");
   const std::string saved = old != nullptr ? old : "";
-  ::setenv("PATH", (dir.path().string() + ":" + saved).c_str(), 1);
+  ::setenv("PATH", (dir.Path().string() + ":" + saved).c_str(), 1);
   LaunchConfig cfg;
   cfg.training_script = "tzrec_like_tool";  // not a file in the cwd: found on PATH, not Python
-  EXPECT_EQ(classify_entrypoint(cfg), EntrypointKind::kDirect);
+  EXPECT_EQ(ClassifyEntrypoint(cfg), EntrypointKind::kDirect);
   cfg.training_script = "py_tool";  // a Python script on PATH still runs through Python
-  EXPECT_EQ(classify_entrypoint(cfg), EntrypointKind::kPython);
+  EXPECT_EQ(ClassifyEntrypoint(cfg), EntrypointKind::kPython);
   cfg.training_script = "surely_not_on_path_xyz";
-  EXPECT_EQ(classify_entrypoint(cfg), EntrypointKind::kPython);
+  EXPECT_EQ(ClassifyEntrypoint(cfg), EntrypointKind::kPython);
   ::setenv("PATH", saved.c_str(), 1);
 }

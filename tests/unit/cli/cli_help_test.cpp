@@ -22,7 +22,7 @@ using namespace cli_test;  // NOLINT(google-build-using-namespace)
 TEST(CliHelp, ShapeAndPrecedence) {
   for (const Args& args : {Args{"-h"}, Args{"--help"}, Args{"--he"}, Args{"--foo", "-h"},
                            Args{"-mh"}, Args{"--nnodes", "2", "--help", "x.py"}}) {
-    const auto out = run(args);
+    const auto out = RunCli(args);
     ASSERT_EQ(out.kind, ParseOutcome::Kind::kHelp);
     const auto& t = out.text;
     EXPECT_THAT(
@@ -42,15 +42,15 @@ TEST(CliHelp, ShapeAndPrecedence) {
     EXPECT_EQ(t.back(), '\n');
   }
   // argparse converts values as it goes: an earlier bad value wins over -h.
-  EXPECT_THAT(error_of({"--max-restarts", "x", "-h"}), HasSubstr("invalid int value"));
-  EXPECT_THAT(error_of({"--help=1"}),
+  EXPECT_THAT(ErrorOf({"--max-restarts", "x", "-h"}), HasSubstr("invalid int value"));
+  EXPECT_THAT(ErrorOf({"--help=1"}),
               HasSubstr("argument -h/--help: ignored explicit argument '1'"));
   // -h after the script belongs to the script.
-  EXPECT_EQ(run({"x.py", "-h"}).kind, ParseOutcome::Kind::kRun);
+  EXPECT_EQ(RunCli({"x.py", "-h"}).kind, ParseOutcome::Kind::kRun);
 }
 
 TEST(CliHelp, WrapsToColumns) {
-  const auto t = run({"--help"}, {{"COLUMNS", "100"}}).text;
+  const auto t = RunCli({"--help"}, {{"COLUMNS", "100"}}).text;
   std::size_t longest_help_line = 0;
   std::size_t start = 0;
   while (start < t.size()) {
@@ -62,18 +62,18 @@ TEST(CliHelp, WrapsToColumns) {
   }
   EXPECT_LE(longest_help_line, 98U);
   EXPECT_GT(longest_help_line, 78U);
-  EXPECT_NE(help_text(100), help_text(80));
+  EXPECT_NE(HelpText(100), HelpText(80));
 }
 
 TEST(CliVersion, PrintsProjectVersion) {
   for (const Args& args :
        {Args{"-V"}, Args{"--version"}, Args{"--vers"}, Args{"--nnodes", "2", "-V", "x.py"}}) {
-    const auto out = run(args);
+    const auto out = RunCli(args);
     ASSERT_EQ(out.kind, ParseOutcome::Kind::kVersion);
     EXPECT_TRUE(std::regex_match(
         out.text, std::regex(R"(tzrun \d+\.\d+\.\d+ \(torchrun 2\.11 compatible\)\n)")))
         << out.text;
-    EXPECT_EQ(out.text, version_string() + "\n");
+    EXPECT_EQ(out.text, VersionString() + "\n");
   }
 }
 }  // namespace

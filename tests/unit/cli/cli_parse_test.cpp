@@ -23,7 +23,7 @@ using namespace cli_test;  // NOLINT(google-build-using-namespace)
 // ---------------------------------------------------------------- defaults
 
 TEST(CliDefaults, MatchTorchrun) {
-  const auto c = cfg({"train.py"});
+  const auto c = Cfg({"train.py"});
   EXPECT_EQ(c.min_nodes, 1);
   EXPECT_EQ(c.max_nodes, 1);
   EXPECT_EQ(c.nproc_per_node_spec, "1");
@@ -77,7 +77,7 @@ struct ValueCase {
   std::function<void(const LaunchConfig&)> check;
 };
 
-std::vector<ValueCase> value_cases() {
+std::vector<ValueCase> ValueCases() {
   return {
       {"--nnodes", "2:4",
        [](const LaunchConfig& c) {
@@ -144,8 +144,8 @@ std::vector<ValueCase> value_cases() {
 }
 
 // The table entry whose spellings include `spelling` (nullptr if none).
-const detail::OptionSpec* table_option(const std::string& spelling) {
-  for (const auto& spec : detail::options()) {
+const detail::OptionSpec* TableOption(const std::string& spelling) {
+  for (const auto& spec : detail::Options()) {
     if (std::find(spec.strings.begin(), spec.strings.end(), spelling) != spec.strings.end()) {
       return &spec;
     }
@@ -154,21 +154,21 @@ const detail::OptionSpec* table_option(const std::string& spelling) {
 }
 
 TEST(CliOptions, EveryValueOptionInEverySpellingAndForm) {
-  const auto cases = value_cases();
-  for (const auto& spec : detail::options()) {
+  const auto cases = ValueCases();
+  for (const auto& spec : detail::Options()) {
     if (spec.arity != detail::Arity::kValue) continue;
     const auto vc = std::find_if(cases.begin(), cases.end(), [&](const ValueCase& c) {
       return std::find(spec.strings.begin(), spec.strings.end(), c.dash) != spec.strings.end();
     });
-    ASSERT_NE(vc, cases.end()) << spec.display() << " has no case in value_cases()";
+    ASSERT_NE(vc, cases.end()) << spec.Display() << " has no case in value_cases()";
     for (const auto& s : spec.strings) {
       SCOPED_TRACE(s);
-      vc->check(cfg({s, vc->value, "train.py"}));
-      vc->check(cfg({s + "=" + vc->value, "train.py"}));
+      vc->check(Cfg({s, vc->value, "train.py"}));
+      vc->check(Cfg({s + "=" + vc->value, "train.py"}));
     }
   }
   for (const auto& vc : cases) {
-    const auto* spec = table_option(vc.dash);
+    const auto* spec = TableOption(vc.dash);
     ASSERT_NE(spec, nullptr) << vc.dash << " is not an option of the table";
     EXPECT_EQ(spec->arity, detail::Arity::kValue) << vc.dash;
   }
@@ -185,139 +185,139 @@ TEST(CliOptions, EveryFlagInEverySpelling) {
       {"dry_run", &LaunchConfig::dry_run},
   };
   int flags = 0;
-  for (const auto& spec : detail::options()) {
+  for (const auto& spec : detail::Options()) {
     if (spec.arity != detail::Arity::kFlag) continue;
     ++flags;
     const auto field = fields.find(spec.dest);
-    ASSERT_NE(field, fields.end()) << spec.display() << " has no field in this test";
+    ASSERT_NE(field, fields.end()) << spec.Display() << " has no field in this test";
     for (const auto& spelling : spec.strings) {
       SCOPED_TRACE(spelling);
-      EXPECT_TRUE(cfg({spelling, "train.py"}).*field->second);
-      EXPECT_FALSE(cfg({"train.py"}).*field->second);
+      EXPECT_TRUE(Cfg({spelling, "train.py"}).*field->second);
+      EXPECT_FALSE(Cfg({"train.py"}).*field->second);
     }
   }
   EXPECT_EQ(flags, static_cast<int>(fields.size())) << "a field above names no flag of the table";
 }
 
 TEST(CliOptions, ShortOptionForms) {
-  EXPECT_EQ(cfg({"-r", "3", "x.py"}).redirects.all, Std::kAll);
-  EXPECT_EQ(cfg({"-r3", "x.py"}).redirects.all, Std::kAll);
-  EXPECT_EQ(cfg({"-r=1", "x.py"}).redirects.all, Std::kOut);
-  EXPECT_EQ(cfg({"-t", "2", "x.py"}).tee.all, Std::kErr);
-  EXPECT_EQ(cfg({"-t1", "x.py"}).tee.all, Std::kOut);
+  EXPECT_EQ(Cfg({"-r", "3", "x.py"}).redirects.all, Std::kAll);
+  EXPECT_EQ(Cfg({"-r3", "x.py"}).redirects.all, Std::kAll);
+  EXPECT_EQ(Cfg({"-r=1", "x.py"}).redirects.all, Std::kOut);
+  EXPECT_EQ(Cfg({"-t", "2", "x.py"}).tee.all, Std::kErr);
+  EXPECT_EQ(Cfg({"-t1", "x.py"}).tee.all, Std::kOut);
   // Clustered short flags, as argparse: -m then -t 3.
-  const auto c = cfg({"-mt3", "x.py"});
+  const auto c = Cfg({"-mt3", "x.py"});
   EXPECT_TRUE(c.module);
   EXPECT_EQ(c.tee.all, Std::kAll);
-  const auto c2 = cfg({"-mr", "2", "x.py"});
+  const auto c2 = Cfg({"-mr", "2", "x.py"});
   EXPECT_TRUE(c2.module);
   EXPECT_EQ(c2.redirects.all, Std::kErr);
-  EXPECT_EQ(error_of({"-mfoo", "x.py"}),
+  EXPECT_EQ(ErrorOf({"-mfoo", "x.py"}),
             "argument -m/--module: ignored explicit argument 'foo' (-m takes no value)");
-  EXPECT_THAT(error_of({"--standalone=1", "x.py"}),
+  EXPECT_THAT(ErrorOf({"--standalone=1", "x.py"}),
               HasSubstr("argument --standalone: ignored explicit argument '1'"));
 }
 
 TEST(CliOptions, LastOccurrenceWins) {
-  EXPECT_EQ(cfg({"--max-restarts", "1", "--max_restarts=2", "x.py"}).max_restarts, 2);
-  EXPECT_EQ(cfg({"--role", "a", "--role", "b", "x.py"}).role, "b");
+  EXPECT_EQ(Cfg({"--max-restarts", "1", "--max_restarts=2", "x.py"}).max_restarts, 2);
+  EXPECT_EQ(Cfg({"--role", "a", "--role", "b", "x.py"}).role, "b");
 }
 
 TEST(CliOptions, ValueStartingWithDash) {
-  EXPECT_THAT(error_of({"--rdzv-conf", "-a", "x.py"}),
+  EXPECT_THAT(ErrorOf({"--rdzv-conf", "-a", "x.py"}),
               HasSubstr("argument --rdzv-conf/--rdzv_conf: expected one argument"));
-  EXPECT_THAT(error_of({"--nnodes"}), HasSubstr("argument --nnodes: expected one argument"));
-  EXPECT_THAT(error_of({"--nnodes", "--", "x.py"}), HasSubstr("expected one argument"));
+  EXPECT_THAT(ErrorOf({"--nnodes"}), HasSubstr("argument --nnodes: expected one argument"));
+  EXPECT_THAT(ErrorOf({"--nnodes", "--", "x.py"}), HasSubstr("expected one argument"));
   // --opt=-value is fine, and so are negative numbers (argparse rules) ...
-  EXPECT_EQ(cfg({"--role=-a", "x.py"}).role, "-a");
-  EXPECT_EQ(cfg({"--role", "-1.5", "x.py"}).role, "-1.5");
+  EXPECT_EQ(Cfg({"--role=-a", "x.py"}).role, "-a");
+  EXPECT_EQ(Cfg({"--role", "-1.5", "x.py"}).role, "-1.5");
   // ... which then fail validation with a clear reason, not "expected one argument".
   EXPECT_THAT(
-      error_of({"--node-rank", "-1", "x.py"}),
+      ErrorOf({"--node-rank", "-1", "x.py"}),
       HasSubstr("argument --node-rank/--node_rank: invalid value '-1': node-rank must be >= 0"));
 }
 
 // ------------------------------------------------------------ abbreviations
 
 TEST(CliAbbrev, UniquePrefixesResolve) {
-  EXPECT_EQ(cfg({"--nproc-per", "2", "x.py"}).nproc_per_node, 2);
-  EXPECT_EQ(cfg({"--nproc-per=2", "x.py"}).nproc_per_node, 2);
-  EXPECT_TRUE(cfg({"--stand", "x.py"}).standalone);
-  EXPECT_TRUE(cfg({"--no-p", "x.py"}).no_python);
-  EXPECT_EQ(cfg({"--max-r", "4", "x.py"}).max_restarts, 4);
-  EXPECT_EQ(cfg({"--nn", "2", "x.py"}).max_nodes, 2);
-  EXPECT_EQ(cfg({"--plat", "none", "x.py"}).platform, "none");
+  EXPECT_EQ(Cfg({"--nproc-per", "2", "x.py"}).nproc_per_node, 2);
+  EXPECT_EQ(Cfg({"--nproc-per=2", "x.py"}).nproc_per_node, 2);
+  EXPECT_TRUE(Cfg({"--stand", "x.py"}).standalone);
+  EXPECT_TRUE(Cfg({"--no-p", "x.py"}).no_python);
+  EXPECT_EQ(Cfg({"--max-r", "4", "x.py"}).max_restarts, 4);
+  EXPECT_EQ(Cfg({"--nn", "2", "x.py"}).max_nodes, 2);
+  EXPECT_EQ(Cfg({"--plat", "none", "x.py"}).platform, "none");
   // torchrun's --log- means --log-dir; tzrun's --log-level does not steal it.
-  EXPECT_EQ(cfg({"--log-", "/tmp/x", "x.py"}).log_dir, "/tmp/x");
-  EXPECT_EQ(cfg({"--log-l", "info", "x.py"}).log_level, "info");
+  EXPECT_EQ(Cfg({"--log-", "/tmp/x", "x.py"}).log_dir, "/tmp/x");
+  EXPECT_EQ(Cfg({"--log-l", "info", "x.py"}).log_level, "info");
 }
 
 TEST(CliAbbrev, AmbiguousPrefixListsCandidates) {
-  EXPECT_EQ(error_of({"--n", "2", "x.py"}),
+  EXPECT_EQ(ErrorOf({"--n", "2", "x.py"}),
             "ambiguous option: --n could match --nnodes, --nproc-per-node, --nproc_per_node, "
             "--no-python, --no_python, --node-rank, --node_rank, --numa-binding, --numa_binding "
             "(type more of the option name)");
   EXPECT_THAT(
-      error_of({"--st", "x.py"}),
+      ErrorOf({"--st", "x.py"}),
       HasSubstr("ambiguous option: --st could match --standalone, --start-method, --start_method"));
   // Same as Python 3.11 argparse: the two spellings of one option are two candidates.
   EXPECT_THAT(
-      error_of({"--nproc=2", "x.py"}),
+      ErrorOf({"--nproc=2", "x.py"}),
       HasSubstr("ambiguous option: --nproc could match --nproc-per-node, --nproc_per_node"));
 }
 
 // ----------------------------------------------------- script and REMAINDER
 
 TEST(CliRemainder, EverythingAfterTheScriptIsPassedVerbatim) {
-  const auto c = cfg({"--nproc-per-node", "2", "train.py", "--nproc-per-node", "3", "-h", "--n"});
+  const auto c = Cfg({"--nproc-per-node", "2", "train.py", "--nproc-per-node", "3", "-h", "--n"});
   EXPECT_EQ(c.nproc_per_node, 2);
   EXPECT_EQ(c.training_script, "train.py");
   EXPECT_THAT(c.training_script_args, ElementsAre("--nproc-per-node", "3", "-h", "--n"));
 }
 
 TEST(CliRemainder, DoubleDashLikePython311Argparse) {
-  auto c = cfg({"--", "x.py", "a"});
+  auto c = Cfg({"--", "x.py", "a"});
   EXPECT_EQ(c.training_script, "x.py");
   EXPECT_THAT(c.training_script_args, ElementsAre("a"));
-  c = cfg({"--", "--nnodes", "x.py"});  // after '--' everything is positional
+  c = Cfg({"--", "--nnodes", "x.py"});  // after '--' everything is positional
   EXPECT_EQ(c.training_script, "--nnodes");
   EXPECT_THAT(c.training_script_args, ElementsAre("x.py"));
-  c = cfg({"x.py", "--", "a"});  // the '--' right after the script is dropped
+  c = Cfg({"x.py", "--", "a"});  // the '--' right after the script is dropped
   EXPECT_THAT(c.training_script_args, ElementsAre("a"));
-  c = cfg({"x.py", "--", "--", "a"});
+  c = Cfg({"x.py", "--", "--", "a"});
   EXPECT_THAT(c.training_script_args, ElementsAre("--", "a"));
-  c = cfg({"--", "x.py", "--", "a"});
+  c = Cfg({"--", "x.py", "--", "a"});
   EXPECT_THAT(c.training_script_args, ElementsAre("--", "a"));
-  c = cfg({"x.py", "a", "--", "b"});
+  c = Cfg({"x.py", "a", "--", "b"});
   EXPECT_THAT(c.training_script_args, ElementsAre("a", "--", "b"));
 }
 
 TEST(CliRemainder, ScriptLikeTokens) {
-  EXPECT_EQ(cfg({"-", "a"}).training_script, "-");
-  EXPECT_EQ(cfg({"-5", "a"}).training_script, "-5");  // negative number => positional
-  EXPECT_EQ(cfg({"-m", "pkg.mod", "--lr", "1"}).training_script, "pkg.mod");
+  EXPECT_EQ(Cfg({"-", "a"}).training_script, "-");
+  EXPECT_EQ(Cfg({"-5", "a"}).training_script, "-5");  // negative number => positional
+  EXPECT_EQ(Cfg({"-m", "pkg.mod", "--lr", "1"}).training_script, "pkg.mod");
 }
 
 TEST(CliRemainder, MissingScript) {
   for (const Args& args : {Args{}, Args{"--nnodes", "2"}, Args{"--standalone", "--"}}) {
-    EXPECT_THAT(error_of(args), HasSubstr("the following arguments are required: training_script, "
-                                          "training_script_args"));
+    EXPECT_THAT(ErrorOf(args), HasSubstr("the following arguments are required: training_script, "
+                                         "training_script_args"));
   }
-  EXPECT_THAT(error_of({""}), HasSubstr("training_script is empty"));
+  EXPECT_THAT(ErrorOf({""}), HasSubstr("training_script is empty"));
 }
 
 TEST(CliRemainder, UnknownOptionsBeforeTheScript) {
   try {
-    run({"--foo", "--bar=1", "x.py", "--baz"});
+    RunCli({"--foo", "--bar=1", "x.py", "--baz"});
     FAIL() << "expected a UsageError";
   } catch (const UsageError& e) {
-    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_EQ(e.ExitCode(), 2);
     EXPECT_THAT(std::string(e.what()),
                 HasSubstr("tzrun: error: unrecognized arguments: --foo --bar=1"));
     EXPECT_THAT(std::string(e.what()), StartsWith("usage: tzrun [-h] [--nnodes NNODES]"));
-    EXPECT_THAT(e.message(), Not(HasSubstr("--baz")));
+    EXPECT_THAT(e.Message(), Not(HasSubstr("--baz")));
   }
-  EXPECT_THAT(error_of({"-x", "x.py"}), HasSubstr("unrecognized arguments: -x"));
+  EXPECT_THAT(ErrorOf({"-x", "x.py"}), HasSubstr("unrecognized arguments: -x"));
 }
 
 }  // namespace

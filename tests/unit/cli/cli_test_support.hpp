@@ -44,34 +44,34 @@ class FakeHost {
   }
   FakeHost(const FakeHost&) = delete;
   FakeHost& operator=(const FakeHost&) = delete;
-  [[nodiscard]] HostProbe probe() const { return HostProbe{root_, kFakeCpus}; }
-  [[nodiscard]] const fs::path& root() const { return root_; }
+  [[nodiscard]] HostProbe Probe() const { return HostProbe{root_, kFakeCpus}; }
+  [[nodiscard]] const fs::path& Root() const { return root_; }
 
  private:
   static inline int counter_ = 0;
   fs::path root_;
 };
 
-inline ParseOutcome run(const Args& args, const Env& env = {}, int gpus = 0) {
+inline ParseOutcome RunCli(const Args& args, const Env& env = {}, int gpus = 0) {
   FakeHost host(gpus);
-  return parse(args, env, host.probe());
+  return Parse(args, env, host.Probe());
 }
 
-inline LaunchConfig cfg(const Args& args, const Env& env = {}, int gpus = 0) {
-  auto out = run(args, env, gpus);
+inline LaunchConfig Cfg(const Args& args, const Env& env = {}, int gpus = 0) {
+  auto out = RunCli(args, env, gpus);
   EXPECT_EQ(out.kind, ParseOutcome::Kind::kRun);
   return out.config;
 }
 
 /// The one-line message of the UsageError `args` must raise ("" if none).
-inline std::string error_of(const Args& args, const Env& env = {}, int gpus = 0) {
+inline std::string ErrorOf(const Args& args, const Env& env = {}, int gpus = 0) {
   try {
-    run(args, env, gpus);
+    RunCli(args, env, gpus);
   } catch (const UsageError& e) {
-    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_EQ(e.ExitCode(), 2);
     EXPECT_THAT(std::string(e.what()), StartsWith("usage: tzrun [-h]"));
-    EXPECT_THAT(std::string(e.what()), HasSubstr("\ntzrun: error: " + e.message()));
-    return e.message();
+    EXPECT_THAT(std::string(e.what()), HasSubstr("\ntzrun: error: " + e.Message()));
+    return e.Message();
   }
   ADD_FAILURE() << "expected a UsageError";
   return "";

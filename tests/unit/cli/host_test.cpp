@@ -28,18 +28,18 @@ class Sysroot {
   }
   Sysroot(const Sysroot&) = delete;
   Sysroot& operator=(const Sysroot&) = delete;
-  void proc_gpus(int n) const {
+  void ProcGpus(int n) const {
     fs::create_directories(root_ / "proc/driver/nvidia/gpus");
     for (int i = 0; i < n; ++i) {
       fs::create_directories(root_ / "proc/driver/nvidia/gpus" /
                              ("0000:8" + std::to_string(i) + ":00.0"));
     }
   }
-  void dev(const std::string& name) const {
+  void Dev(const std::string& name) const {
     fs::create_directories(root_ / "dev");
     std::ofstream(root_ / "dev" / name).put('x');
   }
-  [[nodiscard]] const fs::path& path() const { return root_; }
+  [[nodiscard]] const fs::path& Path() const { return root_; }
 
  private:
   static inline int counter_ = 0;
@@ -48,28 +48,28 @@ class Sysroot {
 
 TEST(CountGpus, ProcDriverEntries) {
   Sysroot root;
-  EXPECT_EQ(count_gpus({}, root.path()), 0);
-  root.proc_gpus(4);
-  EXPECT_EQ(count_gpus({}, root.path()), 4);
+  EXPECT_EQ(CountGpus({}, root.Path()), 0);
+  root.ProcGpus(4);
+  EXPECT_EQ(CountGpus({}, root.Path()), 4);
 }
 
 TEST(CountGpus, DevNodesFallback) {
   Sysroot root;
   for (const char* name :
        {"nvidia0", "nvidia1", "nvidia12", "nvidiactl", "nvidia-uvm", "nvidia-modeset", "null"}) {
-    root.dev(name);
+    root.Dev(name);
   }
-  EXPECT_EQ(count_gpus({}, root.path()), 3);
+  EXPECT_EQ(CountGpus({}, root.Path()), 3);
   // The /proc tree, when present, is authoritative.
-  root.proc_gpus(1);
-  EXPECT_EQ(count_gpus({}, root.path()), 1);
+  root.ProcGpus(1);
+  EXPECT_EQ(CountGpus({}, root.Path()), 1);
 }
 
 TEST(CountGpus, CudaVisibleDevices) {
   Sysroot root;
-  root.proc_gpus(2);
+  root.ProcGpus(2);
   const auto n = [&](const std::string& cvd) {
-    return count_gpus(Env{{"CUDA_VISIBLE_DEVICES", cvd}}, root.path());
+    return CountGpus(Env{{"CUDA_VISIBLE_DEVICES", cvd}}, root.Path());
   };
   EXPECT_EQ(n(""), 0);
   EXPECT_EQ(n("  "), 0);
@@ -84,16 +84,16 @@ TEST(CountGpus, CudaVisibleDevices) {
   EXPECT_EQ(n("GPU-8a1b2c3d"), 1);
   EXPECT_EQ(n("GPU-a,GPU-b,GPU-c"), 2);  // capped at the physical count
   EXPECT_EQ(n("MIG-x,junk,1"), 1);
-  EXPECT_EQ(count_gpus(Env{}, root.path()), 2);  // unset => all
+  EXPECT_EQ(CountGpus(Env{}, root.Path()), 2);  // unset => all
 }
 
 TEST(CountGpus, NoDriverMeansZero) {
   Sysroot root;
-  EXPECT_EQ(count_gpus(Env{{"CUDA_VISIBLE_DEVICES", "0,1"}}, root.path()), 0);
+  EXPECT_EQ(CountGpus(Env{{"CUDA_VISIBLE_DEVICES", "0,1"}}, root.Path()), 0);
 }
 
 TEST(CountCpus, PositiveAndAtMostOnline) {
-  const int n = count_cpus();
+  const int n = CountCpus();
   EXPECT_GE(n, 1);
   EXPECT_LE(n, static_cast<int>(::sysconf(_SC_NPROCESSORS_CONF)));
 }

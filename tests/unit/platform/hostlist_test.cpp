@@ -13,9 +13,9 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::string hostlist_error(const std::string& list, std::size_t limit = 1u << 20) {
+std::string HostlistError(const std::string& list, std::size_t limit = 1u << 20) {
   try {
-    expand_hostlist(list, limit);
+    ExpandHostlist(list, limit);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -23,52 +23,52 @@ std::string hostlist_error(const std::string& list, std::size_t limit = 1u << 20
 }
 
 TEST(HostList, PlainNamesAndSingleHost) {
-  EXPECT_THAT(expand_hostlist("gpu5"), ElementsAre("gpu5"));
-  EXPECT_THAT(expand_hostlist("a,b,c"), ElementsAre("a", "b", "c"));
-  EXPECT_THAT(expand_hostlist("node-1.cluster.local"), ElementsAre("node-1.cluster.local"));
+  EXPECT_THAT(ExpandHostlist("gpu5"), ElementsAre("gpu5"));
+  EXPECT_THAT(ExpandHostlist("a,b,c"), ElementsAre("a", "b", "c"));
+  EXPECT_THAT(ExpandHostlist("node-1.cluster.local"), ElementsAre("node-1.cluster.local"));
 }
 
 TEST(HostList, RangesKeepZeroPaddingOfLowerBound) {
-  EXPECT_THAT(expand_hostlist("node[01-03,07],gpu5"),
+  EXPECT_THAT(ExpandHostlist("node[01-03,07],gpu5"),
               ElementsAre("node01", "node02", "node03", "node07", "gpu5"));
-  EXPECT_THAT(expand_hostlist("n[08-11]"), ElementsAre("n08", "n09", "n10", "n11"));
-  EXPECT_THAT(expand_hostlist("n[9-11]"), ElementsAre("n9", "n10", "n11"));
-  EXPECT_THAT(expand_hostlist("gnode[10,20,25,37]"),
+  EXPECT_THAT(ExpandHostlist("n[08-11]"), ElementsAre("n08", "n09", "n10", "n11"));
+  EXPECT_THAT(ExpandHostlist("n[9-11]"), ElementsAre("n9", "n10", "n11"));
+  EXPECT_THAT(ExpandHostlist("gnode[10,20,25,37]"),
               ElementsAre("gnode10", "gnode20", "gnode25", "gnode37"));
-  EXPECT_THAT(expand_hostlist("n[5]"), ElementsAre("n5"));
+  EXPECT_THAT(ExpandHostlist("n[5]"), ElementsAre("n5"));
 }
 
 TEST(HostList, SuffixAndSeveralGroupsFormAProduct) {
-  EXPECT_THAT(expand_hostlist("r[1-2]n[1,3]"), ElementsAre("r1n1", "r1n3", "r2n1", "r2n3"));
-  EXPECT_THAT(expand_hostlist("x[1-2]-ib"), ElementsAre("x1-ib", "x2-ib"));
-  EXPECT_THAT(expand_hostlist("a[1-2],b[3-4]-c,d"), ElementsAre("a1", "a2", "b3-c", "b4-c", "d"));
-  EXPECT_THAT(expand_hostlist(" a , b "), ElementsAre("a", "b"));
+  EXPECT_THAT(ExpandHostlist("r[1-2]n[1,3]"), ElementsAre("r1n1", "r1n3", "r2n1", "r2n3"));
+  EXPECT_THAT(ExpandHostlist("x[1-2]-ib"), ElementsAre("x1-ib", "x2-ib"));
+  EXPECT_THAT(ExpandHostlist("a[1-2],b[3-4]-c,d"), ElementsAre("a1", "a2", "b3-c", "b4-c", "d"));
+  EXPECT_THAT(ExpandHostlist(" a , b "), ElementsAre("a", "b"));
 }
 
 TEST(HostList, MalformedListsAreRejectedWithTheReason) {
-  EXPECT_THAT(hostlist_error("node[01-03"), HasSubstr("unbalanced '['"));
-  EXPECT_THAT(hostlist_error("node01-03]"), HasSubstr("unbalanced ']'"));
-  EXPECT_THAT(hostlist_error("node[1-[2]]"), HasSubstr("nested"));
-  EXPECT_THAT(hostlist_error("node[3-1]"), HasSubstr("reversed"));
-  EXPECT_THAT(hostlist_error("node[a-b]"), HasSubstr("not N or N-M"));
-  EXPECT_THAT(hostlist_error("node[]"), HasSubstr("empty brackets"));
-  EXPECT_THAT(hostlist_error("node[1,]"), HasSubstr("not N or N-M"));
-  EXPECT_THAT(hostlist_error("a,,b"), HasSubstr("empty host name"));
-  EXPECT_THAT(hostlist_error(""), HasSubstr("empty host name"));
-  EXPECT_THAT(hostlist_error("node[1-99999999999999999999999]"), HasSubstr("out of range"));
+  EXPECT_THAT(HostlistError("node[01-03"), HasSubstr("unbalanced '['"));
+  EXPECT_THAT(HostlistError("node01-03]"), HasSubstr("unbalanced ']'"));
+  EXPECT_THAT(HostlistError("node[1-[2]]"), HasSubstr("nested"));
+  EXPECT_THAT(HostlistError("node[3-1]"), HasSubstr("reversed"));
+  EXPECT_THAT(HostlistError("node[a-b]"), HasSubstr("not N or N-M"));
+  EXPECT_THAT(HostlistError("node[]"), HasSubstr("empty brackets"));
+  EXPECT_THAT(HostlistError("node[1,]"), HasSubstr("not N or N-M"));
+  EXPECT_THAT(HostlistError("a,,b"), HasSubstr("empty host name"));
+  EXPECT_THAT(HostlistError(""), HasSubstr("empty host name"));
+  EXPECT_THAT(HostlistError("node[1-99999999999999999999999]"), HasSubstr("out of range"));
 }
 
 TEST(HostList, HugeExpansionsStopAtTheLimit) {
-  EXPECT_THAT(hostlist_error("n[1-100]", 10), HasSubstr("more than 10 hosts"));
-  EXPECT_THAT(hostlist_error("a[1-4]b[1-4]", 10), HasSubstr("more than 10 hosts"));
-  EXPECT_THAT(hostlist_error("n[1-6],m[1-6]", 10), HasSubstr("more than 10 hosts"));
-  EXPECT_EQ(expand_hostlist("n[1-10]", 10).size(), 10u);
-  EXPECT_THAT(hostlist_error("n[0-18446744073709551615]"), HasSubstr("more than"));
+  EXPECT_THAT(HostlistError("n[1-100]", 10), HasSubstr("more than 10 hosts"));
+  EXPECT_THAT(HostlistError("a[1-4]b[1-4]", 10), HasSubstr("more than 10 hosts"));
+  EXPECT_THAT(HostlistError("n[1-6],m[1-6]", 10), HasSubstr("more than 10 hosts"));
+  EXPECT_EQ(ExpandHostlist("n[1-10]", 10).size(), 10u);
+  EXPECT_THAT(HostlistError("n[0-18446744073709551615]"), HasSubstr("more than"));
 }
 
-std::string shape_error(const std::string& text) {
+std::string ShapeError(const std::string& text) {
   try {
-    parse_job_shape(text);
+    ParseJobShape(text);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -76,36 +76,36 @@ std::string shape_error(const std::string& text) {
 }
 
 TEST(JobShape, TorchxForms) {
-  auto s = parse_job_shape("2x8");
+  auto s = ParseJobShape("2x8");
   EXPECT_EQ(s.min_nodes, 2);
   EXPECT_EQ(s.max_nodes, 2);
   EXPECT_EQ(s.nproc_per_node, 8);
-  EXPECT_EQ(s.nnodes(), "2");
+  EXPECT_EQ(s.Nnodes(), "2");
 
-  s = parse_job_shape("1:4x8");
+  s = ParseJobShape("1:4x8");
   EXPECT_EQ(s.min_nodes, 1);
   EXPECT_EQ(s.max_nodes, 4);
   EXPECT_EQ(s.nproc_per_node, 8);
-  EXPECT_EQ(s.nnodes(), "1:4");
+  EXPECT_EQ(s.Nnodes(), "1:4");
 
-  s = parse_job_shape("4");  // one node, four workers
-  EXPECT_EQ(s.nnodes(), "1");
+  s = ParseJobShape("4");  // one node, four workers
+  EXPECT_EQ(s.Nnodes(), "1");
   EXPECT_EQ(s.nproc_per_node, 4);
 
-  s = parse_job_shape("3X2");
-  EXPECT_EQ(s.nnodes(), "3");
+  s = ParseJobShape("3X2");
+  EXPECT_EQ(s.Nnodes(), "3");
   EXPECT_EQ(s.nproc_per_node, 2);
 }
 
 TEST(JobShape, InvalidShapesShowTheAcceptedForms) {
   for (const char* bad : {"", "x8", "2x", "0x8", "2x0", "-1x8", "4:2x8", "ax8", "2x8x1", "2:x8",
                           ":2x8", "1:2:3x8", "2 x8", "99999999999x1"}) {
-    const auto msg = shape_error(bad);
+    const auto msg = ShapeError(bad);
     EXPECT_THAT(msg, HasSubstr("[[MIN:]MAX x]NPROC")) << bad;
     EXPECT_THAT(msg, HasSubstr(std::string("'") + bad + "'")) << bad;
   }
-  EXPECT_THAT(shape_error("4:2x8"), HasSubstr("MIN 4 is larger than MAX 2"));
-  EXPECT_THAT(shape_error("2x0"), HasSubstr("NPROC must be > 0"));
+  EXPECT_THAT(ShapeError("4:2x8"), HasSubstr("MIN 4 is larger than MAX 2"));
+  EXPECT_THAT(ShapeError("2x0"), HasSubstr("NPROC must be > 0"));
 }
 
 }  // namespace

@@ -16,9 +16,9 @@ namespace tzrun::rendezvous {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::eventually;
+using testing::Eventually;
 
-int free_port() {
+int FreePort() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
@@ -30,7 +30,7 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-StaticOptions opts(int port, int rank, int nnodes) {
+StaticOptions Opts(int port, int rank, int nnodes) {
   StaticOptions o;
   o.run_id = "job";
   o.master_addr = "127.0.0.1";
@@ -52,31 +52,31 @@ struct Node {
 };
 
 // Runs next_rendezvous + rank assignment on every node concurrently.
-void form(std::vector<Node>& nodes, const std::vector<int>& nproc) {
+void Form(std::vector<Node>& nodes, const std::vector<int>& nproc) {
   std::vector<std::future<void>> f;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     f.push_back(std::async(std::launch::async, [&, i] {
       auto& n = nodes[i];
-      n.info = n.h->next_rendezvous(0);
-      n.ranks = assign_worker_ranks(*n.info.store, n.info.rank, n.info.world_size, "default",
-                                    nproc[i], 20s, {});
-      n.h->watch();
+      n.info = n.h->NextRendezvous(0);
+      n.ranks = AssignWorkerRanks(*n.info.store, n.info.rank, n.info.world_size, "default",
+                                  nproc[i], 20s, {});
+      n.h->Watch();
     }));
   }
   for (auto& x : f) x.get();
 }
 
-std::vector<Node> make_nodes(int port, int n) {
+std::vector<Node> MakeNodes(int port, int n) {
   std::vector<Node> nodes(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r)
-    nodes[static_cast<std::size_t>(r)].h = make_static_rendezvous(opts(port, r, n));
+    nodes[static_cast<std::size_t>(r)].h = MakeStaticRendezvous(Opts(port, r, n));
   return nodes;
 }
 
 TEST(Static, ThreeNodesHeterogeneousNproc) {
-  const int port = free_port();
-  auto nodes = make_nodes(port, 3);
-  form(nodes, {2, 3, 1});
+  const int port = FreePort();
+  auto nodes = MakeNodes(port, 3);
+  Form(nodes, {2, 3, 1});
   EXPECT_EQ(nodes[0].ranks, (AssignedRanks{0, 6, 0, 6}));
   EXPECT_EQ(nodes[1].ranks, (AssignedRanks{2, 6, 2, 6}));
   EXPECT_EQ(nodes[2].ranks, (AssignedRanks{5, 6, 5, 6}));
@@ -89,117 +89,117 @@ TEST(Static, ThreeNodesHeterogeneousNproc) {
   // Exit barrier: all three arrive.
   std::vector<std::future<BarrierOutcome>> b;
   for (auto& n : nodes) {
-    b.push_back(std::async(std::launch::async, [&n] { return n.h->exit_barrier(20s); }));
+    b.push_back(std::async(std::launch::async, [&n] { return n.h->ExitBarrier(20s); }));
   }
   for (auto& x : b) EXPECT_EQ(x.get().kind, BarrierOutcome::Kind::kDone);
   std::vector<std::future<void>> s;
-  for (auto& n : nodes) s.push_back(std::async(std::launch::async, [&n] { n.h->shutdown(); }));
+  for (auto& n : nodes) s.push_back(std::async(std::launch::async, [&n] { n.h->Shutdown(); }));
   for (auto& x : s) x.get();
 }
 
 TEST(Static, ClientRetriesUntilNodeZeroComesUp) {
-  const int port = free_port();
+  const int port = FreePort();
   std::vector<Node> nodes(2);
-  nodes[1].h = make_static_rendezvous(opts(port, 1, 2));
+  nodes[1].h = MakeStaticRendezvous(Opts(port, 1, 2));
   auto late = std::async(std::launch::async, [&] {
     std::this_thread::sleep_for(700ms);
-    nodes[0].h = make_static_rendezvous(opts(port, 0, 2));
-    nodes[0].info = nodes[0].h->next_rendezvous(0);
-    nodes[0].ranks = assign_worker_ranks(*nodes[0].info.store, 0, 2, "default", 1, 20s, {});
+    nodes[0].h = MakeStaticRendezvous(Opts(port, 0, 2));
+    nodes[0].info = nodes[0].h->NextRendezvous(0);
+    nodes[0].ranks = AssignWorkerRanks(*nodes[0].info.store, 0, 2, "default", 1, 20s, {});
   });
-  nodes[1].info = nodes[1].h->next_rendezvous(0);
-  nodes[1].ranks = assign_worker_ranks(*nodes[1].info.store, 1, 2, "default", 1, 20s, {});
+  nodes[1].info = nodes[1].h->NextRendezvous(0);
+  nodes[1].ranks = AssignWorkerRanks(*nodes[1].info.store, 1, 2, "default", 1, 20s, {});
   late.get();
   EXPECT_EQ(nodes[1].ranks, (AssignedRanks{1, 2, 1, 2}));
 }
 
 TEST(Static, FailureOnOneNodeRestartsEveryNodeWithTheSameAttempt) {
-  const int port = free_port();
-  auto nodes = make_nodes(port, 2);
-  form(nodes, {1, 1});
+  const int port = FreePort();
+  auto nodes = MakeNodes(port, 2);
+  Form(nodes, {1, 1});
   // Node 1's workers fail and it may restart: node 0 hears about it.
-  const auto d = nodes[1].h->on_failure(true, 3);
+  const auto d = nodes[1].h->OnFailure(true, 3);
   EXPECT_TRUE(d.restart);
   EXPECT_EQ(d.node, 1);
   std::optional<WatchEvent> ev;
-  ASSERT_TRUE(eventually([&] { return (ev = nodes[0].h->take_event()).has_value(); }));
+  ASSERT_TRUE(Eventually([&] { return (ev = nodes[0].h->TakeEvent()).has_value(); }));
   EXPECT_EQ(ev->kind, WatchEvent::Kind::kRestartRequested);
   EXPECT_EQ(ev->from_node, 1);
   // A concurrent failure on node 0 follows node 1's decision instead of posting its own.
-  const auto d0 = nodes[0].h->on_failure(false, 9);
+  const auto d0 = nodes[0].h->OnFailure(false, 9);
   EXPECT_TRUE(d0.restart);
   EXPECT_EQ(d0.node, 1);
-  form(nodes, {1, 1});
+  Form(nodes, {1, 1});
   for (const auto& n : nodes) {
     EXPECT_EQ(n.info.round, 1);
     EXPECT_EQ(n.info.restart_count, 1);
   }
   EXPECT_EQ(nodes[1].ranks, (AssignedRanks{1, 2, 1, 2}));
   // Now node 0 fails for good: node 1 stops with node 0's exit code.
-  const auto fin = nodes[0].h->on_failure(false, 42);
+  const auto fin = nodes[0].h->OnFailure(false, 42);
   EXPECT_FALSE(fin.restart);
-  ASSERT_TRUE(eventually([&] { return (ev = nodes[1].h->take_event()).has_value(); }));
+  ASSERT_TRUE(Eventually([&] { return (ev = nodes[1].h->TakeEvent()).has_value(); }));
   EXPECT_EQ(ev->kind, WatchEvent::Kind::kJobFailed);
   EXPECT_EQ(ev->exit_code, 42);
 }
 
 TEST(Static, BarrierEndsWithARestartRequestedMeanwhile) {
-  const int port = free_port();
-  auto nodes = make_nodes(port, 2);
-  form(nodes, {1, 1});
-  auto waiting = std::async(std::launch::async, [&] { return nodes[0].h->exit_barrier(20s); });
+  const int port = FreePort();
+  auto nodes = MakeNodes(port, 2);
+  Form(nodes, {1, 1});
+  auto waiting = std::async(std::launch::async, [&] { return nodes[0].h->ExitBarrier(20s); });
   std::this_thread::sleep_for(200ms);
-  (void)nodes[1].h->on_failure(true, 1);
+  (void)nodes[1].h->OnFailure(true, 1);
   const auto out = waiting.get();
   EXPECT_EQ(out.kind, BarrierOutcome::Kind::kRestart);
   EXPECT_TRUE(out.counts_as_failure_restart);
 }
 
 TEST(Static, LosingNodeZeroIsReportedFast) {
-  const int port = free_port();
-  auto nodes = make_nodes(port, 2);
-  form(nodes, {1, 1});
+  const int port = FreePort();
+  auto nodes = MakeNodes(port, 2);
+  Form(nodes, {1, 1});
   const auto t0 = std::chrono::steady_clock::now();
   nodes[0].h.reset();  // node 0 (the store host) vanishes
   std::optional<WatchEvent> ev;
-  ASSERT_TRUE(eventually([&] { return (ev = nodes[1].h->take_event()).has_value(); }, 15s));
+  ASSERT_TRUE(Eventually([&] { return (ev = nodes[1].h->TakeEvent()).has_value(); }, 15s));
   EXPECT_EQ(ev->kind, WatchEvent::Kind::kStoreLost);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
 }
 
 TEST(Static, BusyPortIsAConnectionErrorWithAFix) {
-  auto server = testing::start_server();
-  auto h = make_static_rendezvous(opts(server->port(), 0, 2));
+  auto server = testing::StartServer();
+  auto h = MakeStaticRendezvous(Opts(server->Port(), 0, 2));
   try {
-    (void)h->next_rendezvous(0);
+    (void)h->NextRendezvous(0);
     FAIL() << "expected a bind error";
   } catch (const RendezvousConnectionError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find(std::to_string(server->port())), std::string::npos) << what;
+    EXPECT_NE(what.find(std::to_string(server->Port())), std::string::npos) << what;
     EXPECT_NE(what.find("--master-port"), std::string::npos) << what;
   }
 }
 
 TEST(Static, ConnectTimeoutAndInterrupt) {
-  const int port = free_port();
-  auto o = opts(port, 1, 2);
+  const int port = FreePort();
+  auto o = Opts(port, 1, 2);
   o.timeout = 600ms;
-  auto h = make_static_rendezvous(o);
-  EXPECT_THROW((void)h->next_rendezvous(0), RendezvousConnectionError);
+  auto h = MakeStaticRendezvous(o);
+  EXPECT_THROW((void)h->NextRendezvous(0), RendezvousConnectionError);
   o.timeout = 60s;
-  auto h2 = make_static_rendezvous(o);
+  auto h2 = MakeStaticRendezvous(o);
   struct Stop {};
   const auto t0 = std::chrono::steady_clock::now();
-  h2->set_interrupt([&] {
+  h2->SetInterrupt([&] {
     if (std::chrono::steady_clock::now() - t0 > 300ms) throw Stop{};
   });
-  EXPECT_THROW((void)h2->next_rendezvous(0), Stop);
+  EXPECT_THROW((void)h2->NextRendezvous(0), Stop);
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
 }
 
 TEST(Static, RejectsBadRanks) {
-  EXPECT_THROW((void)make_static_rendezvous(opts(1234, 2, 2)), ConfigError);
-  EXPECT_THROW((void)make_static_rendezvous(opts(0, 0, 2)), ConfigError);
+  EXPECT_THROW((void)MakeStaticRendezvous(Opts(1234, 2, 2)), ConfigError);
+  EXPECT_THROW((void)MakeStaticRendezvous(Opts(0, 0, 2)), ConfigError);
 }
 
 }  // namespace

@@ -13,17 +13,17 @@ namespace tzrun::rendezvous::testing {
 using namespace std::chrono_literals;
 
 /// An in-process store server on a free loopback port.
-inline std::unique_ptr<store::Server> start_server() {
+inline std::unique_ptr<store::Server> StartServer() {
   store::ServerOptions o;
   o.host = "127.0.0.1";
   o.port = 0;
   auto s = std::make_unique<store::Server>(std::move(o));
-  s->start();
+  s->Start();
   return s;
 }
 
 /// Polls `pred` until it holds or `limit` passes (generous limits: loaded 2-core box).
-inline bool eventually(const std::function<bool()>& pred,
+inline bool Eventually(const std::function<bool()>& pred,
                        std::chrono::milliseconds limit = std::chrono::seconds(20)) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {

@@ -12,234 +12,234 @@
 namespace tzrun::store::detail {
 namespace {
 
-using tzrun::store::testing::req;
+using tzrun::store::testing::Req;
 
 // A KvState with helpers that apply one request and return its Effects.
 class KvStateTest : public ::testing::Test {
  protected:
-  Effects run(KvClient& from, Request r) {
+  Effects Run(KvClient& from, Request r) {
     Effects out;
-    kv.apply(from, r, out);
+    kv_.Apply(from, r, out);
     return out;
   }
-  Effects run(Request r) { return run(alice, std::move(r)); }
+  Effects Run(Request r) { return Run(alice_, std::move(r)); }
 
   // The replies of one request, concatenated in wire form.
-  std::string wire(KvClient& from, Request r) {
-    const Effects out = run(from, std::move(r));
+  std::string Wire(KvClient& from, Request r) {
+    const Effects out = Run(from, std::move(r));
     EXPECT_TRUE(out.error.empty()) << out.error;
     std::string bytes;
-    for (const auto& reply : out.replies) bytes += reply.view();
+    for (const auto& reply : out.replies) bytes += reply.View();
     return bytes;
   }
-  std::string wire(Request r) { return wire(alice, std::move(r)); }
+  std::string Wire(Request r) { return Wire(alice_, std::move(r)); }
 
-  void set(const std::string& key, const std::string& value) {
-    EXPECT_EQ(wire(req(QueryType::kSet, {key}, {value})), "");
+  void Set(const std::string& key, const std::string& value) {
+    EXPECT_EQ(Wire(Req(QueryType::kSet, {key}, {value})), "");
   }
 
-  KvState kv;
-  KvClient alice;
-  KvClient bob;
-  KvClient carol;
+  KvState kv_;
+  KvClient alice_;
+  KvClient bob_;
+  KvClient carol_;
 };
 
-const std::string kStop = encode_wait_reply(WaitResponseType::kStopWaiting);
-const std::string kCanceled = encode_wait_reply(WaitResponseType::kWaitCanceled);
+const std::string kStop = EncodeWaitReply(WaitResponseType::kStopWaiting);
+const std::string kCanceled = EncodeWaitReply(WaitResponseType::kWaitCanceled);
 
 TEST_F(KvStateTest, SetThenGetRepliesTheValue) {
-  set("/k", std::string("a\0b", 3));
-  EXPECT_EQ(wire(req(QueryType::kGet, {"/k"})), encode_bytes_reply(std::string("a\0b", 3)));
-  set("/k", "second");
-  EXPECT_EQ(wire(req(QueryType::kGet, {"/k"})), encode_bytes_reply("second"));
+  Set("/k", std::string("a\0b", 3));
+  EXPECT_EQ(Wire(Req(QueryType::kGet, {"/k"})), EncodeBytesReply(std::string("a\0b", 3)));
+  Set("/k", "second");
+  EXPECT_EQ(Wire(Req(QueryType::kGet, {"/k"})), EncodeBytesReply("second"));
 }
 
 TEST_F(KvStateTest, GetOfAMissingKeyRepliesEmpty) {
-  EXPECT_EQ(wire(req(QueryType::kGet, {"/missing"})), encode_bytes_reply(""));
-  EXPECT_EQ(kv.keys(), 0U);
+  EXPECT_EQ(Wire(Req(QueryType::kGet, {"/missing"})), EncodeBytesReply(""));
+  EXPECT_EQ(kv_.Keys(), 0U);
 }
 
 TEST_F(KvStateTest, GetSharesTheStoredBufferAndSetDoesNotRewriteIt) {
-  set("/k", "v1");
-  Effects got = run(req(QueryType::kGet, {"/k"}));
+  Set("/k", "v1");
+  Effects got = Run(Req(QueryType::kGet, {"/k"}));
   ASSERT_EQ(got.replies.size(), 1U);
   ASSERT_TRUE(got.replies[0].shared);
-  set("/k", "v2");  // a queued reply still holds the old buffer: it must stay intact
-  EXPECT_EQ(got.replies[0].view(), encode_bytes_reply("v1"));
-  EXPECT_EQ(wire(req(QueryType::kGet, {"/k"})), encode_bytes_reply("v2"));
+  Set("/k", "v2");  // a queued reply still holds the old buffer: it must stay intact
+  EXPECT_EQ(got.replies[0].View(), EncodeBytesReply("v1"));
+  EXPECT_EQ(Wire(Req(QueryType::kGet, {"/k"})), EncodeBytesReply("v2"));
 }
 
 TEST_F(KvStateTest, CompareSetFollowsUpstreamTable) {
   // missing key, empty expected: stores desired
-  EXPECT_EQ(wire(req(QueryType::kCompareSet, {"/a"}, {"", "d"})), encode_bytes_reply("d"));
-  EXPECT_EQ(wire(req(QueryType::kGet, {"/a"})), encode_bytes_reply("d"));
+  EXPECT_EQ(Wire(Req(QueryType::kCompareSet, {"/a"}, {"", "d"})), EncodeBytesReply("d"));
+  EXPECT_EQ(Wire(Req(QueryType::kGet, {"/a"})), EncodeBytesReply("d"));
   // missing key, non-empty expected: nothing stored, replies expected ("lying" row)
-  EXPECT_EQ(wire(req(QueryType::kCompareSet, {"/b"}, {"exp", "d"})), encode_bytes_reply("exp"));
-  EXPECT_EQ(wire(req(QueryType::kCheck, {"/b"})), encode_check_reply(CheckResponseType::kNotReady));
+  EXPECT_EQ(Wire(Req(QueryType::kCompareSet, {"/b"}, {"exp", "d"})), EncodeBytesReply("exp"));
+  EXPECT_EQ(Wire(Req(QueryType::kCheck, {"/b"})), EncodeCheckReply(CheckResponseType::kNotReady));
   // equal: replaced
-  EXPECT_EQ(wire(req(QueryType::kCompareSet, {"/a"}, {"d", "e"})), encode_bytes_reply("e"));
+  EXPECT_EQ(Wire(Req(QueryType::kCompareSet, {"/a"}, {"d", "e"})), EncodeBytesReply("e"));
   // different: unchanged, replies current value
-  EXPECT_EQ(wire(req(QueryType::kCompareSet, {"/a"}, {"zzz", "f"})), encode_bytes_reply("e"));
-  EXPECT_EQ(wire(req(QueryType::kGet, {"/a"})), encode_bytes_reply("e"));
+  EXPECT_EQ(Wire(Req(QueryType::kCompareSet, {"/a"}, {"zzz", "f"})), EncodeBytesReply("e"));
+  EXPECT_EQ(Wire(Req(QueryType::kGet, {"/a"})), EncodeBytesReply("e"));
   // present key holding "" with empty expected: equal, replaced
-  set("/empty", "");
-  EXPECT_EQ(wire(req(QueryType::kCompareSet, {"/empty"}, {"", "x"})), encode_bytes_reply("x"));
+  Set("/empty", "");
+  EXPECT_EQ(Wire(Req(QueryType::kCompareSet, {"/empty"}, {"", "x"})), EncodeBytesReply("x"));
   // a long "lying" reply (over the inline size) is still exact
   const std::string long_expected(100, 'e');
-  EXPECT_EQ(wire(req(QueryType::kCompareSet, {"/c"}, {long_expected, "d"})),
-            encode_bytes_reply(long_expected));
+  EXPECT_EQ(Wire(Req(QueryType::kCompareSet, {"/c"}, {long_expected, "d"})),
+            EncodeBytesReply(long_expected));
 }
 
 TEST_F(KvStateTest, CompareSetWakesWaitersOnlyWhenItStored) {
-  EXPECT_EQ(wire(bob, req(QueryType::kWait, {"/a"})), "");
-  ASSERT_EQ(kv.waiters(), 1U);
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kWait, {"/a"})), "");
+  ASSERT_EQ(kv_.Waiters(), 1U);
   // libuv wakes here although nothing was stored (bug not copied)
-  EXPECT_TRUE(run(req(QueryType::kCompareSet, {"/a"}, {"exp", "d"})).woken.empty());
-  EXPECT_EQ(kv.waiters(), 1U);
-  const Effects stored = run(req(QueryType::kCompareSet, {"/a"}, {"", "d"}));
-  EXPECT_EQ(stored.woken, std::vector<KvClient*>{&bob});
-  EXPECT_EQ(kv.waiters(), 0U);
+  EXPECT_TRUE(Run(Req(QueryType::kCompareSet, {"/a"}, {"exp", "d"})).woken.empty());
+  EXPECT_EQ(kv_.Waiters(), 1U);
+  const Effects stored = Run(Req(QueryType::kCompareSet, {"/a"}, {"", "d"}));
+  EXPECT_EQ(stored.woken, std::vector<KvClient*>{&bob_});
+  EXPECT_EQ(kv_.Waiters(), 0U);
   // a mismatching COMPARE_SET on a present key does not wake either
-  EXPECT_EQ(wire(carol, req(QueryType::kBarrier, {"/bar"}, {}, 2)), "");
-  EXPECT_TRUE(run(req(QueryType::kCompareSet, {"/bar"}, {"no", "x"})).woken.empty());
+  EXPECT_EQ(Wire(carol_, Req(QueryType::kBarrier, {"/bar"}, {}, 2)), "");
+  EXPECT_TRUE(Run(Req(QueryType::kCompareSet, {"/bar"}, {"no", "x"})).woken.empty());
 }
 
 TEST_F(KvStateTest, AddCountsAndRejectsNonNumericValues) {
-  EXPECT_EQ(wire(req(QueryType::kAdd, {"/n"}, {}, 5)), encode_i64_reply(5));
-  EXPECT_EQ(wire(req(QueryType::kAdd, {"/n"}, {}, -7)), encode_i64_reply(-2));
-  EXPECT_EQ(wire(req(QueryType::kGet, {"/n"})), encode_bytes_reply("-2"));
-  set("/s", "abc");
-  const Effects bad = run(req(QueryType::kAdd, {"/s"}, {}, 1));
+  EXPECT_EQ(Wire(Req(QueryType::kAdd, {"/n"}, {}, 5)), EncodeI64Reply(5));
+  EXPECT_EQ(Wire(Req(QueryType::kAdd, {"/n"}, {}, -7)), EncodeI64Reply(-2));
+  EXPECT_EQ(Wire(Req(QueryType::kGet, {"/n"})), EncodeBytesReply("-2"));
+  Set("/s", "abc");
+  const Effects bad = Run(Req(QueryType::kAdd, {"/s"}, {}, 1));
   EXPECT_TRUE(bad.replies.empty());
   EXPECT_EQ(bad.error,
             "ADD on key '/s' whose value 'abc' is not a decimal integer (do not mix set() and "
             "add() on one key)");
-  EXPECT_EQ(wire(req(QueryType::kGet, {"/s"})), encode_bytes_reply("abc"));
+  EXPECT_EQ(Wire(Req(QueryType::kGet, {"/s"})), EncodeBytesReply("abc"));
 }
 
 TEST_F(KvStateTest, AddOverflowIsAProtocolError) {
-  EXPECT_EQ(wire(req(QueryType::kAdd, {"/n"}, {}, INT64_MAX)), encode_i64_reply(INT64_MAX));
-  const Effects bad = run(req(QueryType::kAdd, {"/n"}, {}, 1));
+  EXPECT_EQ(Wire(Req(QueryType::kAdd, {"/n"}, {}, INT64_MAX)), EncodeI64Reply(INT64_MAX));
+  const Effects bad = Run(Req(QueryType::kAdd, {"/n"}, {}, 1));
   EXPECT_NE(bad.error.find("overflows int64 (9223372036854775807 + 1)"), std::string::npos);
-  EXPECT_EQ(wire(req(QueryType::kGet, {"/n"})), encode_bytes_reply("9223372036854775807"));
+  EXPECT_EQ(Wire(Req(QueryType::kGet, {"/n"})), EncodeBytesReply("9223372036854775807"));
 }
 
 TEST_F(KvStateTest, CheckCountsKeysAndNonEmptyQueues) {
-  EXPECT_EQ(wire(req(QueryType::kCheck, {"/a", "/q"})),
-            encode_check_reply(CheckResponseType::kNotReady));
-  set("/a", "1");
-  EXPECT_EQ(wire(req(QueryType::kQueuePush, {"/q"}, {"x"})), "");
-  EXPECT_EQ(wire(req(QueryType::kCheck, {"/a", "/q"})),
-            encode_check_reply(CheckResponseType::kReady));
-  EXPECT_EQ(wire(req(QueryType::kCheck, {})), encode_check_reply(CheckResponseType::kReady));
+  EXPECT_EQ(Wire(Req(QueryType::kCheck, {"/a", "/q"})),
+            EncodeCheckReply(CheckResponseType::kNotReady));
+  Set("/a", "1");
+  EXPECT_EQ(Wire(Req(QueryType::kQueuePush, {"/q"}, {"x"})), "");
+  EXPECT_EQ(Wire(Req(QueryType::kCheck, {"/a", "/q"})),
+            EncodeCheckReply(CheckResponseType::kReady));
+  EXPECT_EQ(Wire(Req(QueryType::kCheck, {})), EncodeCheckReply(CheckResponseType::kReady));
 }
 
 TEST_F(KvStateTest, WaitOnPresentKeysRepliesAtOnce) {
-  set("/a", "1");
-  EXPECT_EQ(wire(req(QueryType::kWait, {"/a"})), kStop);
-  EXPECT_EQ(wire(req(QueryType::kWait, {})), kStop);
-  EXPECT_EQ(kv.waiters(), 0U);
+  Set("/a", "1");
+  EXPECT_EQ(Wire(Req(QueryType::kWait, {"/a"})), kStop);
+  EXPECT_EQ(Wire(Req(QueryType::kWait, {})), kStop);
+  EXPECT_EQ(kv_.Waiters(), 0U);
 }
 
 TEST_F(KvStateTest, WaitIsReleasedWhenEveryMissingKeyArrives) {
-  set("/a", "1");
-  EXPECT_EQ(wire(bob, req(QueryType::kWait, {"/a", "/b", "/c"})), "");
-  EXPECT_EQ(kv.waiters(), 1U);
-  EXPECT_TRUE(run(req(QueryType::kSet, {"/b"}, {"x"})).woken.empty());
-  const Effects last = run(req(QueryType::kAdd, {"/c"}, {}, 1));
+  Set("/a", "1");
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kWait, {"/a", "/b", "/c"})), "");
+  EXPECT_EQ(kv_.Waiters(), 1U);
+  EXPECT_TRUE(Run(Req(QueryType::kSet, {"/b"}, {"x"})).woken.empty());
+  const Effects last = Run(Req(QueryType::kAdd, {"/c"}, {}, 1));
   EXPECT_EQ(last.replies.size(), 1U);  // the ADD's own reply, then the wake-up
-  EXPECT_EQ(last.woken, std::vector<KvClient*>{&bob});
-  EXPECT_EQ(kv.waiters(), 0U);
-  EXPECT_TRUE(bob.waits.empty());
+  EXPECT_EQ(last.woken, std::vector<KvClient*>{&bob_});
+  EXPECT_EQ(kv_.Waiters(), 0U);
+  EXPECT_TRUE(bob_.waits.empty());
 }
 
 TEST_F(KvStateTest, EveryWritingOpcodeReleasesWaiters) {
   const std::vector<Request> writers = {
-      req(QueryType::kSet, {"/k"}, {"v"}),
-      req(QueryType::kAdd, {"/k"}, {}, 1),
-      req(QueryType::kAppend, {"/k"}, {"v"}),
-      req(QueryType::kMultiSet, {"/x", "/k"}, {"1", "2"}),
-      req(QueryType::kCompareSet, {"/k"}, {"", "v"}),
+      Req(QueryType::kSet, {"/k"}, {"v"}),
+      Req(QueryType::kAdd, {"/k"}, {}, 1),
+      Req(QueryType::kAppend, {"/k"}, {"v"}),
+      Req(QueryType::kMultiSet, {"/x", "/k"}, {"1", "2"}),
+      Req(QueryType::kCompareSet, {"/k"}, {"", "v"}),
   };
   for (const auto& w : writers) {
     KvState fresh;
     KvClient waiter;
     Effects out;
-    Request wait = req(QueryType::kWait, {"/k"});
-    fresh.apply(waiter, wait, out);
+    Request wait = Req(QueryType::kWait, {"/k"});
+    fresh.Apply(waiter, wait, out);
     Request write = w;
-    fresh.apply(alice, write, out);
-    EXPECT_EQ(out.woken, std::vector<KvClient*>{&waiter}) << query_name(w.type);
-    EXPECT_EQ(fresh.waiters(), 0U) << query_name(w.type);
+    fresh.Apply(alice_, write, out);
+    EXPECT_EQ(out.woken, std::vector<KvClient*>{&waiter}) << QueryName(w.type);
+    EXPECT_EQ(fresh.Waiters(), 0U) << QueryName(w.type);
   }
 }
 
 TEST_F(KvStateTest, DeleteDoesNotWake) {
-  set("/k", "v");
-  EXPECT_EQ(wire(bob, req(QueryType::kWait, {"/other"})), "");
-  const Effects del = run(req(QueryType::kDeleteKey, {"/other"}));
+  Set("/k", "v");
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kWait, {"/other"})), "");
+  const Effects del = Run(Req(QueryType::kDeleteKey, {"/other"}));
   EXPECT_TRUE(del.woken.empty());
-  EXPECT_EQ(wire(req(QueryType::kDeleteKey, {"/k"})), encode_i64_reply(1));
-  EXPECT_EQ(wire(req(QueryType::kDeleteKey, {"/k"})), encode_i64_reply(0));
-  EXPECT_EQ(kv.keys(), 0U);
+  EXPECT_EQ(Wire(Req(QueryType::kDeleteKey, {"/k"})), EncodeI64Reply(1));
+  EXPECT_EQ(Wire(Req(QueryType::kDeleteKey, {"/k"})), EncodeI64Reply(0));
+  EXPECT_EQ(kv_.Keys(), 0U);
 }
 
 TEST_F(KvStateTest, CancelWaitDropsOnlyTheCallersWaits) {
-  EXPECT_EQ(wire(bob, req(QueryType::kWait, {"/k"})), "");
-  EXPECT_EQ(wire(carol, req(QueryType::kWait, {"/k", "/j"})), "");
-  EXPECT_EQ(kv.waiters(), 2U);
-  EXPECT_EQ(wire(bob, req(QueryType::kCancelWait)), kCanceled);
-  EXPECT_EQ(kv.waiters(), 1U);
-  EXPECT_TRUE(run(req(QueryType::kSet, {"/k"}, {"v"})).woken.empty());
-  EXPECT_EQ(run(req(QueryType::kSet, {"/j"}, {"v"})).woken, std::vector<KvClient*>{&carol});
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kWait, {"/k"})), "");
+  EXPECT_EQ(Wire(carol_, Req(QueryType::kWait, {"/k", "/j"})), "");
+  EXPECT_EQ(kv_.Waiters(), 2U);
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kCancelWait)), kCanceled);
+  EXPECT_EQ(kv_.Waiters(), 1U);
+  EXPECT_TRUE(Run(Req(QueryType::kSet, {"/k"}, {"v"})).woken.empty());
+  EXPECT_EQ(Run(Req(QueryType::kSet, {"/j"}, {"v"})).woken, std::vector<KvClient*>{&carol_});
   // CANCEL_WAIT with nothing pending still replies
-  EXPECT_EQ(wire(bob, req(QueryType::kCancelWait)), kCanceled);
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kCancelWait)), kCanceled);
 }
 
 TEST_F(KvStateTest, DropClientForgetsItsRegistrations) {
-  EXPECT_EQ(wire(bob, req(QueryType::kWait, {"/k"})), "");
-  EXPECT_EQ(wire(bob, req(QueryType::kWait, {"/k", "/j"})), "");
-  EXPECT_EQ(kv.waiters(), 2U);
-  kv.drop_client(bob);
-  EXPECT_EQ(kv.waiters(), 0U);
-  EXPECT_TRUE(run(req(QueryType::kMultiSet, {"/k", "/j"}, {"1", "2"})).woken.empty());
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kWait, {"/k"})), "");
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kWait, {"/k", "/j"})), "");
+  EXPECT_EQ(kv_.Waiters(), 2U);
+  kv_.DropClient(bob_);
+  EXPECT_EQ(kv_.Waiters(), 0U);
+  EXPECT_TRUE(Run(Req(QueryType::kMultiSet, {"/k", "/j"}, {"1", "2"})).woken.empty());
 }
 
 TEST_F(KvStateTest, GetNumKeysAndListKeysCountKvNotQueues) {
-  set("/a", "1");
-  set("/b", "2");
-  EXPECT_EQ(wire(req(QueryType::kQueuePush, {"/q"}, {"x"})), "");
-  EXPECT_EQ(wire(req(QueryType::kGetNumKeys)), encode_i64_reply(2));
-  const std::string listed = wire(req(QueryType::kListKeys));
-  EXPECT_TRUE(listed == encode_list_keys_reply({"/a", "/b"}) ||
-              listed == encode_list_keys_reply({"/b", "/a"}));
-  EXPECT_EQ(kv.keys(), 2U);
-  EXPECT_EQ(kv.queues(), 1U);
+  Set("/a", "1");
+  Set("/b", "2");
+  EXPECT_EQ(Wire(Req(QueryType::kQueuePush, {"/q"}, {"x"})), "");
+  EXPECT_EQ(Wire(Req(QueryType::kGetNumKeys)), EncodeI64Reply(2));
+  const std::string listed = Wire(Req(QueryType::kListKeys));
+  EXPECT_TRUE(listed == EncodeListKeysReply({"/a", "/b"}) ||
+              listed == EncodeListKeysReply({"/b", "/a"}));
+  EXPECT_EQ(kv_.Keys(), 2U);
+  EXPECT_EQ(kv_.Queues(), 1U);
 }
 
 TEST_F(KvStateTest, AppendCreatesAndExtends) {
-  EXPECT_EQ(wire(req(QueryType::kAppend, {"/k"}, {"ab"})), "");
-  Effects held = run(req(QueryType::kGet, {"/k"}));  // shares the buffer: append copies
-  EXPECT_EQ(wire(req(QueryType::kAppend, {"/k"}, {"cd"})), "");
-  EXPECT_EQ(held.replies[0].view(), encode_bytes_reply("ab"));
+  EXPECT_EQ(Wire(Req(QueryType::kAppend, {"/k"}, {"ab"})), "");
+  Effects held = Run(Req(QueryType::kGet, {"/k"}));  // shares the buffer: append copies
+  EXPECT_EQ(Wire(Req(QueryType::kAppend, {"/k"}, {"cd"})), "");
+  EXPECT_EQ(held.replies[0].View(), EncodeBytesReply("ab"));
   held.replies.clear();
-  EXPECT_EQ(wire(req(QueryType::kAppend, {"/k"}, {"ef"})), "");  // in place
-  EXPECT_EQ(wire(req(QueryType::kGet, {"/k"})), encode_bytes_reply("abcdef"));
+  EXPECT_EQ(Wire(Req(QueryType::kAppend, {"/k"}, {"ef"})), "");  // in place
+  EXPECT_EQ(Wire(Req(QueryType::kGet, {"/k"})), EncodeBytesReply("abcdef"));
 }
 
 TEST_F(KvStateTest, MultiGetAndMultiSet) {
-  EXPECT_EQ(wire(req(QueryType::kMultiSet, {"/a", "/b", "/a"}, {"1", "2", "3"})), "");
-  EXPECT_EQ(wire(req(QueryType::kMultiGet, {"/a", "/missing", "/b"})),
-            encode_bytes_reply("3") + encode_bytes_reply("") + encode_bytes_reply("2"));
-  EXPECT_EQ(wire(req(QueryType::kMultiGet, {})), "");
+  EXPECT_EQ(Wire(Req(QueryType::kMultiSet, {"/a", "/b", "/a"}, {"1", "2", "3"})), "");
+  EXPECT_EQ(Wire(Req(QueryType::kMultiGet, {"/a", "/missing", "/b"})),
+            EncodeBytesReply("3") + EncodeBytesReply("") + EncodeBytesReply("2"));
+  EXPECT_EQ(Wire(Req(QueryType::kMultiGet, {})), "");
 }
 
 TEST_F(KvStateTest, PingEchoesTheNonce) {
-  EXPECT_EQ(wire(req(QueryType::kPing, {}, {}, 0xDEADBEEF)), encode_u32_reply(0xDEADBEEF));
+  EXPECT_EQ(Wire(Req(QueryType::kPing, {}, {}, 0xDEADBEEF)), EncodeU32Reply(0xDEADBEEF));
 }
 
 TEST_F(KvStateTest, ValidateDoesNothing) {
-  const Effects out = run(req(QueryType::kValidate, {}, {}, kValidationMagic));
+  const Effects out = Run(Req(QueryType::kValidate, {}, {}, kValidationMagic));
   EXPECT_TRUE(out.replies.empty());
   EXPECT_TRUE(out.woken.empty());
   EXPECT_TRUE(out.error.empty());
@@ -247,81 +247,81 @@ TEST_F(KvStateTest, ValidateDoesNothing) {
 
 TEST_F(KvStateTest, QueueIsFirstInFirstOut) {
   for (const char* item : {"one", "two", "three"}) {
-    EXPECT_EQ(wire(req(QueryType::kQueuePush, {"/q"}, {item})), "");
+    EXPECT_EQ(Wire(Req(QueryType::kQueuePush, {"/q"}, {item})), "");
   }
-  EXPECT_EQ(wire(req(QueryType::kQueueLen, {"/q"})), encode_i64_reply(3));
-  EXPECT_EQ(wire(req(QueryType::kQueuePop, {"/q"})), encode_queue_pop_reply(3, "one"));
-  EXPECT_EQ(wire(req(QueryType::kQueuePop, {"/q"})), encode_queue_pop_reply(2, "two"));
-  EXPECT_EQ(wire(req(QueryType::kQueuePop, {"/q"})), encode_queue_pop_reply(1, "three"));
-  EXPECT_EQ(wire(req(QueryType::kQueuePop, {"/q"})), encode_i64_reply(0));
-  EXPECT_EQ(wire(req(QueryType::kQueueLen, {"/q"})), encode_i64_reply(0));
-  EXPECT_EQ(kv.queues(), 0U);
+  EXPECT_EQ(Wire(Req(QueryType::kQueueLen, {"/q"})), EncodeI64Reply(3));
+  EXPECT_EQ(Wire(Req(QueryType::kQueuePop, {"/q"})), EncodeQueuePopReply(3, "one"));
+  EXPECT_EQ(Wire(Req(QueryType::kQueuePop, {"/q"})), EncodeQueuePopReply(2, "two"));
+  EXPECT_EQ(Wire(Req(QueryType::kQueuePop, {"/q"})), EncodeQueuePopReply(1, "three"));
+  EXPECT_EQ(Wire(Req(QueryType::kQueuePop, {"/q"})), EncodeI64Reply(0));
+  EXPECT_EQ(Wire(Req(QueryType::kQueueLen, {"/q"})), EncodeI64Reply(0));
+  EXPECT_EQ(kv_.Queues(), 0U);
 }
 
 TEST_F(KvStateTest, QueuePushWakesExactlyOneWaiterInArrivalOrder) {
-  EXPECT_EQ(wire(bob, req(QueryType::kWait, {"/q"})), "");
-  EXPECT_EQ(wire(carol, req(QueryType::kWait, {"/q"})), "");
-  EXPECT_EQ(run(req(QueryType::kQueuePush, {"/q"}, {"1"})).woken, std::vector<KvClient*>{&bob});
-  EXPECT_EQ(kv.waiters(), 1U);
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kWait, {"/q"})), "");
+  EXPECT_EQ(Wire(carol_, Req(QueryType::kWait, {"/q"})), "");
+  EXPECT_EQ(Run(Req(QueryType::kQueuePush, {"/q"}, {"1"})).woken, std::vector<KvClient*>{&bob_});
+  EXPECT_EQ(kv_.Waiters(), 1U);
   // libuv leaves bob's stale registration behind (counter underflow): here the second push
   // releases carol, not nobody.
-  EXPECT_EQ(run(req(QueryType::kQueuePush, {"/q"}, {"2"})).woken, std::vector<KvClient*>{&carol});
-  EXPECT_EQ(kv.waiters(), 0U);
-  EXPECT_TRUE(run(req(QueryType::kQueuePush, {"/q"}, {"3"})).woken.empty());
+  EXPECT_EQ(Run(Req(QueryType::kQueuePush, {"/q"}, {"2"})).woken, std::vector<KvClient*>{&carol_});
+  EXPECT_EQ(kv_.Waiters(), 0U);
+  EXPECT_TRUE(Run(Req(QueryType::kQueuePush, {"/q"}, {"3"})).woken.empty());
 }
 
 TEST_F(KvStateTest, QueuePushOnAMultiKeyWaitConsumesOneRegistration) {
-  EXPECT_EQ(wire(bob, req(QueryType::kWait, {"/q", "/k"})), "");
-  EXPECT_EQ(wire(carol, req(QueryType::kWait, {"/q"})), "");
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kWait, {"/q", "/k"})), "");
+  EXPECT_EQ(Wire(carol_, Req(QueryType::kWait, {"/q"})), "");
   // bob's entry is consumed without completing him; carol completes
-  EXPECT_EQ(run(req(QueryType::kQueuePush, {"/q"}, {"1"})).woken, std::vector<KvClient*>{&carol});
-  EXPECT_EQ(run(req(QueryType::kSet, {"/k"}, {"v"})).woken, std::vector<KvClient*>{&bob});
+  EXPECT_EQ(Run(Req(QueryType::kQueuePush, {"/q"}, {"1"})).woken, std::vector<KvClient*>{&carol_});
+  EXPECT_EQ(Run(Req(QueryType::kSet, {"/k"}, {"v"})).woken, std::vector<KvClient*>{&bob_});
 }
 
 TEST_F(KvStateTest, BarrierReleasesEveryoneAtWorldSize) {
-  EXPECT_EQ(wire(alice, req(QueryType::kBarrier, {"/bar"}, {}, 3)), "");
-  EXPECT_EQ(wire(bob, req(QueryType::kBarrier, {"/bar"}, {}, 3)), "");
-  EXPECT_EQ(kv.waiters(), 2U);
-  const Effects last = run(carol, req(QueryType::kBarrier, {"/bar"}, {}, 3));
+  EXPECT_EQ(Wire(alice_, Req(QueryType::kBarrier, {"/bar"}, {}, 3)), "");
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kBarrier, {"/bar"}, {}, 3)), "");
+  EXPECT_EQ(kv_.Waiters(), 2U);
+  const Effects last = Run(carol_, Req(QueryType::kBarrier, {"/bar"}, {}, 3));
   ASSERT_EQ(last.replies.size(), 1U);
-  EXPECT_EQ(last.replies[0].view(), kStop);
-  EXPECT_EQ(last.woken, (std::vector<KvClient*>{&alice, &bob}));
-  EXPECT_EQ(kv.waiters(), 0U);
-  EXPECT_EQ(wire(req(QueryType::kGet, {"/bar"})), encode_bytes_reply("3"));
+  EXPECT_EQ(last.replies[0].View(), kStop);
+  EXPECT_EQ(last.woken, (std::vector<KvClient*>{&alice_, &bob_}));
+  EXPECT_EQ(kv_.Waiters(), 0U);
+  EXPECT_EQ(Wire(Req(QueryType::kGet, {"/bar"})), EncodeBytesReply("3"));
   // past world size: released at once
-  EXPECT_EQ(wire(req(QueryType::kBarrier, {"/bar"}, {}, 3)), kStop);
+  EXPECT_EQ(Wire(Req(QueryType::kBarrier, {"/bar"}, {}, 3)), kStop);
 }
 
 TEST_F(KvStateTest, BarrierOnANonNumericKeyIsAProtocolError) {
-  set("/bar", "x");
-  const Effects bad = run(req(QueryType::kBarrier, {"/bar"}, {}, 2));
+  Set("/bar", "x");
+  const Effects bad = Run(Req(QueryType::kBarrier, {"/bar"}, {}, 2));
   EXPECT_EQ(bad.error.rfind("BARRIER on key '/bar' whose value 'x'", 0), 0U) << bad.error;
-  EXPECT_EQ(kv.waiters(), 0U);
+  EXPECT_EQ(kv_.Waiters(), 0U);
 }
 
 TEST_F(KvStateTest, CountersFollowTheMapAndQueues) {
-  set("/a", "1");
-  EXPECT_EQ(wire(req(QueryType::kAdd, {"/n"}, {}, 1)), encode_i64_reply(1));
-  EXPECT_EQ(kv.keys(), 2U);
-  EXPECT_EQ(wire(req(QueryType::kQueuePush, {"/q1"}, {"x"})), "");
-  EXPECT_EQ(wire(req(QueryType::kQueuePush, {"/q2"}, {"x"})), "");
-  EXPECT_EQ(kv.queues(), 2U);
-  EXPECT_EQ(wire(req(QueryType::kQueuePop, {"/q1"})), encode_queue_pop_reply(1, "x"));
-  EXPECT_EQ(kv.queues(), 1U);
+  Set("/a", "1");
+  EXPECT_EQ(Wire(Req(QueryType::kAdd, {"/n"}, {}, 1)), EncodeI64Reply(1));
+  EXPECT_EQ(kv_.Keys(), 2U);
+  EXPECT_EQ(Wire(Req(QueryType::kQueuePush, {"/q1"}, {"x"})), "");
+  EXPECT_EQ(Wire(Req(QueryType::kQueuePush, {"/q2"}, {"x"})), "");
+  EXPECT_EQ(kv_.Queues(), 2U);
+  EXPECT_EQ(Wire(Req(QueryType::kQueuePop, {"/q1"})), EncodeQueuePopReply(1, "x"));
+  EXPECT_EQ(kv_.Queues(), 1U);
 }
 
 TEST(KvStatePrintable, EscapesAndShortens) {
-  EXPECT_EQ(printable(std::string("a\\b\x01", 4)), "'a\\x5Cb\\x01'");
-  EXPECT_EQ(printable(std::string(100, 'k')), "'" + std::string(80, 'k') + "...'");
+  EXPECT_EQ(Printable(std::string("a\\b\x01", 4)), "'a\\x5Cb\\x01'");
+  EXPECT_EQ(Printable(std::string(100, 'k')), "'" + std::string(80, 'k') + "...'");
 }
 
 TEST(KvStateReply, InlineOrShared) {
-  const Reply small = Reply::copy("0123456789abcdef");
+  const Reply small = Reply::Copy("0123456789abcdef");
   EXPECT_FALSE(small.shared);
-  EXPECT_EQ(small.view(), "0123456789abcdef");
-  const Reply big = Reply::take(std::string(17, 'x'));
+  EXPECT_EQ(small.View(), "0123456789abcdef");
+  const Reply big = Reply::Take(std::string(17, 'x'));
   ASSERT_TRUE(big.shared);
-  EXPECT_EQ(big.view(), std::string(17, 'x'));
+  EXPECT_EQ(big.View(), std::string(17, 'x'));
 }
 
 }  // namespace

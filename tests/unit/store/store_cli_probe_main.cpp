@@ -5,5 +5,5 @@ int main(int argc, char** argv) {
   // store_main expects argv[0] == "store", as dispatched by tzrun's main.
   char store_name[] = "store";
   argv[0] = store_name;
-  return tzrun::app::store_main(argc, argv);
+  return tzrun::app::StoreMain(argc, argv);
 }

@@ -51,12 +51,12 @@ class Child {
     if (out_ >= 0) ::close(out_);
     if (err_ >= 0) ::close(err_);
   }
-  [[nodiscard]] bool started() const { return pid_ > 0; }
+  [[nodiscard]] bool Started() const { return pid_ > 0; }
   /// Reads stdout until a full line arrives (or EOF / timeout).
-  std::string read_line(std::chrono::milliseconds limit = 20s) {
+  std::string ReadLine(std::chrono::milliseconds limit = 20s) {
     const auto end = std::chrono::steady_clock::now() + limit;
     while (stdout_.find('\n') == std::string::npos && std::chrono::steady_clock::now() < end) {
-      if (!pump(out_, stdout_, 50)) break;
+      if (!Pump(out_, stdout_, 50)) break;
     }
     const auto nl = stdout_.find('\n');
     if (nl == std::string::npos) return {};
@@ -64,29 +64,29 @@ class Child {
     stdout_.erase(0, nl + 1);
     return line;
   }
-  void kill(int sig) { ::kill(pid_, sig); }
+  void Kill(int sig) { ::kill(pid_, sig); }
   /// Waits for exit; returns the exit code (128+N for signal N, -1 on timeout).
-  int wait(std::chrono::milliseconds limit = 20s) {
+  int Wait(std::chrono::milliseconds limit = 20s) {
     const auto end = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < end) {
-      pump(err_, stderr_, 10);
-      pump(out_, stdout_, 0);
+      Pump(err_, stderr_, 10);
+      Pump(out_, stdout_, 0);
       int status = 0;
       const pid_t r = ::waitpid(pid_, &status, WNOHANG);
       if (r == pid_) {
         reaped_ = true;
-        while (pump(err_, stderr_, 0)) {
+        while (Pump(err_, stderr_, 0)) {
         }
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       }
     }
     return -1;
   }
-  const std::string& stderr_text() const { return stderr_; }
-  const std::string& stdout_text() const { return stdout_; }
+  const std::string& StderrText() const { return stderr_; }
+  const std::string& StdoutText() const { return stdout_; }
 
  private:
-  static bool pump(int fd, std::string& into, int timeout_ms) {
+  static bool Pump(int fd, std::string& into, int timeout_ms) {
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, timeout_ms) <= 0) return true;
     char buf[4096];
@@ -103,80 +103,80 @@ class Child {
   std::string stderr_;
 };
 
-std::uint16_t port_of(const std::string& line) {
+std::uint16_t PortOf(const std::string& line) {
   const auto colon = line.rfind(':');
   return static_cast<std::uint16_t>(std::stoi(line.substr(colon + 1)));
 }
 
 TEST(StoreCommand, ServesAndStopsOnSigterm) {
   Child child({"--port", "0", "--host", "127.0.0.1", "--log-level", "debug"});
-  ASSERT_TRUE(child.started());
-  const std::string line = child.read_line();
+  ASSERT_TRUE(child.Started());
+  const std::string line = child.ReadLine();
   ASSERT_EQ(line.rfind("tzrun store: listening on 127.0.0.1:", 0), 0u) << line;
   ClientOptions co;
-  co.port = port_of(line);
+  co.port = PortOf(line);
   co.timeout = 20s;
   {
     Client c(co);
-    c.set("k", "v");
-    EXPECT_EQ(c.get("k"), "v");
-    EXPECT_EQ(c.add("n", 2), 2);
+    c.Set("k", "v");
+    EXPECT_EQ(c.Get("k"), "v");
+    EXPECT_EQ(c.Add("n", 2), 2);
   }
-  child.kill(SIGTERM);
-  EXPECT_EQ(child.wait(), 0) << child.stderr_text();
-  EXPECT_NE(child.stderr_text().find("SIGTERM"), std::string::npos) << child.stderr_text();
+  child.Kill(SIGTERM);
+  EXPECT_EQ(child.Wait(), 0) << child.StderrText();
+  EXPECT_NE(child.StderrText().find("SIGTERM"), std::string::npos) << child.StderrText();
 }
 
 TEST(StoreCommand, DefaultHostListensOnAllInterfacesAndStopsOnSigint) {
   Child child({"--port", "0"});
-  ASSERT_TRUE(child.started());
-  const std::string line = child.read_line();
+  ASSERT_TRUE(child.Started());
+  const std::string line = child.ReadLine();
   ASSERT_EQ(line.rfind("tzrun store: listening on ", 0), 0u) << line;
   EXPECT_TRUE(line.find("[::]:") != std::string::npos || line.find("0.0.0.0:") != std::string::npos)
       << line;
   ClientOptions co;
-  co.port = port_of(line);
+  co.port = PortOf(line);
   co.timeout = 20s;
   Client c(co);
-  c.set("k", "v");
-  child.kill(SIGINT);
-  EXPECT_EQ(child.wait(), 0) << child.stderr_text();
+  c.Set("k", "v");
+  child.Kill(SIGINT);
+  EXPECT_EQ(child.Wait(), 0) << child.StderrText();
 }
 
 // --max-count caps the keys of one multi-key request: over it, only that connection is closed.
 TEST(StoreCommand, MaxCountCapsMultiKeyRequests) {
   Child child({"--port", "0", "--host", "127.0.0.1", "--max-count", "2"});
-  ASSERT_TRUE(child.started());
-  const std::string line = child.read_line();
+  ASSERT_TRUE(child.Started());
+  const std::string line = child.ReadLine();
   ASSERT_EQ(line.rfind("tzrun store: listening on 127.0.0.1:", 0), 0u) << line;
   ClientOptions co;
-  co.port = port_of(line);
+  co.port = PortOf(line);
   co.timeout = 20s;
   Client ok(co);
-  ok.multi_set({"a", "b"}, {"1", "2"});
-  EXPECT_EQ(ok.multi_get({"a", "b"}), (std::vector<std::string>{"1", "2"}));
+  ok.MultiSet({"a", "b"}, {"1", "2"});
+  EXPECT_EQ(ok.MultiGet({"a", "b"}), (std::vector<std::string>{"1", "2"}));
   {
     Client over(co);
-    EXPECT_THROW(over.multi_get({"a", "b", "a"}), StoreError);
+    EXPECT_THROW(over.MultiGet({"a", "b", "a"}), StoreError);
   }
-  EXPECT_EQ(ok.get("a"), "1");  // the server and other connections are unaffected
-  child.kill(SIGTERM);
-  EXPECT_EQ(child.wait(), 0) << child.stderr_text();
-  EXPECT_NE(child.stderr_text().find("max_count=2"), std::string::npos) << child.stderr_text();
+  EXPECT_EQ(ok.Get("a"), "1");  // the server and other connections are unaffected
+  child.Kill(SIGTERM);
+  EXPECT_EQ(child.Wait(), 0) << child.StderrText();
+  EXPECT_NE(child.StderrText().find("max_count=2"), std::string::npos) << child.StderrText();
 }
 
 TEST(StoreCommand, PortInUseExits125WithClearMessage) {
   ServerOptions o;
   o.host = "127.0.0.1";
   Server blocker(o);
-  blocker.start();
-  Child child({"--host", "127.0.0.1", "--port", std::to_string(blocker.port())});
-  ASSERT_TRUE(child.started());
-  EXPECT_EQ(child.wait(), 125);
-  EXPECT_NE(child.stderr_text().find("already in use"), std::string::npos) << child.stderr_text();
-  EXPECT_NE(child.stderr_text().find(std::to_string(blocker.port())), std::string::npos);
-  EXPECT_NE(child.stderr_text().find("--port"), std::string::npos) << child.stderr_text();
-  EXPECT_TRUE(child.stdout_text().empty()) << child.stdout_text();
+  blocker.Start();
+  Child child({"--host", "127.0.0.1", "--port", std::to_string(blocker.Port())});
+  ASSERT_TRUE(child.Started());
+  EXPECT_EQ(child.Wait(), 125);
+  EXPECT_NE(child.StderrText().find("already in use"), std::string::npos) << child.StderrText();
+  EXPECT_NE(child.StderrText().find(std::to_string(blocker.Port())), std::string::npos);
+  EXPECT_NE(child.StderrText().find("--port"), std::string::npos) << child.StderrText();
+  EXPECT_TRUE(child.StdoutText().empty()) << child.StdoutText();
 }
 
 TEST(StoreCommand, BadFlagsExit2) {
@@ -186,18 +186,17 @@ TEST(StoreCommand, BadFlagsExit2) {
                                                                 {"--log-level", "loud"},
                                                                 {"--max-count", "many"}}) {
     Child child(args);
-    ASSERT_TRUE(child.started());
-    EXPECT_EQ(child.wait(), 2) << args[0] << ": " << child.stderr_text();
+    ASSERT_TRUE(child.Started());
+    EXPECT_EQ(child.Wait(), 2) << args[0] << ": " << child.StderrText();
   }
 }
 
 TEST(StoreCommand, HelpExits0) {
   Child child({"--help"});
-  ASSERT_TRUE(child.started());
-  EXPECT_EQ(child.wait(), 0);
-  EXPECT_NE(child.stdout_text().find("--max-connections"), std::string::npos)
-      << child.stdout_text();
-  EXPECT_NE(child.stdout_text().find("--max-count"), std::string::npos) << child.stdout_text();
+  ASSERT_TRUE(child.Started());
+  EXPECT_EQ(child.Wait(), 0);
+  EXPECT_NE(child.StdoutText().find("--max-connections"), std::string::npos) << child.StdoutText();
+  EXPECT_NE(child.StdoutText().find("--max-count"), std::string::npos) << child.StdoutText();
 }
 
 }  // namespace

@@ -24,7 +24,7 @@
 namespace tzrun::store::testing {
 
 /// Polls `pred` every 5 ms until it holds or `limit` passes (generous limits: loaded CI box).
-inline bool eventually(const std::function<bool()>& pred,
+inline bool Eventually(const std::function<bool()>& pred,
                        std::chrono::milliseconds limit = std::chrono::seconds(20)) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
@@ -37,20 +37,20 @@ inline bool eventually(const std::function<bool()>& pred,
 /// Thread-safe capture of a LogSink's messages.
 class LogCapture {
  public:
-  LogSink sink() {
+  LogSink Sink() {
     return [this](LogLevel level, std::string_view message) {
       std::lock_guard lock(mu_);
       lines_.push_back({level, std::string(message)});
     };
   }
-  bool contains(std::string_view needle) const {
+  bool Contains(std::string_view needle) const {
     std::lock_guard lock(mu_);
     for (const auto& l : lines_) {
       if (l.second.find(needle) != std::string::npos) return true;
     }
     return false;
   }
-  std::string dump() const {
+  std::string Dump() const {
     std::lock_guard lock(mu_);
     std::string out;
     for (const auto& l : lines_) out += l.second + "\n";
@@ -81,23 +81,23 @@ class RawConn {
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (validate) {
       std::string hello;
-      put_u8(hello, 0);
-      put_u32(hello, kValidationMagic);
-      send(hello);
+      PutU8(hello, 0);
+      PutU32(hello, kValidationMagic);
+      Send(hello);
     }
   }
-  ~RawConn() { close(); }
+  ~RawConn() { Close(); }
   RawConn(const RawConn&) = delete;
   RawConn& operator=(const RawConn&) = delete;
   RawConn(RawConn&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
 
-  [[nodiscard]] bool ok() const { return fd_ >= 0; }
-  int fd() const { return fd_; }
-  void close() {
+  [[nodiscard]] bool Ok() const { return fd_ >= 0; }
+  int Fd() const { return fd_; }
+  void Close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
-  bool send(std::string_view bytes) {
+  bool Send(std::string_view bytes) {
     while (!bytes.empty()) {
       const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
       if (n <= 0) return false;
@@ -105,9 +105,9 @@ class RawConn {
     }
     return true;
   }
-  bool send(const Request& r) { return send(encode_request(r)); }
+  bool Send(const Request& r) { return Send(EncodeRequest(r)); }
   /// Reads exactly n bytes within `limit`; returns fewer on EOF/error/timeout.
-  std::string recv(std::size_t n, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+  std::string Recv(std::size_t n, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
     std::string out;
     const auto end = std::chrono::steady_clock::now() + limit;
     while (out.size() < n) {
@@ -124,12 +124,12 @@ class RawConn {
     return out;
   }
   /// True if nothing arrives within `limit` (the connection stays open and silent).
-  bool silent_for(std::chrono::milliseconds limit) {
+  bool SilentFor(std::chrono::milliseconds limit) {
     pollfd p{fd_, POLLIN, 0};
     return ::poll(&p, 1, static_cast<int>(limit.count())) == 0;
   }
   /// True when the server closed the connection (EOF or reset) within `limit`.
-  bool closed_by_peer(std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+  bool ClosedByPeer(std::chrono::milliseconds limit = std::chrono::seconds(20)) {
     const auto end = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < end) {
       pollfd p{fd_, POLLIN, 0};
@@ -146,7 +146,7 @@ class RawConn {
   int fd_ = -1;
 };
 
-inline Request req(QueryType type, std::vector<std::string> keys = {},
+inline Request Req(QueryType type, std::vector<std::string> keys = {},
                    std::vector<std::string> values = {}, std::int64_t number = 0) {
   Request r;
   r.type = type;
@@ -156,12 +156,12 @@ inline Request req(QueryType type, std::vector<std::string> keys = {},
   return r;
 }
 
-inline std::string u8s(std::uint8_t v) {
+inline std::string U8s(std::uint8_t v) {
   return std::string(1, static_cast<char>(v));
 }
-inline std::string i64s(std::int64_t v) {
+inline std::string I64s(std::int64_t v) {
   std::string s;
-  put_i64(s, v);
+  PutI64(s, v);
   return s;
 }
 

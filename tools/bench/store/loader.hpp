@@ -118,10 +118,10 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  std::vector<Conn>& conns() { return conns_; }
-  int errors() const { return errors_; }
-  int retries() const { return retries_total_; }
-  std::string first_error() const { return first_error_; }
+  std::vector<Conn>& Conns() { return conns_; }
+  int Errors() const { return errors_; }
+  int Retries() const { return retries_total_; }
+  std::string FirstError() const { return first_error_; }
 
   void Open(int n) {
     conns_.resize(static_cast<std::size_t>(n));

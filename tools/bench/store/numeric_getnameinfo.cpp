@@ -11,6 +11,6 @@
 extern "C" int getnameinfo(const sockaddr* addr, socklen_t addrlen, char* host, socklen_t hostlen,
                            char* serv, socklen_t servlen, int flags) {
   using Fn = int (*)(const sockaddr*, socklen_t, char*, socklen_t, char*, socklen_t, int);
-  static const Fn real = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "getnameinfo"));
-  return real(addr, addrlen, host, hostlen, serv, servlen, flags | NI_NUMERICHOST);
+  static const Fn kReal = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, "getnameinfo"));
+  return kReal(addr, addrlen, host, hostlen, serv, servlen, flags | NI_NUMERICHOST);
 }

@@ -81,9 +81,9 @@ IdleResult RunIdle(const ServerProc& s, int n) {
   r.rss_before_kib = RssKiB(s.pid);
   Loader l(s.port, [](Conn&, std::int64_t, std::string_view) {});
   l.Open(n);
-  r.ok = l.RunUntil([&] { return l.handshaken + l.errors() >= n; },
+  r.ok = l.RunUntil([&] { return l.handshaken + l.Errors() >= n; },
                     Clock::now() + std::chrono::seconds(120)) &&
-         l.errors() == 0;
+         l.Errors() == 0;
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   r.rss_after_kib = RssKiB(s.pid);
   r.bytes_per_conn = 1024.0 * static_cast<double>(r.rss_after_kib - r.rss_before_kib) / n;
@@ -132,7 +132,7 @@ MixResult RunMix(const ServerProc& s, int n, double seconds, int tag) {
   });
   lp = &l;
   l.Open(n);
-  if (!l.RunUntil([&] { return l.handshaken + l.errors() >= n; },
+  if (!l.RunUntil([&] { return l.handshaken + l.Errors() >= n; },
                   Clock::now() + std::chrono::seconds(120))) {
     return r;
   }
@@ -149,8 +149,8 @@ MixResult RunMix(const ServerProc& s, int n, double seconds, int tag) {
   m.loader1 = ThreadCpuSeconds();
   measuring = false;
   stopping = true;
-  l.RunUntil([&] { return idle + l.errors() >= n; }, Clock::now() + std::chrono::seconds(30));
-  r.errors = l.errors();
+  l.RunUntil([&] { return idle + l.Errors() >= n; }, Clock::now() + std::chrono::seconds(30));
+  r.errors = l.Errors();
   Summarize(m, r);
   r.ok = r.errors == 0;
   return r;
@@ -206,13 +206,13 @@ RdzvResult RunRendezvous(const ServerProc& s, int n, double timeout_s, int tag) 
   l.Open(n);
   r.open_s = Seconds(Clock::now() - t0);
   r.ok = l.RunUntil(
-      [&] { return finished + l.errors() >= n; },
+      [&] { return finished + l.Errors() >= n; },
       t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s)));
   const auto t1 = Clock::now();
   r.errors = n - finished;
   r.ok = r.ok && finished == n;
-  r.error = r.ok ? "" : (l.first_error().empty() ? "timeout" : l.first_error());
-  r.retries = l.retries();
+  r.error = r.ok ? "" : (l.FirstError().empty() ? "timeout" : l.FirstError());
+  r.retries = l.Retries();
   const long overflows1 = ListenOverflows();
   if (overflows0 >= 0 && overflows1 >= 0) r.listen_overflows = overflows1 - overflows0;
   r.connect_s = t_connected == Clock::time_point{} ? -1 : Seconds(t_connected - t0);

@@ -33,7 +33,7 @@ extern "C" void OnStopSignal(int sig) {
   _exit(128 + sig);
 }
 
-const char* kTorchServer = R"(
+constexpr const char* kTorchServer = R"(
 import sys, datetime, torch.distributed as dist
 s = dist.TCPStore("127.0.0.1", 0, is_master=True, wait_for_workers=False, use_libuv=sys.argv[1] == "1",
                   timeout=datetime.timedelta(seconds=600))
