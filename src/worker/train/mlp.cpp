@@ -147,6 +147,20 @@ at::Tensor Mlp::Activate(const at::Tensor& x, const Layer& l, bool training) con
       return at::mish(x);
     case Kind::kSoftplus:
       return at::softplus(x, act_.a, act_.b);
+    case Kind::kHardswish:
+      return at::hardswish(x);
+    case Kind::kHardsigmoid:
+      return at::hardsigmoid(x);
+    case Kind::kHardtanh:
+      return at::hardtanh(x, act_.a, act_.b);
+    case Kind::kSoftsign:
+      return x / (1 + at::abs(x));  // torch.nn.Softsign's formula
+    case Kind::kTanhshrink:
+      return x - at::tanh(x);  // torch.nn.Tanhshrink's formula
+    case Kind::kCELU:
+      return at::celu(x, act_.a);
+    case Kind::kLogSigmoid:
+      return at::log_sigmoid(x);
     case Kind::kPReLU:
       return at::prelu(x, l.act_weight);
     case Kind::kDice: {

@@ -105,7 +105,7 @@ class Mlp {
   at::Tensor Forward(const at::Tensor& x, bool training) const;
   std::int64_t out_dim() const { return out_dim_; }
 
-  // Parsed activation (internal to mlp.cpp; public so the layer table can hold it).
+  // The parsed activation and a BatchNorm's tensors (shared by mlp.cpp and mlp_options.cpp).
   struct Activation {
     enum class Kind {
       kNone,
@@ -122,11 +122,18 @@ class Mlp {
       kSoftplus,
       kPReLU,
       kIdentity,
+      kHardswish,
+      kHardsigmoid,
+      kHardtanh,
+      kSoftsign,
+      kTanhshrink,
+      kCELU,
+      kLogSigmoid,
       kDice
     };
     Kind kind = Kind::kNone;
-    double a = 0;                     // negative_slope / alpha / beta / init
-    double b = 0;                     // Softplus threshold
+    double a = 0;                     // negative_slope / alpha / beta / init / min_val
+    double b = 0;                     // Softplus threshold / Hardtanh max_val
     bool tanh_approximate = false;    // GELU(approximate='tanh')
     std::int64_t num_parameters = 1;  // PReLU
   };

@@ -50,6 +50,15 @@ const std::vector<ActivationSpec>& Specs() {
        Kind::kPReLU,
        {{"num_parameters", ArgType::kPositiveInt}, {"init", ArgType::kNumber}}},
       {"nn.Identity", Kind::kIdentity, {}},
+      {"nn.Hardswish", Kind::kHardswish, {{"inplace", ArgType::kBool}}},
+      {"nn.Hardsigmoid", Kind::kHardsigmoid, {{"inplace", ArgType::kBool}}},
+      {"nn.Hardtanh",
+       Kind::kHardtanh,
+       {{"min_val", ArgType::kNumber}, {"max_val", ArgType::kNumber}, {"inplace", ArgType::kBool}}},
+      {"nn.Softsign", Kind::kSoftsign, {}},
+      {"nn.Tanhshrink", Kind::kTanhshrink, {}},
+      {"nn.CELU", Kind::kCELU, {{"alpha", ArgType::kNumber}, {"inplace", ArgType::kBool}}},
+      {"nn.LogSigmoid", Kind::kLogSigmoid, {}},
       {"Dice", Kind::kDice, {}},
   };
   return kSpecs;
@@ -104,10 +113,10 @@ void ApplyArg(const ArgSpec& arg, const std::string& value, const std::string& w
         value.find_first_of(".eE") != std::string::npos)
       throw ConfigError(bad + "must be an integer >= 1");
     act.num_parameters = static_cast<std::int64_t>(v);
-  } else if (name == "threshold") {
+  } else if (name == "threshold" || name == "max_val") {
     act.b = v;
   } else {
-    act.a = v;  // negative_slope, alpha, beta, init
+    act.a = v;  // negative_slope, alpha, beta, init, min_val
   }
 }
 
@@ -163,10 +172,16 @@ Mlp::Activation Mlp::ParseActivation(const std::string& text, const std::string&
     throw ConfigError(field + ": '" + text + "': Dice takes no arguments; write 'Dice'");
   act.kind = spec.kind;
   if (spec.kind == Kind::kLeakyReLU) act.a = 0.01;
-  if (spec.kind == Kind::kELU || spec.kind == Kind::kSoftplus) act.a = 1.0;
+  if (spec.kind == Kind::kELU || spec.kind == Kind::kSoftplus || spec.kind == Kind::kCELU)
+    act.a = 1.0;
+  if (spec.kind == Kind::kHardtanh) act.a = -1.0, act.b = 1.0;
   if (spec.kind == Kind::kSoftplus) act.b = 20.0;
   if (spec.kind == Kind::kPReLU) act.a = 0.25;
   ApplyArgs(spec, args, text, field, act);
+  if (spec.kind == Kind::kHardtanh && !(act.b > act.a))
+    throw ConfigError(field + ": '" + text + "': max_val must be greater than min_val");
+  if (spec.kind == Kind::kCELU && act.a == 0)
+    throw ConfigError(field + ": '" + text + "': alpha must not be 0 (CELU divides by it)");
   return act;
 }
 

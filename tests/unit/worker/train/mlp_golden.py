@@ -29,6 +29,9 @@ CASES = [
     ("nn.ELU(alpha=0.5)", False, True, True),
     ("nn.Mish", False, False, False),
     ("nn.SELU", False, False, True),
+    ("nn.Hardswish", True, False, False),
+    ("nn.CELU(alpha=0.7)", False, True, True),
+    ("nn.LogSigmoid", False, False, True),
 ]
 
 

@@ -161,6 +161,20 @@ TEST(Mlp, EachActivationMatchesItsFormula) {
          return at::where(z > 0, z, w * z);
        }},
       {"nn.Identity", [](const at::Tensor& z, const Built&) { return z; }},
+      {"nn.Hardswish",
+       [](const at::Tensor& z, const Built&) { return z * at::clamp(z + 3, 0, 6) / 6; }},
+      {"nn.Hardsigmoid",
+       [](const at::Tensor& z, const Built&) { return at::clamp(z / 6 + 0.5, 0, 1); }},
+      {"nn.Hardtanh", [](const at::Tensor& z, const Built&) { return at::clamp(z, -1, 1); }},
+      {"nn.Hardtanh(min_val=-0.5, max_val=2)",
+       [](const at::Tensor& z, const Built&) { return at::clamp(z, -0.5, 2); }},
+      {"nn.Softsign", [](const at::Tensor& z, const Built&) { return z / (1 + z.abs()); }},
+      {"nn.Tanhshrink", [](const at::Tensor& z, const Built&) { return z - at::tanh(z); }},
+      {"nn.CELU(alpha=0.7)",
+       [](const at::Tensor& z, const Built&) {
+         return at::clamp_min(z, 0) + at::clamp_max(0.7 * (at::exp(z / 0.7) - 1), 0);
+       }},
+      {"nn.LogSigmoid", [](const at::Tensor& z, const Built&) { return -at::log1p(at::exp(-z)); }},
       {"", [](const at::Tensor& z, const Built&) { return z; }},
   };
   const at::Tensor x = Input(8, 5) * 2;
@@ -367,7 +381,8 @@ TEST(Mlp, ValidateNamesTheFieldTheValueAndTheFix) {
   ExpectConfigError(
       Options({8}, "nn.Swish"),
       {"model_config.final_mlp.activation: unknown activation 'nn.Swish'", "'nn.SiLU'", "'Dice'"});
-  ExpectConfigError(Options({8}, "nn.Hardswish"), {"unknown activation 'nn.Hardswish'"});
+  ExpectConfigError(Options({8}, "nn.RReLU"), {"unknown activation 'nn.RReLU'"});
+  ExpectConfigError(Options({8}, "lambda x: x"), {"unknown activation 'lambda x: x'"});
   ExpectConfigError(Options({8}, "nn.LeakyReLU(slope=0.1)"),
                     {"final_mlp.activation", "unknown argument 'slope'", "'negative_slope'"});
   ExpectConfigError(Options({8}, "nn.LeakyReLU(negative_slope=abc)"),
@@ -383,6 +398,9 @@ TEST(Mlp, ValidateNamesTheFieldTheValueAndTheFix) {
       Options({8, 4}, "nn.PReLU(num_parameters=8)"),
       {"num_parameters 8 must be 1 or the width of every layer", "hidden_units[1] is 4"});
   ExpectConfigError(Options({8}, "nn.PReLU(num_parameters=2.5)"), {"must be an integer >= 1"});
+  ExpectConfigError(Options({8}, "nn.Hardtanh(min_val=1, max_val=1)"),
+                    {"max_val must be greater than min_val"});
+  ExpectConfigError(Options({8}, "nn.CELU(alpha=0)"), {"alpha must not be 0"});
   EXPECT_NO_THROW(ValidateMlpOptions(Options({8, 8}, "nn.PReLU(num_parameters=8)"), "m"));
   EXPECT_NO_THROW(ValidateMlpOptions(Options({}), "m"));
   // The constructor validates with the module name as the path.
