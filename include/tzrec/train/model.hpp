@@ -54,13 +54,22 @@ class DenseModel {
                                             const at::Device& device);
   virtual ~DenseModel() = default;
   // sparse: the EBC output (keys ⊇ the model's sparse features); dense: [B, D_dense] as the input
-  // pipeline builds it. Returns logits [B].
-  virtual at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) = 0;
+  // pipeline builds it. Returns logits [B]. training: dropout on and BatchNorm on batch
+  // statistics (updating its running stats); false (eval, export, predict): running stats, no
+  // dropout (torch's module.train() / eval()).
+  virtual at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense, bool training) = 0;
+  // Trainable tensors, in creation order; names "<module>.mlp.<i>.perceptron.<j>.<tensor>"
+  // (TorchEasyRec's state-dict names) and "output.weight", "output.bias".
   const std::vector<Parameter>& parameters() const { return parameters_; }
+  // Buffers without gradients (BatchNorm running_mean, running_var: float32;
+  // num_batches_tracked: int64 scalar); names unique and distinct from the parameters'. Empty
+  // unless an MLP uses use_bn or Dice.
+  const std::vector<Parameter>& buffers() const { return buffers_; }
   std::int64_t num_parameters() const;
 
  protected:
   std::vector<Parameter> parameters_;
+  std::vector<Parameter> buffers_;
 };
 
 }  // namespace tzrec

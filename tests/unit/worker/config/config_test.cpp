@@ -129,10 +129,20 @@ TEST(Support, NoEffectWarns) {
 }
 
 TEST(Support, NotYetRefused) {
-  for (const char* mlp : {"use_bn: true", "dropout_ratio: [0.1]", "activation: \"nn.GELU\"",
-                          "bias: false", "use_ln: true"}) {
+  // Every TorchEasyRec MLP option is accepted (its effect: train.Mlp.* and train.Model.*) ...
+  for (const char* mlp :
+       {"use_bn: true", "dropout_ratio: [0.1]", "activation: \"nn.GELU\"", "bias: false",
+        "use_ln: true", "activation: \"Dice\" use_bn: true", "activation: \"\""}) {
+    EXPECT_EQ(ErrorOf(Minimal("", "", mlp)), "") << mlp;
+  }
+  // ... and only invalid values are refused, naming the field.
+  const std::pair<const char*, const char*> bad[] = {
+      {"dropout_ratio: [0.1, 0.2]", "towers[0].mlp.dropout_ratio: has 2 values"},
+      {"dropout_ratio: [1.0]", "towers[0].mlp.dropout_ratio[0]: must be in [0, 1)"},
+      {"use_bn: true use_ln: true", "towers[0].mlp.use_ln: both true"}};
+  for (const auto& [mlp, want] : bad) {
     const std::string e = ErrorOf(Minimal("", "", mlp));
-    EXPECT_NE(e.find("does not honour yet"), std::string::npos) << mlp << ": " << e;
+    EXPECT_NE(e.find(want), std::string::npos) << mlp << ": " << e;
   }
   // The optimizers and schedules TorchEasyRec has are accepted (their effect: train.* tests).
   const LoadedConfig c = ParsePipelineConfig(
