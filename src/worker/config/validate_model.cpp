@@ -7,15 +7,15 @@
 
 #include "internal.hpp"
 #include "tzrec/config/config.hpp"
+#include "tzrec/config/mlp_activation.hpp"
 #include "tzrun/base/strings.hpp"
 #include "validate_util.hpp"
 
 namespace tzrec::config_internal {
 namespace {
 
-// tzrec.protos.MLP checks that need no libtorch (the same rules as ValidateMlpOptions in
-// src/worker/train/mlp_options.cpp); the activation string is parsed when the model is built
-// (ConfigError naming the field, before the first batch).
+// tzrec.protos.MLP: the same rules as ValidateMlpOptions (src/worker/train/mlp_options.cpp), so a
+// bad MLP is refused when the config is read.
 void ValidateMlp(const protos::MLP& mlp, const std::string& path, bool need_units) {
   Require(!need_units || mlp.hidden_units_size() > 0,
           path + ".hidden_units: empty; give at least one layer width, e.g. [64, 32]");
@@ -37,6 +37,9 @@ void ValidateMlp(const protos::MLP& mlp, const std::string& path, bool need_unit
           path + ".use_bn and " + path +
               ".use_ln: both true; TorchEasyRec's Perceptron allows one norm per layer, set one "
               "of them to false");
+  ValidateMlpActivation(
+      mlp.activation(),
+      std::vector<std::int64_t>(mlp.hidden_units().begin(), mlp.hidden_units().end()), path);
 }
 
 class ModelChecks {

@@ -9,7 +9,7 @@
 //                           variance) and num_batches_tracked += 1; eval uses the running stats;
 //                           eps 1e-5, affine (weight 1, bias 0)
 //   LayerNorm(h_i)          when use_ln: over the last dim, eps 1e-5, elementwise affine (1, 0)
-//   activation              see MlpActivationNames(); "" = none
+//   activation              see MlpActivationNames() (tzrec/config/mlp_activation.hpp); "" = none
 //   Dropout(p_i)            when p_i > 0 and training: zero with probability p_i, scale the kept
 //                           units by 1/(1-p_i); eval: identity
 // dropout_ratio: [] → 0 for every layer, [p] → p for every layer, else one per layer.
@@ -40,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "tzrec/config/mlp_activation.hpp"
 #include "tzrec/train/model.hpp"  // Parameter
 
 namespace tzrec {
@@ -53,10 +54,6 @@ struct MlpOptions {
   bool bias = true;
   bool use_ln = false;
 };
-
-// The activation names MlpOptions::activation accepts ("nn.X" may also be written "torch.nn.X";
-// keyword arguments in parentheses, e.g. "nn.LeakyReLU(negative_slope=0.1)"), and "Dice".
-const std::vector<std::string>& MlpActivationNames();
 
 // Throws ConfigError naming "<path>.<field>", the value and the fix: a hidden unit < 1, a
 // dropout_ratio list whose length is neither 0, 1 nor len(hidden_units), a ratio outside [0, 1),
@@ -106,42 +103,14 @@ class Mlp {
   std::int64_t out_dim() const { return out_dim_; }
 
   // The parsed activation and a BatchNorm's tensors (shared by mlp.cpp and mlp_options.cpp).
-  struct Activation {
-    enum class Kind {
-      kNone,
-      kReLU,
-      kReLU6,
-      kLeakyReLU,
-      kELU,
-      kSELU,
-      kGELU,
-      kSigmoid,
-      kTanh,
-      kSiLU,
-      kMish,
-      kSoftplus,
-      kPReLU,
-      kIdentity,
-      kHardswish,
-      kHardsigmoid,
-      kHardtanh,
-      kSoftsign,
-      kTanhshrink,
-      kCELU,
-      kLogSigmoid,
-      kDice
-    };
-    Kind kind = Kind::kNone;
-    double a = 0;                     // negative_slope / alpha / beta / init / min_val
-    double b = 0;                     // Softplus threshold / Hardtanh max_val
-    bool tanh_approximate = false;    // GELU(approximate='tanh')
-    std::int64_t num_parameters = 1;  // PReLU
-  };
+  using Activation = MlpActivation;
   struct BatchNorm {
     at::Tensor weight, bias, running_mean, running_var, num_batches_tracked;
   };
   // Parses MlpOptions::activation; ConfigError naming `field` (e.g. "final_mlp.activation").
-  static Activation ParseActivation(const std::string& text, const std::string& field);
+  static Activation ParseActivation(const std::string& text, const std::string& field) {
+    return ParseMlpActivation(text, field);
+  }
 
  private:
   struct Layer {

@@ -139,7 +139,11 @@ TEST(Support, NotYetRefused) {
   const std::pair<const char*, const char*> bad[] = {
       {"dropout_ratio: [0.1, 0.2]", "towers[0].mlp.dropout_ratio: has 2 values"},
       {"dropout_ratio: [1.0]", "towers[0].mlp.dropout_ratio[0]: must be in [0, 1)"},
-      {"use_bn: true use_ln: true", "towers[0].mlp.use_ln: both true"}};
+      {"use_bn: true use_ln: true", "towers[0].mlp.use_ln: both true"},
+      {"activation: \"nn.Relu\"",
+       "towers[0].mlp.activation: unknown activation 'nn.Relu'; did "
+       "you mean 'nn.ReLU'?"},
+      {"activation: \"nn.PReLU(num_parameters=3)\"", "num_parameters 3 must be 1 or the width"}};
   for (const auto& [mlp, want] : bad) {
     const std::string e = ErrorOf(Minimal("", "", mlp));
     EXPECT_NE(e.find(want), std::string::npos) << mlp << ": " << e;
