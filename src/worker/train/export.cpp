@@ -139,8 +139,15 @@ int Predict(PredictOptions options) {
     for (std::int64_t i = 0; i < s.numel(); ++i) out << acc[i] << '\n';
     if (!out) throw InputError("could not write --output_path '" + output_path + "'");
   }
+  std::int64_t thresholds = 0;  // the AUC eval reports: model_config's auc metric (binned or exact)
+  for (const auto& metric : config.model_config().metrics()) {
+    if (metric.has_auc()) {
+      thresholds = metric.auc().thresholds();
+      break;
+    }
+  }
   std::cout << "tzrec_train predict: " << s.numel() << " rows, auc " << std::fixed
-            << std::setprecision(5) << Auc(s, l) << std::endl;
+            << std::setprecision(5) << Auc(s, l, thresholds) << std::endl;
   return 0;
 }
 
