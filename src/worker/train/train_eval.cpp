@@ -132,11 +132,10 @@ class Trainer {
     for (auto& [name, tensor] : optimizer_->StateTensors())
       st.dense_optimizer.push_back({name, tensor});
     st.data_cursor_json = cursor_json;
-    nlohmann::json extra = {{"grad_scale", scale_},
-                            {"growth_tracker", growth_tracker_},
-                            {"epoch", epoch_},
-                            {"sparse_lr", sparse_lr_},
-                            {"dense_lr", optimizer_->learning_rate()}};
+    nlohmann::json extra = {
+        {"grad_scale", scale_},   {"growth_tracker", growth_tracker_},
+        {"epoch", epoch_},        {"sparse_lr", sparse_lr_},
+        {"dense_lr", optimizer_->learning_rate()}};
     st.extra_json = extra.dump();
     return st;
   }
@@ -353,9 +352,10 @@ class Trainer {
     const double per_step = secs / static_cast<double>(tc.log_step_count_steps());
     if (rank_ == 0) {
       std::cout << "step " << global_step_ << "/" << p.total_steps << "  loss " << std::fixed
-                << std::setprecision(5) << p.loss_sum / static_cast<double>(p.loss_count) << "  lr "
-                << std::setprecision(6) << sparse_lr_ << "/" << optimizer_->learning_rate()
-                << "  samples/s " << std::setprecision(1) << rate << "  eta "
+                << std::setprecision(5) << p.loss_sum / static_cast<double>(p.loss_count)
+                << "  lr " << std::setprecision(6) << sparse_lr_ << "/"
+                << optimizer_->learning_rate() << "  samples/s " << std::setprecision(1) << rate
+                << "  eta "
                 << Hms(per_step * static_cast<double>(p.total_steps - global_step_))
                 << std::defaultfloat << std::endl;
     }
@@ -568,7 +568,7 @@ class Trainer {
   std::optional<LrSchedule> sparse_schedule_;
   std::optional<LrSchedule> dense_schedule_;
   double sparse_lr_ = -1;  // the lr last given to the embedding shards
-  double scale_ = 0;       // GradScaler loss scale; 0: no scaler
+  double scale_ = 0;  // GradScaler loss scale; 0: no scaler
   std::int64_t growth_tracker_ = 0;
   double train_loss_ = NAN;
   double samples_per_sec_ = 0;
