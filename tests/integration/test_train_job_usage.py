@@ -154,6 +154,33 @@ def options_job(small_dlrm, criteo, model_dir, edit):
     return metrics(model_dir), dense_tensors(model_dir, 20)
 
 
+@pytest.mark.needs_shared_data
+def test_mlp_batch_norm_buffers_are_saved_restored_and_exported(tmp_path, small_dlrm, criteo):
+    """TorchEasyRec MLP options reach the model: use_bn gives BN buffers (TorchEasyRec's state-dict
+    names) that go into the checkpoint, come back with --continue_train and into the export."""
+    import torch
+
+    md = tmp_path / "m"
+    mlp = {"model_config.dlrm.final.use_bn": True, "model_config.dlrm.final.dropout_ratio": [0.1],
+           "model_config.dlrm.dense_mlp.activation": "nn.LeakyReLU(negative_slope=0.1)"}
+    small_job(small_dlrm, criteo, md, 2, steps_edit(20, save_every=10, log_every=10, **mlp))
+    bn = "dense/final_mlp.mlp.0.perceptron.1."
+    d = dense_tensors(md, 20)
+    assert int(d[bn + "num_batches_tracked"]) == 20, sorted(d)
+    assert d[bn + "running_mean"].abs().sum() > 0 and (d[bn + "running_var"] != 1).any()
+    assert "dense/final_mlp.mlp.0.perceptron.0.bias" not in d  # no Linear bias with use_bn
+    assert "dense/dense_mlp.mlp.0.perceptron.0.weight" in d
+    small_job(small_dlrm, criteo, md, 2, steps_edit(30, save_every=10, log_every=10, **mlp),
+              continue_train=True)
+    assert int(dense_tensors(md, 30)[bn + "num_batches_tracked"]) == 30  # restored at 20
+    out = tmp_path / "export"
+    tzrec("export", "--model_dir", md, "--export_dir", out)
+    exported = load_pt(checkpoints(out)[30] / "model-000000-of-000001.pt")
+    assert torch.equal(exported[bn + "running_mean"], dense_tensors(md, 30)[bn + "running_mean"])
+    proc = tzrec("predict", "--export_dir", out, "--input_path", criteo / "eval.txt")
+    assert " 2000 rows" in proc.stdout, details(proc)
+
+
 @pytest.fixture(scope="module")
 def options_baseline(tmp_path_factory, small_dlrm, criteo):
     return options_job(small_dlrm, criteo, tmp_path_factory.mktemp("options_baseline") / "m", {})

@@ -1,24 +1,27 @@
 // tzrec/train/model.hpp — the dense side of tzrec_train's models and their embedding tables,
-// following TorchEasyRec's DLRM, DeepFM and MultiTower (tzrec/models/{dlrm,deepfm,multi_tower}.py;
-// notes ../shared/reference/torchrec-sharding.md §1.8, §4.2).
+// following TorchEasyRec's DLRM, DeepFM and MultiTower (tzrec/models/{dlrm,deepfm,multi_tower}.py,
+// tzrec/modules/fm.py). Every MLP is TorchEasyRec's MLP built from its tzrec.protos.MLP
+// (src/worker/train/mlp.hpp: Linear, BN/LN, activation, dropout).
 //
-//   DLRM        groups "dense" (raw features) and "sparse" (id features, one embedding dim d):
-//               dense_mlp(dense) → [B, d]; pairwise dot products of {dense_out, e_1..e_F} (i < j);
-//               final_mlp(concat(dense_out, interactions[, e_1..e_F if arch_with_sparse])) → Linear
-//               → logit.
-//   DeepFM      "wide" group: each feature's wide embedding (dim wide_embedding_dim, its own table
-//               "<table>__wide") summed over features and dims → wide logit; "deep" group: FM
-//               second order term 0.5·((Σe)² − Σe²) over its sparse features (equal dims) and
-//               deep_mlp(concat of the group); final_mlp(concat(deep_out, fm)) → Linear → logit;
-//               logit = that + wide.
+//   DLRM        group "sparse" (id features, one embedding dim d), group "dense" optional.
+//               With "dense": dense_mlp(dense) → [B, d]; pairwise dot products of
+//               {dense_out, e_1..e_F} (i < j); final_mlp(concat(dense_out, interactions[,
+//               e_1..e_F if arch_with_sparse])). Without: no dense_mlp; final_mlp(concat(pairwise
+//               dots of e_1..e_F[, e_1..e_F if arch_with_sparse])). Then Linear → logit.
+//   DeepFM      WIDE group "wide": each feature's wide embedding (dim wide_embedding_dim, its own
+//               table "<table>__wide") summed over features and dims → y_wide [B, 1]; group
+//               "deep": y_deep = deep_mlp(concat of the group); FM over group "fm" if defined,
+//               else "deep" (all features one dim): y_fm = 0.5·((Σe)² − Σe²) [B, d]. With final:
+//               final_mlp(concat(y_wide, y_fm, y_deep)) → Linear → logit; without:
+//               logit = y_wide + Σ_d y_fm + Linear(y_deep).
 //   MultiTower  one MLP per tower over its group's concat; final_mlp(concat(tower outputs)) →
-//   Linear → logit.
+//               Linear → logit.
 // A group's input is the concat, in the group's feature order, of pooled sparse embeddings [B, D_f]
-// and dense raw values [B, value_dim]. MLP = Linear + ReLU per hidden unit (torch.nn.Linear's
-// default init U(±1/sqrt(fan_in)) from a seeded generator, so every rank starts identical even
-// before the DenseSync broadcast). Logits are float32 [B]; the loss is BCE with logits, mean over
-// the batch. Errors: ConfigError for configs the model cannot build (names the group/feature). Not
-// thread-safe.
+// and dense raw values [B, value_dim]. Parameters start as torch.nn.Linear's default init
+// U(±1/sqrt(fan_in)) from a seeded generator (norm weights 1, biases 0), so every rank starts
+// identical even before the DenseSync broadcast. Logits are float32 [B]; the loss is BCE with
+// logits, mean over the batch. Errors: ConfigError for configs the model cannot build (names the
+// group/feature/MLP field). Not thread-safe (Forward in training updates BN running stats).
 #pragma once
 
 #include <ATen/Tensor.h>
@@ -54,13 +57,22 @@ class DenseModel {
                                             const at::Device& device);
   virtual ~DenseModel() = default;
   // sparse: the EBC output (keys ⊇ the model's sparse features); dense: [B, D_dense] as the input
-  // pipeline builds it. Returns logits [B].
-  virtual at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) = 0;
+  // pipeline builds it. Returns logits [B]. training: dropout on and BatchNorm on batch
+  // statistics (updating its running stats); false (eval, export, predict): running stats, no
+  // dropout (torch's module.train() / eval()).
+  virtual at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense, bool training) = 0;
+  // Trainable tensors, in creation order; names "<module>.mlp.<i>.perceptron.<j>.<tensor>"
+  // (TorchEasyRec's state-dict names) and "output.weight", "output.bias".
   const std::vector<Parameter>& parameters() const { return parameters_; }
+  // Buffers without gradients (BatchNorm running_mean, running_var: float32;
+  // num_batches_tracked: int64 scalar); names unique and distinct from the parameters'. Empty
+  // unless an MLP uses use_bn or Dice.
+  const std::vector<Parameter>& buffers() const { return buffers_; }
   std::int64_t num_parameters() const;
 
  protected:
   std::vector<Parameter> parameters_;
+  std::vector<Parameter> buffers_;
 };
 
 }  // namespace tzrec

@@ -7,12 +7,15 @@
 
 #include "internal.hpp"
 #include "tzrec/config/config.hpp"
+#include "tzrec/config/mlp_activation.hpp"
 #include "tzrun/base/strings.hpp"
 #include "validate_util.hpp"
 
 namespace tzrec::config_internal {
 namespace {
 
+// tzrec.protos.MLP: the same rules as ValidateMlpOptions (src/worker/train/mlp_options.cpp), so a
+// bad MLP is refused when the config is read.
 void ValidateMlp(const protos::MLP& mlp, const std::string& path, bool need_units) {
   Require(!need_units || mlp.hidden_units_size() > 0,
           path + ".hidden_units: empty; give at least one layer width, e.g. [64, 32]");
@@ -20,15 +23,23 @@ void ValidateMlp(const protos::MLP& mlp, const std::string& path, bool need_unit
     Require(mlp.hidden_units(i) > 0,
             path + ".hidden_units[" + std::to_string(i) + "]: must be > 0, got 0 (a layer width)");
   }
-  const std::string not_yet =
-      " is a TorchEasyRec MLP option that tzrec_train does not honour "
-      "yet; remove it";
-  Require(mlp.dropout_ratio_size() == 0, path + ".dropout_ratio" + not_yet);
-  Require(mlp.activation() == "nn.ReLU",
-          path + ".activation: \"" + mlp.activation() + "\"" + not_yet + " (nn.ReLU is)");
-  Require(!mlp.use_bn(), path + ".use_bn: true" + not_yet);
-  Require(mlp.bias(), path + ".bias: false" + not_yet);
-  Require(!mlp.use_ln(), path + ".use_ln: true" + not_yet);
+  const int d = mlp.dropout_ratio_size();
+  Require(d <= 1 || d == mlp.hidden_units_size(),
+          path + ".dropout_ratio: has " + std::to_string(d) + " values but hidden_units has " +
+              std::to_string(mlp.hidden_units_size()) +
+              " layers; give none, one for every layer, or one per layer");
+  for (int i = 0; i < d; ++i) {
+    const double p = mlp.dropout_ratio(i);
+    Require(p >= 0 && p < 1, path + ".dropout_ratio[" + std::to_string(i) +
+                                 "]: must be in [0, 1), got " + std::to_string(p));
+  }
+  Require(!(mlp.use_bn() && mlp.use_ln()),
+          path + ".use_bn and " + path +
+              ".use_ln: both true; TorchEasyRec's Perceptron allows one norm per layer, set one "
+              "of them to false");
+  ValidateMlpActivation(
+      mlp.activation(),
+      std::vector<std::int64_t>(mlp.hidden_units().begin(), mlp.hidden_units().end()), path);
 }
 
 class ModelChecks {
@@ -115,49 +126,83 @@ void ModelChecks::Groups() {
   }
 }
 
+// TorchEasyRec's dlrm.py: group "sparse" (one embedding_dim); group "dense" optional (without
+// it there is no dense_mlp and the interaction takes the sparse features alone).
 void ModelChecks::Dlrm() {
   const protos::DLRM& dlrm = config_.model_config().dlrm();
   const std::string path = "model_config.dlrm";
-  const auto& dense = Group("dense", path + " (group \"dense\")");
   const auto& sparse = Group("sparse", path + " (group \"sparse\")");
-  for (const std::string& name : dense.feature_names()) {
-    Require(!IsSparse(F(name)), path + ": group \"dense\" holds '" + name +
-                                    "', a sparse feature (an id feature or a raw feature with "
-                                    "boundaries); move it to group \"sparse\"");
-  }
   for (const std::string& name : sparse.feature_names()) {
     Require(IsSparse(F(name)), path + ": group \"sparse\" holds '" + name +
                                    "', a dense raw feature; move it to group \"dense\" (or give "
                                    "it boundaries and an embedding_dim)");
   }
   const std::int64_t dim = SharedDim(sparse, path, "DLRM's interaction takes dot products");
-  ValidateMlp(dlrm.dense_mlp(), path + ".dense_mlp", true);
   ValidateMlp(dlrm.final(), path + ".final", false);
-  if (dlrm.arch_with_sparse()) {
-    const std::int64_t last =
-        dlrm.dense_mlp().hidden_units(dlrm.dense_mlp().hidden_units_size() - 1);
-    Require(last == dim, path + ".dense_mlp.hidden_units: the last unit " + std::to_string(last) +
-                             " must equal the sparse embedding_dim " + std::to_string(dim) +
-                             " (the dense output joins the dot interaction with the embeddings); "
-                             "set the last unit to " +
-                             std::to_string(dim));
+  if (groups_.count("dense") == 0) {
+    Require(!dlrm.has_dense_mlp(),
+            path +
+                ".dense_mlp: set, but there is no feature group \"dense\" for it to read; "
+                "add the group or remove dense_mlp");
+    Require(sparse.feature_names_size() > 1 || dlrm.arch_with_sparse(),
+            path +
+                ": without a \"dense\" group, one sparse feature and arch_with_sparse: false "
+                "leave final no input; add sparse features or set arch_with_sparse: true");
+    return;
   }
+  for (const std::string& name : groups_.at("dense")->feature_names()) {
+    Require(!IsSparse(F(name)), path + ": group \"dense\" holds '" + name +
+                                    "', a sparse feature (an id feature or a raw feature with "
+                                    "boundaries); move it to group \"sparse\"");
+  }
+  ValidateMlp(dlrm.dense_mlp(), path + ".dense_mlp", true);
+  const std::int64_t last = dlrm.dense_mlp().hidden_units(dlrm.dense_mlp().hidden_units_size() - 1);
+  Require(last == dim, path + ".dense_mlp.hidden_units: the last unit " + std::to_string(last) +
+                           " must equal the sparse embedding_dim " + std::to_string(dim) +
+                           " (the dense output joins the dot interaction with the embeddings); "
+                           "set the last unit to " +
+                           std::to_string(dim));
 }
 
+// TorchEasyRec's deepfm.py: WIDE group "wide" (summed wide embeddings), group "deep" (deep MLP),
+// FM over group "fm" when defined, else over "deep": every feature of it one dim.
 void ModelChecks::DeepFm() {
   const protos::DeepFM& deepfm = config_.model_config().deepfm();
   const std::string path = "model_config.deepfm";
   const auto& wide = Group("wide", path + " (group \"wide\")");
-  const auto& deep = Group("deep", path + " (group \"deep\")");
+  Require(wide.group_type() == protos::WIDE,
+          path + ": group \"wide\" has group_type " +
+              protos::FeatureGroupType_Name(wide.group_type()) +
+              "; set group_type: WIDE (its features get wide_embedding_dim embeddings)");
+  for (const auto& [name, group] : groups_) {
+    Require(name == "wide" || group->group_type() != protos::WIDE,
+            path + ": group '" + name +
+                "' is WIDE but DeepFM reads only the WIDE group "
+                "\"wide\"; move its features there or make it DEEP");
+  }
   for (const std::string& name : wide.feature_names()) {
     Require(IsSparse(F(name)), path + ": group \"wide\" holds '" + name +
                                    "', a dense raw feature; the wide part embeds sparse features "
                                    "only: remove it from \"wide\"");
   }
-  SharedDim(deep, path, "the FM part takes dot products of the deep group's embeddings");
+  Group("deep", path + " (group \"deep\")");
+  const std::string fm_name = groups_.count("fm") != 0 ? "fm" : "deep";
+  std::int64_t dim = 0;
+  std::string first;
+  for (const std::string& name : groups_.at(fm_name)->feature_names()) {
+    const protos::FeatureConfig& f = F(name);
+    const std::int64_t d = IsSparse(f) ? EmbeddingDim(f) : ValueDim(f);
+    if (dim == 0) dim = d, first = name;
+    Require(d == dim, path + ": the FM part reshapes group \"" + fm_name +
+                          "\" to [B, N, d], so its features need one dim, but '" + first +
+                          "' has " + std::to_string(dim) + " and '" + name + "' has " +
+                          std::to_string(d) +
+                          (fm_name == "deep" ? "; add a group \"fm\" of equal-dim features"
+                                             : "; give them one embedding_dim"));
+  }
   Require(deepfm.wide_embedding_dim() > 0, path + ".wide_embedding_dim: must be > 0");
   ValidateMlp(deepfm.deep(), path + ".deep", true);
-  ValidateMlp(deepfm.final(), path + ".final", false);
+  if (deepfm.has_final()) ValidateMlp(deepfm.final(), path + ".final", false);
 }
 
 void ModelChecks::MultiTower() {

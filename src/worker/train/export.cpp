@@ -128,7 +128,7 @@ int Predict(PredictOptions options) {
   std::vector<at::Tensor> labels;
   while (auto b = GuardInput([&] { return ds.Next(); })) {
     const KeyedTensor kt = model.ebc->Forward(AddDerivedFeatures(config, b->sparse));
-    scores.push_back(at::sigmoid(model.dense->Forward(kt, b->dense)));
+    scores.push_back(at::sigmoid(model.dense->Forward(kt, b->dense, /*training=*/false)));
     labels.push_back(b->labels);
   }
   const at::Tensor s = scores.empty() ? at::zeros({0}) : at::cat(scores);

@@ -2,13 +2,13 @@
 #include "tzrec/train/model.hpp"
 
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 
 #include <cmath>
 #include <map>
 #include <optional>
 #include <utility>
 
+#include "mlp.hpp"
 #include "tzrec/core/interaction.hpp"
 
 namespace tzrec {
@@ -47,49 +47,23 @@ const protos::FeatureGroupConfig& Group(const PipelineConfig& config, const std:
                     "' is not defined; add it to model_config.feature_groups");
 }
 
-class Builder {
- public:
-  Builder(std::vector<Parameter>* params, std::uint64_t seed, at::Device device)
-      : params_(params), gen_(at::make_generator<at::CPUGeneratorImpl>(seed)), device_(device) {}
+// tzrec.protos.MLP → the module's options (every field; validated by the Mlp constructor).
+MlpOptions FromProto(const protos::MLP& cfg) {
+  MlpOptions o;
+  o.hidden_units.assign(cfg.hidden_units().begin(), cfg.hidden_units().end());
+  o.dropout_ratio.assign(cfg.dropout_ratio().begin(), cfg.dropout_ratio().end());
+  o.activation = cfg.activation();
+  o.use_bn = cfg.use_bn();
+  o.bias = cfg.bias();
+  o.use_ln = cfg.use_ln();
+  return o;
+}
 
-  // torch.nn.Linear default init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
-  std::pair<at::Tensor, at::Tensor> Linear(const std::string& name, std::int64_t in,
-                                           std::int64_t out) {
-    const double bound = in > 0 ? 1.0 / std::sqrt(static_cast<double>(in)) : 0.0;
-    at::Tensor w =
-        ((at::rand({out, in}, gen_) * 2 - 1) * bound).to(device_).set_requires_grad(true);
-    at::Tensor b = ((at::rand({out}, gen_) * 2 - 1) * bound).to(device_).set_requires_grad(true);
-    params_->push_back({name + ".weight", w});
-    params_->push_back({name + ".bias", b});
-    return {w, b};
-  }
+using Linear = ParamBuilder::Linear;
 
- private:
-  std::vector<Parameter>* params_;
-  at::Generator gen_;
-  at::Device device_;
-};
-
-class Mlp {
- public:
-  Mlp() = default;
-  Mlp(Builder& b, const std::string& name, std::int64_t in, const protos::MLP& cfg) {
-    for (int i = 0; i < cfg.hidden_units_size(); ++i) {
-      layers_.push_back(b.Linear(name + "." + std::to_string(i), in, cfg.hidden_units(i)));
-      in = cfg.hidden_units(i);
-    }
-    out_dim_ = in;
-  }
-  at::Tensor Forward(at::Tensor x) const {
-    for (const auto& [w, b] : layers_) x = at::relu(at::linear(x, w, b));
-    return x;
-  }
-  std::int64_t out_dim() const { return out_dim_; }
-
- private:
-  std::vector<std::pair<at::Tensor, at::Tensor>> layers_;
-  std::int64_t out_dim_ = 0;
-};
+at::Tensor Output(const Linear& out, const at::Tensor& h) {
+  return at::linear(h, out.weight, out.bias).view({-1});
+}
 
 // Concatenates a group's features: pooled embeddings and dense columns.
 class GroupInput {
@@ -130,6 +104,12 @@ class GroupInput {
     }
     return out;
   }
+  // {feature, width} in group order (embedding_dim or value_dim).
+  std::vector<std::pair<std::string, std::int64_t>> widths() const {
+    std::vector<std::pair<std::string, std::int64_t>> out;
+    for (const auto& p : parts_) out.emplace_back(p.name, p.width);
+    return out;
+  }
   std::int64_t dim() const { return dim_; }
 
  private:
@@ -143,38 +123,72 @@ class GroupInput {
   bool dense_view_ = false;
 };
 
+bool HasGroup(const PipelineConfig& config, const std::string& name) {
+  for (const auto& g : config.model_config().feature_groups()) {
+    if (g.group_name() == name) return true;
+  }
+  return false;
+}
+
+// The upper triangle (i < j, row-major as torch.triu_indices(F, F, 1)) of S·Sᵀ: [B, F, d] →
+// [B, F(F-1)/2] (TorchEasyRec's InteractionArch on the sparse features alone).
+// `flat` holds i·F + j for those pairs.
+at::Tensor SparseOnlyInteraction(const at::Tensor& s, const at::Tensor& flat) {
+  const at::Tensor z = at::bmm(s, s.transpose(1, 2));  // [B, F, F]
+  return z.reshape({s.size(0), -1}).index_select(1, flat);
+}
+
 class Dlrm final : public DenseModel {
  public:
   Dlrm(const PipelineConfig& config, std::uint64_t seed, const at::Device& device) {
     const Layout layout = MakeLayout(config);
     const auto& mc = config.model_config().dlrm();
-    Builder b(&parameters_, seed, device);
-    dense_ = GroupInput(config, layout, "dense");
+    ParamBuilder b(&parameters_, &buffers_, seed, device);
+    has_dense_ = HasGroup(config, "dense");
     sparse_ = GroupInput(config, layout, "sparse");
     sparse_names_ = sparse_.sparse_names();
     if (sparse_names_.empty())
       throw ConfigError("dlrm: group 'sparse' has no sparse (id) features");
     const std::int64_t d = layout.sparse_dim.at(sparse_names_.front());
     dim_ = d;
-    dense_mlp_ = Mlp(b, "dense_mlp", dense_.dim(), mc.dense_mlp());
-    if (dense_mlp_.out_dim() != d) {
-      throw ConfigError("dlrm: dense_mlp's last hidden unit is " +
-                        std::to_string(dense_mlp_.out_dim()) + " but the sparse embedding dim is " +
-                        std::to_string(d) + "; make them equal");
+    const auto f = static_cast<std::int64_t>(sparse_names_.size());
+    const std::int64_t n = has_dense_ ? f + 1 : f;  // vectors in the interaction
+    std::int64_t in = n * (n - 1) / 2;
+    if (has_dense_) {
+      dense_ = GroupInput(config, layout, "dense");
+      dense_mlp_ = Mlp(b, "dense_mlp", dense_.dim(), FromProto(mc.dense_mlp()));
+      if (dense_mlp_.out_dim() != d) {
+        throw ConfigError(
+            "dlrm: dense_mlp's last hidden unit is " + std::to_string(dense_mlp_.out_dim()) +
+            " but the sparse embedding dim is " + std::to_string(d) + "; make them equal");
+      }
+      in += d;
+      interaction_.emplace(f, device);
+    } else {
+      const at::Tensor tri =
+          at::triu_indices(f, f, 1, at::TensorOptions().dtype(at::kLong).device(device));
+      tri_ = tri[0] * f + tri[1];
     }
-    const auto n = static_cast<std::int64_t>(sparse_names_.size()) + 1;
-    std::int64_t in = d + n * (n - 1) / 2;
-    if (mc.arch_with_sparse()) in += d * (n - 1);
     with_sparse_ = mc.arch_with_sparse();
-    final_ = Mlp(b, "final_mlp", in, mc.final());
-    out_ = b.Linear("output", final_.out_dim(), 1);
-    interaction_.emplace(n - 1, device);
+    if (with_sparse_) in += d * f;
+    if (in == 0)
+      throw ConfigError(
+          "dlrm: without a 'dense' group one sparse feature and arch_with_sparse "
+          "false leave final_mlp no input; add sparse features or a dense group");
+    final_ = Mlp(b, "final_mlp", in, FromProto(mc.final()));
+    out_ = b.AddLinear("output", final_.out_dim(), 1);
   }
-  at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
-    const at::Tensor x = dense_mlp_.Forward(dense_.Forward(sparse, dense));      // [B, d]
-    const at::Tensor emb = SparseBlock(sparse);                                  // [B, F, d]
-    const at::Tensor h = final_.Forward((*interaction_)(x, emb, with_sparse_));  // [x, triu, (emb)]
-    return at::linear(h, out_.first, out_.second).view({-1});
+  at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense, bool training) override {
+    const at::Tensor emb = SparseBlock(sparse);  // [B, F, d]
+    at::Tensor z;
+    if (has_dense_) {
+      const at::Tensor x = dense_mlp_.Forward(dense_.Forward(sparse, dense), training);  // [B, d]
+      z = (*interaction_)(x, emb, with_sparse_);  // [x, triu, (emb)]
+    } else {
+      z = SparseOnlyInteraction(emb, tri_);  // [triu]
+      if (with_sparse_) z = at::cat({z, emb.reshape({emb.size(0), -1})}, 1);
+    }
+    return Output(out_, final_.Forward(z, training));
   }
 
   // The sparse features as [B, F, d]: one view of the EBC output when they are adjacent columns in
@@ -208,6 +222,7 @@ class Dlrm final : public DenseModel {
   }
 
  private:
+  bool has_dense_ = true;
   GroupInput dense_;
   GroupInput sparse_;
   std::vector<std::string> sparse_names_;
@@ -215,73 +230,82 @@ class Dlrm final : public DenseModel {
   std::int64_t block_offset_ = -2;  // -2 unknown, -1 not adjacent, else the first column
   Mlp dense_mlp_;
   Mlp final_;
-  std::pair<at::Tensor, at::Tensor> out_;
+  Linear out_;
   bool with_sparse_ = true;
   std::optional<DotInteraction> interaction_;
+  at::Tensor tri_;  // [F(F-1)/2] flat pair indices, without a dense group
 };
 
+// TorchEasyRec's DeepFM (tzrec/models/deepfm.py, FM from tzrec/modules/fm.py).
 class DeepFm final : public DenseModel {
  public:
   DeepFm(const PipelineConfig& config, std::uint64_t seed, const at::Device& device) {
     const Layout layout = MakeLayout(config);
     const auto& mc = config.model_config().deepfm();
-    Builder b(&parameters_, seed, device);
-    for (const auto& g : config.model_config().feature_groups()) {
-      if (g.group_type() == protos::WIDE) {
-        for (const auto& f : g.feature_names()) {
-          if (layout.sparse_dim.count(f) == 0U) {
-            throw ConfigError("deepfm: wide group '" + g.group_name() + "' feature '" + f +
-                              "' must be an id feature");
-          }
-          wide_names_.push_back(f + kWideSuffix);
-        }
+    ParamBuilder b(&parameters_, &buffers_, seed, device);
+    const protos::FeatureGroupConfig& wide = Group(config, "wide");
+    if (wide.group_type() != protos::WIDE)
+      throw ConfigError("deepfm: group 'wide' must have group_type: WIDE");
+    for (const auto& f : wide.feature_names()) {
+      if (layout.sparse_dim.count(f) == 0U) {
+        throw ConfigError("deepfm: wide group feature '" + f + "' must be a sparse feature");
       }
+      wide_names_.push_back(f + kWideSuffix);
     }
     deep_ = GroupInput(config, layout, "deep");
-    fm_names_ = deep_.sparse_names();
-    std::int64_t fm_dim = 0;
-    for (const auto& f : fm_names_) {
-      const std::int64_t d = layout.sparse_dim.at(f);
-      if (fm_dim != 0 && d != fm_dim) {
-        throw ConfigError(
-            "deepfm: the FM part needs equal embedding dims in group 'deep'; feature '" + f +
-            "' has " + std::to_string(d) + ", others " + std::to_string(fm_dim));
+    fm_from_deep_ = !HasGroup(config, "fm");
+    if (!fm_from_deep_) fm_ = GroupInput(config, layout, "fm");
+    const GroupInput& fm = fm_from_deep_ ? deep_ : fm_;
+    for (const auto& [name, width] : fm.widths()) {
+      if (fm_dim_ != 0 && width != fm_dim_) {
+        throw ConfigError("deepfm: the FM part needs one dim for every feature of group '" +
+                          std::string(fm_from_deep_ ? "deep" : "fm") + "'; feature '" + name +
+                          "' has " + std::to_string(width) + ", others " + std::to_string(fm_dim_) +
+                          " (add a group 'fm' of equal-dim sparse features)");
       }
-      fm_dim = d;
+      fm_dim_ = width;
     }
-    fm_dim_ = fm_dim;
-    deep_mlp_ = Mlp(b, "deep_mlp", deep_.dim(), mc.deep());
-    final_ = Mlp(b, "final_mlp", deep_mlp_.out_dim() + fm_dim_, mc.final());
-    out_ = b.Linear("output", final_.out_dim(), 1);
+    fm_num_ = static_cast<std::int64_t>(fm.widths().size());
+    deep_mlp_ = Mlp(b, "deep_mlp", deep_.dim(), FromProto(mc.deep()));
+    has_final_ = mc.has_final();
+    std::int64_t out_in = deep_mlp_.out_dim();
+    if (has_final_) {
+      final_ = Mlp(b, "final_mlp", 1 + fm_dim_ + deep_mlp_.out_dim(), FromProto(mc.final()));
+      out_in = final_.out_dim();
+    }
+    out_ = b.AddLinear("output", out_in, 1);
   }
-  at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
-    const at::Tensor deep = deep_mlp_.Forward(deep_.Forward(sparse, dense));
-    std::vector<at::Tensor> parts{deep};
-    if (fm_dim_ > 0) {
-      std::vector<at::Tensor> es;
-      for (const auto& f : fm_names_) es.push_back(sparse[f]);
-      const at::Tensor e = at::stack(es, 1);  // [B, F, d]
-      const at::Tensor sum = e.sum(1);
-      parts.push_back(0.5 * (sum * sum - (e * e).sum(1)));
-    }
-    at::Tensor logit =
-        at::linear(final_.Forward(at::cat(parts, 1)), out_.first, out_.second).view({-1});
-    if (!wide_names_.empty()) {
+  at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense, bool training) override {
+    const at::Tensor deep_in = deep_.Forward(sparse, dense);
+    at::Tensor y_wide;  // [B, 1]: the wide embeddings summed over features and dims
+    if (wide_names_.empty()) {
+      y_wide = at::zeros({deep_in.size(0), 1}, deep_in.options());
+    } else {
       std::vector<at::Tensor> ws;
       for (const auto& f : wide_names_) ws.push_back(sparse[f]);
-      logit = logit + at::cat(ws, 1).sum(1);
+      y_wide = at::cat(ws, 1).sum(1, /*keepdim=*/true);
     }
-    return logit;
+    const at::Tensor y_deep = deep_mlp_.Forward(deep_in, training);
+    const at::Tensor e =
+        (fm_from_deep_ ? deep_in : fm_.Forward(sparse, dense)).reshape({-1, fm_num_, fm_dim_});
+    const at::Tensor sum = e.sum(1);
+    const at::Tensor y_fm = 0.5 * (sum * sum - (e * e).sum(1));  // [B, d]
+    if (has_final_)
+      return Output(out_, final_.Forward(at::cat({y_wide, y_fm, y_deep}, 1), training));
+    return y_wide.view({-1}) + y_fm.sum(1) + Output(out_, y_deep);
   }
 
  private:
   GroupInput deep_;
-  std::vector<std::string> fm_names_;
+  GroupInput fm_;
+  bool fm_from_deep_ = true;
   std::vector<std::string> wide_names_;
   std::int64_t fm_dim_ = 0;
+  std::int64_t fm_num_ = 0;
   Mlp deep_mlp_;
+  bool has_final_ = false;
   Mlp final_;
-  std::pair<at::Tensor, at::Tensor> out_;
+  Linear out_;
 };
 
 class MultiTower final : public DenseModel {
@@ -291,28 +315,29 @@ class MultiTower final : public DenseModel {
     const auto& mc = config.model_config().multi_tower();
     if (mc.towers().empty())
       throw ConfigError("multi_tower: towers is empty; add at least one tower");
-    Builder b(&parameters_, seed, device);
+    ParamBuilder b(&parameters_, &buffers_, seed, device);
     std::int64_t in = 0;
     for (const auto& tower : mc.towers()) {
       inputs_.emplace_back(config, layout, tower.input());
-      towers_.emplace_back(b, "towers." + tower.input(), inputs_.back().dim(), tower.mlp());
+      towers_.emplace_back(b, "towers." + tower.input(), inputs_.back().dim(),
+                           FromProto(tower.mlp()));
       in += towers_.back().out_dim();
     }
-    final_ = Mlp(b, "final_mlp", in, mc.final());
-    out_ = b.Linear("output", final_.out_dim(), 1);
+    final_ = Mlp(b, "final_mlp", in, FromProto(mc.final()));
+    out_ = b.AddLinear("output", final_.out_dim(), 1);
   }
-  at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) override {
+  at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense, bool training) override {
     std::vector<at::Tensor> outs;
     for (std::size_t i = 0; i < towers_.size(); ++i)
-      outs.push_back(towers_[i].Forward(inputs_[i].Forward(sparse, dense)));
-    return at::linear(final_.Forward(at::cat(outs, 1)), out_.first, out_.second).view({-1});
+      outs.push_back(towers_[i].Forward(inputs_[i].Forward(sparse, dense), training));
+    return Output(out_, final_.Forward(at::cat(outs, 1), training));
   }
 
  private:
   std::vector<GroupInput> inputs_;
   std::vector<Mlp> towers_;
   Mlp final_;
-  std::pair<at::Tensor, at::Tensor> out_;
+  Linear out_;
 };
 
 }  // namespace

@@ -36,8 +36,9 @@ auto GuardInput(F&& f) -> decltype(f()) {
   }
 }
 
-// This rank's embedding shards and dense parameters as a checkpoint TrainState (views, not copies:
-// Restore writes into them). Optimizer states: the shards' StateTensors (momentum views; "step"
+// This rank's embedding shards, dense parameters and then dense buffers (BN running stats; one
+// "dense" list, names unique) as a checkpoint TrainState (views, not copies: Restore writes into
+// them). Optimizer states: the shards' StateTensors (momentum views; "step"
 // copies that the caller loads back with LoadStateTensors).
 TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
                       const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense);

@@ -93,6 +93,11 @@ class Trainer {
     for (const auto& p : dense_->parameters()) dense_params.push_back(p.tensor);
     sync_ = std::make_unique<DenseSync>(comm_, dense_params);
     sync_->BroadcastParameters(0);
+    std::vector<at::Tensor> float_buffers;
+    for (const auto& p : dense_->buffers()) {
+      if (at::isFloatingType(p.tensor.scalar_type())) float_buffers.push_back(p.tensor);
+    }
+    if (!float_buffers.empty()) buffer_sync_ = std::make_unique<DenseSync>(comm_, float_buffers);
     optimizer_ = std::make_unique<DenseOptimizer>(DenseOptimizerFromConfig(tc.dense_optimizer()),
                                                   dense_->parameters());
     if (tc.has_grad_scaler()) scale_ = tc.grad_scaler().init_scale();
@@ -225,13 +230,16 @@ class Trainer {
     return b;
   }
 
-  at::Tensor Logits(const Fetched& f) {
+  // training: DDP's broadcast_buffers=True: rank 0's float buffers (BN running stats) go to
+  // every rank before the forward; num_batches_tracked advances identically everywhere.
+  at::Tensor Logits(const Fetched& f, bool training) {
     const KeyedTensor kt = ebc_->Compute(f.dist);
     const at::Tensor dense = f.batch.dense.to(device_);
+    if (training && buffer_sync_) buffer_sync_->BroadcastParameters(0);
     const std::string& mp = config_.train_config().mixed_precision();
-    if (mp.empty()) return dense_->Forward(kt, dense);
+    if (mp.empty()) return dense_->Forward(kt, dense, training);
     AutocastScope scope(device_, mp == "BF16" ? at::kBFloat16 : at::kHalf);
-    return dense_->Forward(kt, dense).to(at::kFloat);
+    return dense_->Forward(kt, dense, training).to(at::kFloat);
   }
 
   // The running sums of a Train call: losses since the last log line, samples, the step timer.
@@ -304,7 +312,7 @@ class Trainer {
   // Forward, backward and (every accumulation_ micro-batches) the dense step of one batch.
   void TrainStep(const Fetched& cur, Progress& p) {
     ApplySchedules();
-    at::Tensor logits = Logits(cur);
+    at::Tensor logits = Logits(cur, /*training=*/true);
     at::Tensor loss = at::binary_cross_entropy_with_logits(logits, cur.batch.labels.to(device_));
     p.last_loss = loss.item<double>();
     at::Tensor scaled = loss / static_cast<double>(accumulation_);
@@ -455,7 +463,7 @@ class Trainer {
     while (config_.eval_config().num_steps() <= 0 || steps < config_.eval_config().num_steps()) {
       std::optional<Fetched> f = Fetch(ds, false);
       if (!f) break;
-      scores.push_back(at::sigmoid(Logits(*f)).to(at::kCPU));
+      scores.push_back(at::sigmoid(Logits(*f, /*training=*/false)).to(at::kCPU));
       labels.push_back(f->batch.labels.to(at::kCPU));
       if (f->batch.group_ids.defined()) groups.push_back(f->batch.group_ids.to(at::kCPU));
       ++steps;
@@ -542,6 +550,7 @@ class Trainer {
   std::unique_ptr<ShardedEmbeddingBagCollection> ebc_;
   std::unique_ptr<DenseModel> dense_;
   std::unique_ptr<DenseSync> sync_;
+  std::unique_ptr<DenseSync> buffer_sync_;  // float buffers; null when the model has none
   std::unique_ptr<DenseOptimizer> optimizer_;
   std::int64_t accumulation_ = 1;
   bool step_barrier_ = false;
@@ -581,6 +590,7 @@ TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
     st.shards.push_back(std::move(ss));
   }
   for (const auto& p : dense.parameters()) st.dense.push_back({p.name, p.tensor});
+  for (const auto& p : dense.buffers()) st.dense.push_back({p.name, p.tensor});
   return st;
 }
 

@@ -129,10 +129,24 @@ TEST(Support, NoEffectWarns) {
 }
 
 TEST(Support, NotYetRefused) {
-  for (const char* mlp : {"use_bn: true", "dropout_ratio: [0.1]", "activation: \"nn.GELU\"",
-                          "bias: false", "use_ln: true"}) {
+  // Every TorchEasyRec MLP option is accepted (its effect: train.Mlp.* and train.Model.*) ...
+  for (const char* mlp :
+       {"use_bn: true", "dropout_ratio: [0.1]", "activation: \"nn.GELU\"", "bias: false",
+        "use_ln: true", "activation: \"Dice\" use_bn: true", "activation: \"\""}) {
+    EXPECT_EQ(ErrorOf(Minimal("", "", mlp)), "") << mlp;
+  }
+  // ... and only invalid values are refused, naming the field.
+  const std::pair<const char*, const char*> bad[] = {
+      {"dropout_ratio: [0.1, 0.2]", "towers[0].mlp.dropout_ratio: has 2 values"},
+      {"dropout_ratio: [1.0]", "towers[0].mlp.dropout_ratio[0]: must be in [0, 1)"},
+      {"use_bn: true use_ln: true", "towers[0].mlp.use_ln: both true"},
+      {"activation: \"nn.Relu\"",
+       "towers[0].mlp.activation: unknown activation 'nn.Relu'; did "
+       "you mean 'nn.ReLU'?"},
+      {"activation: \"nn.PReLU(num_parameters=3)\"", "num_parameters 3 must be 1 or the width"}};
+  for (const auto& [mlp, want] : bad) {
     const std::string e = ErrorOf(Minimal("", "", mlp));
-    EXPECT_NE(e.find("does not honour yet"), std::string::npos) << mlp << ": " << e;
+    EXPECT_NE(e.find(want), std::string::npos) << mlp << ": " << e;
   }
   // The optimizers and schedules TorchEasyRec has are accepted (their effect: train.* tests).
   const LoadedConfig c = ParsePipelineConfig(
@@ -147,6 +161,52 @@ TEST(Support, NotYetRefused) {
       Minimal(), R"({"train_config.sparse_optimizer": {"rowwise_adagrad_optimizer": {"lr": 0.1,
         "weight_decay": 0.01}, "constant_learning_rate": {}}})");
   EXPECT_NE(e.find("set weight_decay_mode: L2"), std::string::npos) << e;
+}
+
+// The model's groups as TorchEasyRec's dlrm.py / deepfm.py read them.
+std::string ModelText(const std::string& groups, const std::string& model) {
+  const std::string base = Minimal();
+  const std::size_t at = base.find("model_config {");
+  return base.substr(0, at) +
+         R"(feature_configs { id_feature { feature_name: "v" expression: "item:v" num_buckets: 10 embedding_dim: 4 } }
+model_config { )" +
+         groups + model + R"( metrics { auc { thresholds: 0 } } losses { binary_cross_entropy {} } }
+)";
+}
+
+TEST(Models, DlrmDenseGroupIsOptional) {
+  const std::string sparse = R"(feature_groups { group_name: "sparse" feature_names: "u"
+      feature_names: "v" group_type: DEEP } )";
+  EXPECT_EQ(ErrorOf(ModelText(sparse, "dlrm { final { hidden_units: [4] } }")), "");
+  std::string e = ErrorOf(
+      ModelText(sparse, "dlrm { dense_mlp { hidden_units: [4] } final { hidden_units: [4] } }"));
+  EXPECT_NE(e.find("dlrm.dense_mlp: set, but there is no feature group \"dense\""),
+            std::string::npos)
+      << e;
+  const std::string one = R"(feature_groups { group_name: "sparse" feature_names: "u" } )";
+  e = ErrorOf(ModelText(one, "dlrm { arch_with_sparse: false final { hidden_units: [4] } }"));
+  EXPECT_NE(e.find("leave final no input"), std::string::npos) << e;
+}
+
+TEST(Models, DeepFmGroupsAsTorchEasyRec) {
+  const std::string wide = R"(feature_groups { group_name: "wide" feature_names: "u"
+      group_type: WIDE } )";
+  const std::string model = "deepfm { deep { hidden_units: [4] } wide_embedding_dim: 1 }";
+  // "deep" holds the raw feature p: FM needs a group "fm" of equal dims.
+  const std::string deep = R"(feature_groups { group_name: "deep" feature_names: "u"
+      feature_names: "p" } )";
+  std::string e = ErrorOf(ModelText(wide + deep, model));
+  EXPECT_NE(e.find("add a group \"fm\""), std::string::npos) << e;
+  const std::string fm =
+      R"(feature_groups { group_name: "fm" feature_names: "u" feature_names: "v" } )";
+  EXPECT_EQ(ErrorOf(ModelText(wide + deep + fm, model)), "");
+  const std::string deep_wide = R"(feature_groups { group_name: "wide" feature_names: "u" } )";
+  e = ErrorOf(ModelText(deep_wide + deep + fm, model));
+  EXPECT_NE(e.find("set group_type: WIDE"), std::string::npos) << e;
+  const std::string other =
+      R"(feature_groups { group_name: "w2" feature_names: "v" group_type: WIDE } )";
+  e = ErrorOf(ModelText(wide + other + deep + fm, model));
+  EXPECT_NE(e.find("reads only the WIDE group"), std::string::npos) << e;
 }
 
 TEST(Support, ValuesRefused) {
