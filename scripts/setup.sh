@@ -9,7 +9,7 @@ WANT_TORCH=1
 [[ "${1:-}" == "--no-torch" ]] && WANT_TORCH=0
 
 DEB_PKGS=(build-essential cmake ninja-build ccache clang clang-tidy libclang-rt-14-dev
-  libcli11-dev libspdlog-dev nlohmann-json3-dev libasio-dev libgtest-dev
+  libcli11-dev libspdlog-dev nlohmann-json3-dev libasio-dev libgtest-dev libprotobuf-dev protobuf-compiler
   python3-venv iproute2 procps)
 
 need=()
