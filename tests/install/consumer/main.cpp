@@ -17,20 +17,20 @@ int main(int argc, char** argv) {
     server_options.host = "127.0.0.1";
     server_options.port = 0;  // ephemeral
     tzrun::store::Server server(server_options);
-    server.start();
+    server.Start();
 
     tzrun::store::ClientOptions client_options;
     client_options.host = "127.0.0.1";
-    client_options.port = server.port();
+    client_options.port = server.Port();
     client_options.timeout = std::chrono::seconds(10);
     tzrun::store::Client client(client_options);
 
-    client.set("consumer/key", value);
-    const std::string got = client.get("consumer/key", std::chrono::seconds(10));
+    client.Set("consumer/key", value);
+    const std::string got = client.Get("consumer/key", std::chrono::seconds(10));
     const std::int64_t counter =
-        client.add("consumer/counter", 41) + client.add("consumer/counter", 1);
-    const std::int64_t keys = client.num_keys();
-    std::cout << "tzrun_consumer: server " << server.endpoint() << " value='" << got
+        client.Add("consumer/counter", 41) + client.Add("consumer/counter", 1);
+    const std::int64_t keys = client.NumKeys();
+    std::cout << "tzrun_consumer: server " << server.Endpoint() << " value='" << got
               << "' counter_sum=" << counter << " num_keys=" << keys << "\n";
     if (got != value) {
       std::cerr << "tzrun_consumer: get returned '" << got << "', expected '" << value << "'\n";
@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
                 << " and " << keys << "\n";
       return 1;
     }
-    server.stop();
+    server.Stop();
   } catch (const std::exception& e) {
     std::cerr << "tzrun_consumer: store round trip failed: " << e.what() << "\n";
     return 1;
