@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tzrec/config/config.hpp"
+#include "tzrun/base/strings.hpp"
 
 namespace tzrec {
 namespace {
@@ -16,6 +17,54 @@ std::string Num(double value) {
   std::ostringstream out;
   out << value;
   return out.str();
+}
+
+// method=expression's expr: "x", "log(x)" or "log(x+C)" (spaces ignored).
+void ParseExpression(const std::string& text, const std::string& expr, const std::string& forms,
+                     Normalizer* n) {
+  std::string e;
+  for (char c : expr) {
+    if (c != ' ') e += c;
+  }
+  if (e == "x") {
+    n->expression_is_log = false;
+  } else if (e == "log(x)") {
+    n->expression_is_log = true;
+    n->offset = 0.0;
+  } else if (e.size() > 7 && e.compare(0, 6, "log(x+") == 0 && e.back() == ')') {
+    const std::string c = e.substr(6, e.size() - 7);
+    double value = 0;
+    const auto [end, error] = std::from_chars(c.data(), c.data() + c.size(), value);
+    if (error != std::errc() || end != c.data() + c.size() || !std::isfinite(value)) {
+      throw ConfigError("normalizer \"" + text + "\": C in log(x+C) is not a number ('" + c +
+                        "'); " + forms);
+    }
+    n->expression_is_log = true;
+    n->offset = value;
+  } else {
+    throw ConfigError("normalizer \"" + text + "\": expression '" + expr +
+                      "' is not supported (only x, log(x) and log(x+C)); " + forms);
+  }
+}
+
+// "k=v,k=v" → {k: v} (spaces around keys and values dropped; expr=... runs to the end).
+std::map<std::string, std::string> SplitParams(const std::string& text, const std::string& forms) {
+  std::map<std::string, std::string> params;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    start = std::min(text.find_first_not_of(' ', start), text.size());
+    std::size_t comma = text.find(',', start);
+    if (text.compare(start, 5, "expr=") == 0) comma = std::string::npos;
+    const std::string part = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    const std::size_t eq = part.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      throw ConfigError("normalizer \"" + text + "\": '" + part + "' is not key=value; " + forms);
+    }
+    params[tzrun::base::Strip(part.substr(0, eq))] = tzrun::base::Strip(part.substr(eq + 1));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return params;
 }
 
 }  // namespace
@@ -39,26 +88,7 @@ Normalizer ParseNormalizer(const std::string& text) {
       "\"method=expression,expr=x\", \"method=minmax,min=A,max=B\", "
       "\"method=zscore,mean=A,standard_deviation=B\", \"method=log10,threshold=T,default=D\"";
   if (text.empty()) return normalizer;
-  std::map<std::string, std::string> params;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    std::size_t comma = text.find(',', start);
-    // expr=log(x+3) has no comma inside, but keep everything after "expr=" to the end anyway.
-    if (text.compare(start, 5, "expr=") == 0) comma = std::string::npos;
-    const std::string part = text.substr(start, comma == std::string::npos ? comma : comma - start);
-    const std::size_t eq = part.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      throw ConfigError("normalizer \"" + text + "\": '" + part + "' is not key=value; " + forms);
-    }
-    auto trim = [](std::string t) {
-      const std::size_t first = t.find_first_not_of(' ');
-      if (first == std::string::npos) return std::string();
-      return t.substr(first, t.find_last_not_of(' ') - first + 1);
-    };
-    params[trim(part.substr(0, eq))] = trim(part.substr(eq + 1));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
+  const std::map<std::string, std::string> params = SplitParams(text, forms);
   auto number = [&](const std::string& key) {
     const auto it = params.find(key);
     if (it == params.end()) {
@@ -99,29 +129,7 @@ Normalizer ParseNormalizer(const std::string& text) {
     if (expr == params.end()) {
       throw ConfigError("normalizer \"" + text + "\": method expression needs expr=...; " + forms);
     }
-    std::string e;
-    for (char c : expr->second) {
-      if (c != ' ') e += c;
-    }
-    if (e == "x") {
-      normalizer.expression_is_log = false;
-    } else if (e == "log(x)") {
-      normalizer.expression_is_log = true;
-      normalizer.offset = 0.0;
-    } else if (e.size() > 7 && e.compare(0, 6, "log(x+") == 0 && e.back() == ')') {
-      const std::string c = e.substr(6, e.size() - 7);
-      double value = 0;
-      const auto [end, error] = std::from_chars(c.data(), c.data() + c.size(), value);
-      if (error != std::errc() || end != c.data() + c.size() || !std::isfinite(value)) {
-        throw ConfigError("normalizer \"" + text + "\": C in log(x+C) is not a number ('" + c +
-                          "'); " + forms);
-      }
-      normalizer.expression_is_log = true;
-      normalizer.offset = value;
-    } else {
-      throw ConfigError("normalizer \"" + text + "\": expression '" + expr->second +
-                        "' is not supported (only x, log(x) and log(x+C)); " + forms);
-    }
+    ParseExpression(text, expr->second, forms, &normalizer);
   } else if (normalizer.method == "minmax") {
     allow_only({"method", "min", "max"});
     normalizer.min = number("min");
