@@ -81,7 +81,7 @@ void ApplyAll(std::vector<Request> requests) {
       kv.DropClient(from);  // as a connection closing
       continue;
     }
-    out.clear();
+    out.Clear();
     kv.Apply(from, requests[i], out);
     for (const KvClient* woken : out.woken) Check(woken >= clients && woken < clients + 3);
     std::size_t pending = 0;

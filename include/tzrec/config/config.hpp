@@ -30,6 +30,7 @@
 // The generated messages; libprotobuf's headers trip -Wshadow (arena_impl.h).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
 #include "tzrec/protos/pipeline.pb.h"
 #pragma GCC diagnostic pop
 #include "tzrec/types/sharding_types.hpp"

@@ -1,10 +1,11 @@
 // The libprotobuf headers tzrec::config uses, read with the warnings they trip under our flags
-// (-Wshadow in arena_impl.h) silenced: they are found through an -I link (CMakeLists.txt) so
+// (-Wshadow in arena_impl.h, clang's -Wunused-parameter in port.h) silenced: they are found through an -I link (CMakeLists.txt) so
 // they are not treated as system headers.
 #pragma once
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wshadow"
+#pragma GCC diagnostic ignored "-Wunused-parameter"
 #pragma GCC diagnostic ignored "-Wpedantic"
 #pragma GCC diagnostic ignored "-Wextra"
 #include <google/protobuf/descriptor.h>
