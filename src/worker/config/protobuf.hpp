@@ -1,6 +1,6 @@
 // The libprotobuf headers tzrec::config uses, read with the warnings they trip under our flags
-// (-Wshadow in arena_impl.h, clang's -Wunused-parameter in port.h) silenced: they are found through an -I link (CMakeLists.txt) so
-// they are not treated as system headers.
+// (-Wshadow in arena_impl.h, clang's -Wunused-parameter in port.h) silenced: they are found through
+// an -I link (CMakeLists.txt) so they are not treated as system headers.
 #pragma once
 
 #pragma GCC diagnostic push

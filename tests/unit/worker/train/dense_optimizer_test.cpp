@@ -209,6 +209,5 @@ TEST(DenseOptimizer, RejectsWhatTorchRejects) {
   ExpectConfigError(o, "'eps'");
 }
 
-
 }  // namespace
 }  // namespace tzrec
