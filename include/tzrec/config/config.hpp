@@ -74,8 +74,7 @@ std::string ConfigReferenceMarkdown();
 
 // The seed of parameter init / dropout / shuffling: train_config.seed, else 42.
 std::uint64_t Seed(const PipelineConfig& config);
-// Training length: (num_steps, num_epochs), exactly one > 0 (neither set: 1 epoch).
-std::int64_t NumSteps(const PipelineConfig& config);
+// Epochs to train: 0 with num_steps set, else num_epochs (neither set: 1 epoch).
 std::int64_t NumEpochs(const PipelineConfig& config);
 // data_config.eval_batch_size, else batch_size.
 std::int64_t EvalBatchSize(const PipelineConfig& config);

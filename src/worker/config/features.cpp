@@ -13,10 +13,6 @@ std::uint64_t Seed(const PipelineConfig& config) {
   return config.train_config().has_seed() ? config.train_config().seed() : 42;
 }
 
-std::int64_t NumSteps(const PipelineConfig& config) {
-  return config.train_config().num_steps();
-}
-
 std::int64_t NumEpochs(const PipelineConfig& config) {
   const auto& t = config.train_config();
   if (t.num_steps() > 0) return 0;

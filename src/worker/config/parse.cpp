@@ -163,6 +163,14 @@ std::vector<std::string> ValidatePipelineConfig(const PipelineConfig& config) {
   std::vector<std::string> warnings;
   config_internal::CollectWarnings(config, "", &warnings);
   config_internal::Validate(config);
+  if (!RunsFeatureGeneration(config)) {
+    for (int i = 0; i < config.feature_configs_size(); ++i) {
+      if (config.feature_configs(i).raw_feature().normalizer().empty()) continue;
+      warnings.push_back("feature_configs[" + std::to_string(i) +
+                         "].raw_feature.normalizer: not applied with fg_mode FG_NONE (the input "
+                         "is already feature-generated), as in TorchEasyRec");
+    }
+  }
   return warnings;
 }
 

@@ -49,8 +49,7 @@ void ValidateId(const protos::IdFeature& f, const std::string& path) {
   Require(!f.separator().empty(), path + ".separator: empty; give the multi-value separator");
 }
 
-void ValidateRaw(const protos::RawFeature& f, const std::string& path, bool runs_fg,
-                 std::vector<std::string>* warnings) {
+void ValidateRaw(const protos::RawFeature& f, const std::string& path) {
   for (int i = 1; i < f.boundaries_size(); ++i) {
     Require(f.boundaries(i) > f.boundaries(i - 1),
             path + ".boundaries: must be strictly increasing, but [" + std::to_string(i - 1) +
@@ -74,11 +73,6 @@ void ValidateRaw(const protos::RawFeature& f, const std::string& path, bool runs
     ParseNormalizer(f.normalizer());
   } catch (const ConfigError& error) {
     throw ConfigError(path + ".normalizer: " + error.what());
-  }
-  if (!runs_fg && !f.normalizer().empty() && warnings != nullptr) {
-    warnings->push_back(path +
-                        ".normalizer: not applied with fg_mode FG_NONE (the input is "
-                        "already feature-generated), as in TorchEasyRec");
   }
   try {
     std::size_t used = 0;
@@ -108,7 +102,7 @@ void ValidateFeatures(const PipelineConfig& config) {
     if (IsIdFeature(f)) {
       ValidateId(f.id_feature(), path);
     } else {
-      ValidateRaw(f.raw_feature(), path, runs_fg, nullptr);
+      ValidateRaw(f.raw_feature(), path);
     }
     const auto [it, inserted] = index.emplace(FeatureName(f), i);
     Require(inserted, path + ".feature_name: '" + FeatureName(f) + "' is already used by " +

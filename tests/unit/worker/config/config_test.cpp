@@ -126,6 +126,12 @@ TEST(Support, NoEffectWarns) {
   EXPECT_TRUE(fields.count("data_config.num_workers"));
   EXPECT_TRUE(fields.count("train_config.use_tensorboard"));
   EXPECT_TRUE(ParsePipelineConfig(Minimal()).warnings.empty());
+  // A normalizer on already-encoded input (FG_NONE) is not applied, as in TorchEasyRec: a warning.
+  const LoadedConfig fg_none = ParsePipelineConfig(
+      Minimal(), R"({"feature_configs[1].raw_feature.normalizer": "method=log1p"})");
+  ASSERT_EQ(fg_none.warnings.size(), 1U);
+  EXPECT_NE(fg_none.warnings[0].find("raw_feature.normalizer: not applied with fg_mode FG_NONE"),
+            std::string::npos);
 }
 
 TEST(Support, NotYetRefused) {
