@@ -107,10 +107,11 @@ def _scalar(kind: str, token: str, line: int):
 
 
 class _Parser:
-    def __init__(self, text: str, repeated: set):
+    def __init__(self, text: str, repeated: set, lenient: bool = False):
         self.toks = list(_tokens(text))
         self.i = 0
         self.repeated = repeated
+        self.lenient = lenient
 
     def peek(self):
         return self.toks[self.i] if self.i < len(self.toks) else (None, None, -1)
@@ -166,22 +167,30 @@ class _Parser:
             values = [self.value()]
         if name in self.repeated:
             out.setdefault(name, []).extend(values)
+        elif self.lenient and (name in out or len(values) != 1):
+            # a field our protos lack (or declare singular) given twice: keep every value
+            first = out.pop(name, [])
+            out[name] = (first if isinstance(first, list) else [first]) + values
         elif name in out or len(values) != 1:
             raise ValueError(f"line {line}: '{name}' is not a repeated field but is set twice")
         else:
             out[name] = values[0]
 
 
-def parse(text: str, repeated=None) -> dict:
-    """The config in `text` (protobuf text, or protobuf JSON when it starts with '{') as a dict."""
+def parse(text: str, repeated=None, lenient=False) -> dict:
+    """The config in `text` (protobuf text, or protobuf JSON when it starts with '{') as a dict.
+
+    lenient=True reads configs with TorchEasyRec fields our .proto files lack (task_towers,
+    sequence_feature.features, ...): a field that is not known to be repeated but is set twice
+    becomes a list of its values instead of an error (so such a field may be a list or not)."""
     if text.lstrip().startswith("{"):
         return json.loads(text)
-    return _Parser(text, repeated if repeated is not None else repeated_fields()).message()
+    return _Parser(text, repeated if repeated is not None else repeated_fields(), lenient).message()
 
 
-def load(path) -> dict:
+def load(path, lenient=False) -> dict:
     """parse() of the file at `path`."""
-    return parse(pathlib.Path(path).read_text())
+    return parse(pathlib.Path(path).read_text(), lenient=lenient)
 
 
 if __name__ == "__main__":

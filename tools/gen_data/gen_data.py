@@ -21,7 +21,13 @@ import sys
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "config"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import config_data  # noqa: E402 (tools/gen_data/config_data.py: --from-config)
+import pbtext  # noqa: E402 (tools/config/pbtext.py: .config text -> dict)
 
 CRITEO_BUCKETS = [1000, 500, 100000, 50000, 300, 25, 10000, 600, 3, 50000, 5000, 100000, 3000,
                   30, 10000, 100000, 10, 4000, 2000, 4, 100000, 20, 15, 50000, 100, 30000]
@@ -111,6 +117,9 @@ def parse_buckets(text, default, names):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kind", choices=["criteo", "taobao"], default="criteo")
+    p.add_argument("--from-config", metavar="X.config", default="",
+                   help="columns from this pipeline config (its input_fields, or the columns its "
+                        "features and label_fields read); replaces --kind and --num-buckets")
     p.add_argument("--rows", type=int, required=True, help="total rows over all files")
     p.add_argument("--files", type=int, default=1, help="number of part-NNNNN.parquet files")
     p.add_argument("--out", required=True, help="output folder (created)")
@@ -119,20 +128,42 @@ def main():
                         "(criteo: 26 for cat_0..cat_25; taobao: 7 for " + ",".join(TAOBAO_COLUMNS) + ")")
     p.add_argument("--seed", type=int, default=2024)
     p.add_argument("--zipf-a", type=float, default=1.2, help="Zipf exponent of the ids (> 1)")
-    p.add_argument("--null-rate", type=float, default=0.05, help="criteo: share of null int_* values")
+    p.add_argument("--null-rate", type=float, default=0.05,
+                   help="share of null values: criteo int_*, --from-config dense raw columns")
     p.add_argument("--row-group-size", type=int, default=65536)
     args = p.parse_args()
     if args.rows < 0 or args.files < 1 or args.row_group_size < 1 or args.zipf_a <= 1:
         sys.exit("gen_data: need --rows >= 0, --files >= 1, --row-group-size >= 1, --zipf-a > 1")
-    if args.kind == "criteo":
+    csv_options = None
+    if args.from_config:
+        if args.num_buckets:
+            sys.exit("gen_data: --num-buckets does not apply with --from-config (the config's "
+                     "num_buckets / hash_bucket_size / vocab_list bound the ids)")
+        try:
+            cfg = pbtext.load(args.from_config, lenient=True)
+            config_data.plan(cfg)
+        except (OSError, ValueError) as error:
+            sys.exit(f"gen_data: --from-config {args.from_config}: {error}")
+        data = cfg.get("data_config", {})
+        if data.get("dataset_type") == "CsvDataset":
+            csv_options = pcsv.WriteOptions(include_header=bool(data.get("with_header", False)),
+                                            delimiter=data.get("delimiter", ","))
+        label = config_data.as_list(data.get("label_fields"))[0]
+        buckets = config_data.describe(cfg)
+
+        def make(rng, rows, buckets, a, null_rate):
+            del buckets
+            return config_data.table(cfg, rng, rows, zipf_ids, hidden_weight, a, null_rate)
+    elif args.kind == "criteo":
         buckets = parse_buckets(args.num_buckets, CRITEO_BUCKETS, [f"cat_{i}" for i in range(26)])
         make = criteo_chunk
+        label = "label"
     else:
         buckets = parse_buckets(args.num_buckets, TAOBAO_BUCKETS, TAOBAO_COLUMNS)
         make = taobao_chunk
+        label = "clk"
     os.makedirs(args.out, exist_ok=True)
     base, extra = divmod(args.rows, args.files)
-    label = "clk" if args.kind == "taobao" else "label"
     positives = 0
     for f in range(args.files):
         rows = base + (1 if f < extra else 0)
@@ -152,8 +183,12 @@ def main():
             if rows == 0:
                 break
         writer.close()
-    print(f"gen_data: wrote {args.rows} {args.kind} rows in {args.files} file(s) to {args.out} "
-          f"({label} rate {positives / max(args.rows, 1):.3f}, id buckets {buckets})")
+        if csv_options is not None:  # CsvDataset: the same rows as text too
+            pcsv.write_csv(pq.read_table(path), path[:-len(".parquet")] + ".csv", csv_options)
+    kind = args.from_config or args.kind
+    what = buckets if args.from_config else f"id buckets {buckets}"
+    print(f"gen_data: wrote {args.rows} {kind} rows in {args.files} file(s) to {args.out} "
+          f"({label} rate {positives / max(args.rows, 1):.3f}, {what})")
 
 
 if __name__ == "__main__":
