@@ -18,11 +18,12 @@ data_config.fg_encoded_multival_sep (default "\\x03") with FG_NONE, the feature'
 (default "\\x1d") otherwise. Features tzrec_train does not implement (sequence, combo, lookup,
 match, expr, custom features) still get columns, so that the config reaches tzrec_train's own
 refusal: sequences of ids joined by sequence_delim (columns `<sequence_name>__<column>` for a
-sequence_feature's sub features), and a string column for every "side:column" input they name.
+sequence_feature's sub features), and a column of ids for every "side:column" input they name.
 
-Each label is Bernoulli(sigmoid(bias + planted term)): the hidden per-id weights of gen_data.py
+Each label is Bernoulli(sigmoid(-1 + planted term)): the hidden per-id weights of gen_data.py
 (hidden_weight) of the (up to) four id columns with the fewest distinct ids >= 3 (these are the
-ones a model learns fastest), plus 0.6 * the standardised log1p of the first dense raw column.
+ones a model learns fastest; SCALES), plus DENSE_SCALE * the standardised log1p of the first dense
+raw column. See tools/gen_data/README.md.
 """
 import numpy as np
 import pyarrow as pa
@@ -51,12 +52,11 @@ class Column:
     """One generated column: how its values are drawn and their Arrow type."""
 
     def __init__(self, name, kind, size=0, vocab=None, boundaries=None, arity=1, sep="\x03",
-                 seq_delim=None, seq_len=0, salt=0):
+                 seq_delim=None, seq_len=0):
         self.name, self.kind, self.size = name, kind, size  # kind: id | vocab | dense | bucket
         self.vocab, self.boundaries = vocab or [], boundaries or []
         self.arity, self.sep = arity, sep  # values per cell (0: 1..3 of them) and their joiner
         self.seq_delim, self.seq_len = seq_delim, seq_len
-        self.salt = salt
         self.input_type = None  # from data_config.input_fields
 
     def cardinality(self):
@@ -77,7 +77,7 @@ def _feature_columns(feature, data, fg_none):
         if fg_none:
             return name
         expr = as_list(f.get(expr_key))
-        return _column_of(expr[0]) if expr else name
+        return (_column_of(expr[0]) if expr else None) or name
 
     sep = data.get("fg_encoded_multival_sep", "\x03") if fg_none else f.get("separator", "\x1d")
     if ftype in ("id_feature", "raw_feature"):
@@ -122,8 +122,8 @@ def _basic_column(col, ftype, f, fg_none, arity, sep):
 
 
 def plan(cfg):
-    """(label names, [(column name, Column or None for a label)]) in file order, for the config
-    dict; raises ValueError on a config it cannot serve."""
+    """(label names, [(column name, Column)]) in file order for the config dict (labels are
+    Columns of kind "label"); raises ValueError on a config it cannot serve."""
     data = cfg.get("data_config", {})
     fg_none = data.get("fg_mode", "FG_NONE") == "FG_NONE"
     labels = as_list(data.get("label_fields"))
@@ -141,7 +141,7 @@ def plan(cfg):
                 old.size = c.size  # ids valid for every feature that reads the column
     fields = as_list(data.get("input_fields"))
     if not fields:
-        return labels, [(n, None) for n in labels] + list(columns.items())
+        return labels, [(n, Column(n, "label")) for n in labels] + list(columns.items())
     names = [fd.get("input_name", "") for fd in fields]
     missing = [c for c in list(columns) + labels if c not in names]
     if missing:
@@ -150,9 +150,9 @@ def plan(cfg):
     out = []
     for fd in fields:
         name = fd.get("input_name", "")
-        c = None if name in labels else columns.get(name) or Column(name, "id", size=1000)
-        if c is not None:
-            c.input_type = fd.get("input_type", "INT32")  # TorchEasyRec's default
+        c = Column(name, "label") if name in labels else columns.get(name) or Column(
+            name, "id", size=1000)
+        c.input_type = fd.get("input_type", "INT32")  # TorchEasyRec's default
         out.append((name, c))
     return labels, out
 
@@ -221,7 +221,7 @@ def _arrow(c, v, cells, mask):
 
 def signal_columns(columns):
     """(sparse, dense): names of the planted id columns (fewest ids >= 3 first) and the dense one."""
-    single = [c for c in columns if c is not None and c.single()]
+    single = [c for c in columns if c.kind != "label" and c.single()]
     sparse = sorted((c for c in single if c.cardinality() >= 3),
                     key=lambda c: (c.cardinality(), c.name))[:len(SCALES)]
     dense = [c for c in single if c.kind == "dense"][:1]
@@ -235,7 +235,7 @@ def table(cfg, rng, rows, zipf_ids, hidden_weight, a, null_rate):
     logits = {name: np.full(rows, -1.0) for name in labels}
     arrays = {}
     for name, c in named:
-        if c is None:
+        if c.kind == "label":
             continue
         key, v, cells = _draw(c, rng, rows, zipf_ids, a)
         mask = np.zeros(rows, dtype=bool)
@@ -249,9 +249,14 @@ def table(cfg, rng, rows, zipf_ids, hidden_weight, a, null_rate):
                 x = np.where(mask, 0.0, np.log1p(v))
                 logit += DENSE_SCALE * (x - x.mean()) / (x.std() + 1e-9)
         arrays[name] = _arrow(c, v, cells, mask)
+    types = {name: c.input_type for name, c in named if c.kind == "label"}
     for name, logit in logits.items():
         y = (rng.random(rows) < 1.0 / (1.0 + np.exp(-logit))).astype(np.int64)
-        arrays[name] = pa.array(y, type=pa.int64())
+        t = types.get(name)
+        if t not in (None, *INT_TYPES, *FLOAT_TYPES):
+            raise ValueError(f"label '{name}': input_type {t}; gen_data writes labels as "
+                             "INT32 / INT64 / FLOAT / DOUBLE")
+        arrays[name] = pa.array(y, type=INT_TYPES.get(t) or FLOAT_TYPES.get(t) or pa.int64())
     return pa.table({name: arrays[name] for name, _ in named})
 
 
@@ -259,4 +264,4 @@ def describe(cfg):
     labels, named = plan(cfg)
     sparse, dense = signal_columns([c for _, c in named])
     return (f"labels {labels}, {len(named) - len(labels)} feature columns, planted signal on "
-            f"{sparse} (scales {SCALES[:len(sparse)]}) and {dense} (0.6)")
+            f"{sparse} (scales {SCALES[:len(sparse)]}) and {dense} ({DENSE_SCALE})")
