@@ -47,17 +47,16 @@ EXPECT = {
     "dlrm_criteo.config": TRAIN,
     "deepfm_criteo.config": TRAIN,
     "multi_tower_taobao.config": TRAIN,
+    # An unsupported model is named first, ahead of unsupported fields earlier in the file
+    # (dssm's data_config.negative_sampler, the din configs' sequence_feature).
     "mmoe_taobao.config": "mmoe",
     "dbmtl_taobao.config": "dbmtl",
     "wukong_criteo.config": "wukong",
-    # the sequence feature comes before the dbmtl model in the file
-    "dbmtl_has_sequence_mock.config": "sequence_feature",
-    "multi_tower_din_mock.config": "sequence_feature",
-    "multi_tower_din_taobao.config": "sequence_feature",
-    # id_3's TorchEasyRec value_dim (line 59) is the first unsupported option of the file
-    "multi_tower_din_fg_mock_gradient_clipping.config": "value_dim",
-    # data_config.negative_sampler (line 29) comes before model_config's dssm
-    "dssm_taobao.config": "negative_sampler",
+    "dbmtl_has_sequence_mock.config": "dbmtl",
+    "multi_tower_din_mock.config": "multi_tower_din",
+    "multi_tower_din_taobao.config": "multi_tower_din",
+    "multi_tower_din_fg_mock_gradient_clipping.config": "multi_tower_din",
+    "dssm_taobao.config": "dssm",
 }
 MUST_TRAIN = {"dlrm_criteo.config", "deepfm_criteo.config", "multi_tower_taobao.config"}
 #: steps (of the config's batch_size on each of 2 ranks) a TRAIN config trains: enough for the

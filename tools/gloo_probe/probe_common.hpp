@@ -21,7 +21,7 @@
 // (message on stderr says which).
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <chrono>
 #include <cstdint>

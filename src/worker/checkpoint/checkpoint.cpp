@@ -3,7 +3,7 @@
 // files, commit (metadata last, fsync, atomic rename), prune. Restore is in restore.cpp.
 #include "tzrec/checkpoint/checkpoint.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 
 #include <algorithm>
 #include <filesystem>

@@ -1,7 +1,8 @@
 // CheckpointManager::Restore (include/tzrec/checkpoint/checkpoint.hpp "Resharding on Restore"):
 // read and check metadata.json, plan every copy from the saved shards into the target's tensors
 // (geometry in layout.cpp), then read each file once and apply its copies.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/maximum.h>
 #include <c10/core/GradMode.h>
 
 #include <filesystem>

@@ -3,7 +3,9 @@
 // which declares every one of them.
 #include "tzrec/comm/agree.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/zeros.h>
 
 #include <algorithm>
 #include <cstring>

@@ -3,7 +3,7 @@
 // in gloo_backend.cpp / nccl_backend.cpp; this file only sees the c10d::Backend base class.
 #include "tzrec/comm/comm.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 

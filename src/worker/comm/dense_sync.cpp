@@ -1,6 +1,8 @@
 // dense_sync.cpp — DenseSync (include/tzrec/comm/comm.hpp): DDP's bucketed parameter broadcast
 // and gradient averaging over a Comm.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 
 #include <string>

@@ -6,10 +6,12 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "internal.hpp"
 #include "protobuf.hpp"
@@ -21,53 +23,101 @@ namespace {
 namespace pb = google::protobuf;
 using Json = nlohmann::ordered_json;
 
-// Keeps the first error protobuf's text parser reports (0-based line and column).
-class FirstError : public pb::io::ErrorCollector {
- public:
-  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
-    if (!seen_) {
-      seen_ = true;
-      line_ = line;
-      column_ = column;
-      message_ = message;
-    }
-  }
+// One position protobuf's text parser reported (0-based line and column), described at origin.
+struct TextDiagnostic {
+  int line = 0;
+  int column = 0;
+  std::string message;
+
   std::string Describe(const std::string& origin) const {
     const std::string where =
-        origin + ":" + std::to_string(line_ + 1) + ":" + std::to_string(column_ + 1);
-    static const std::regex kNoField(R"re(Message type "([^"]+)" has no field named "([^"]+)")re");
-    std::smatch match;
-    if (std::regex_search(message_, match, kNoField)) {
-      const pb::Descriptor* type =
-          pb::DescriptorPool::generated_pool()->FindMessageTypeByName(match[1].str());
-      if (type != nullptr) {
-        return config_internal::UnknownFieldMessage(*type, match[2].str(), where);
-      }
+        origin + ":" + std::to_string(line + 1) + ":" + std::to_string(column + 1);
+    if (const pb::Descriptor* type = NoFieldType(); type != nullptr) {
+      return config_internal::UnknownFieldMessage(*type, NoFieldName(), where);
     }
-    return where + ": " + message_ + " (protobuf text format, TorchEasyRec's .config syntax)";
+    return where + ": " + message + " (protobuf text format, TorchEasyRec's .config syntax)";
   }
+  // The message type of a "has no field named" diagnostic, or null.
+  const pb::Descriptor* NoFieldType() const {
+    std::smatch match;
+    if (!std::regex_search(message, match, NoField())) return nullptr;
+    return pb::DescriptorPool::generated_pool()->FindMessageTypeByName(match[1].str());
+  }
+  std::string NoFieldName() const {
+    std::smatch match;
+    return std::regex_search(message, match, NoField()) ? match[2].str() : std::string();
+  }
+  static const std::regex& NoField() {
+    static const std::regex kNoField(R"re(Message type "([^"]+)" has no field named "([^"]+)")re");
+    return kNoField;
+  }
+};
+
+// Keeps the first error, and every unknown field the parser skips as a warning when it is told
+// to allow them.
+class Diagnostics : public pb::io::ErrorCollector {
+ public:
+  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    if (!first_error_) first_error_ = TextDiagnostic{line, column, message};
+  }
+  void AddWarning(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    warnings_.push_back(TextDiagnostic{line, column, message});
+  }
+  const std::optional<TextDiagnostic>& FirstError() const { return first_error_; }
+  const std::vector<TextDiagnostic>& Warnings() const { return warnings_; }
 
  private:
-  bool seen_ = false;
-  int line_ = 0;
-  int column_ = 0;
-  std::string message_;
+  std::optional<TextDiagnostic> first_error_;
+  std::vector<TextDiagnostic> warnings_;
 };
+
+// The model decides what every other section means, so an unsupported ModelConfig field (the model
+// itself, e.g. `dssm`, whose negative_sampler comes first in TorchEasyRec's own config, or a
+// model-wide option such as `kernel`) is named before any other unsupported field.
+bool IsModelChoice(const pb::Descriptor* type) {
+  return type != nullptr && type->full_name() == protos::ModelConfig::descriptor()->full_name();
+}
+
+// After a failed parse: parse again skipping unknown fields, and name an unknown model if there
+// is one; otherwise the first error.
+std::string DescribeFailure(const std::string& text, const std::string& origin,
+                            const Diagnostics& strict) {
+  PipelineConfig lenient_config;
+  Diagnostics lenient;
+  pb::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&lenient);
+  parser.AllowPartialMessage(true);
+  parser.AllowUnknownField(true);
+  parser.ParseFromString(text, &lenient_config);
+  for (const TextDiagnostic& warning : lenient.Warnings()) {
+    if (IsModelChoice(warning.NoFieldType())) return warning.Describe(origin);
+  }
+  return strict.FirstError() ? strict.FirstError()->Describe(origin)
+                             : origin + ": not a valid protobuf text config";
+}
 
 PipelineConfig ParseText(const std::string& text, const std::string& origin) {
   PipelineConfig config;
-  FirstError errors;
+  Diagnostics errors;
   pb::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   parser.AllowPartialMessage(true);  // required fields are checked by the validation
-  if (!parser.ParseFromString(text, &config)) throw ConfigError(errors.Describe(origin));
+  if (!parser.ParseFromString(text, &config)) {
+    throw ConfigError(DescribeFailure(text, origin, errors));
+  }
   return config;
 }
 
 // Unknown keys of a JSON config, with their paths, before protobuf's JSON parser (which names
 // neither the path nor TorchEasyRec's left-out fields).
-void CheckJsonKeys(const Json& node, const pb::Descriptor& type, const std::string& path,
-                   const std::string& origin) {
+struct JsonUnknown {
+  const pb::Descriptor* type;
+  std::string key;
+  std::string where;
+};
+
+void FindJsonUnknowns(const Json& node, const pb::Descriptor& type, const std::string& path,
+                      const std::string& origin, std::vector<JsonUnknown>* found) {
   if (!node.is_object()) return;  // protobuf's parser reports the type error
   for (const auto& item : node.items()) {
     const pb::FieldDescriptor* field = type.FindFieldByName(item.key());
@@ -76,19 +126,35 @@ void CheckJsonKeys(const Json& node, const pb::Descriptor& type, const std::stri
     }
     const std::string here = config_internal::JoinPath(path, item.key());
     if (field == nullptr) {
-      throw ConfigError(
-          config_internal::UnknownFieldMessage(type, item.key(), origin + ": " + here));
+      found->push_back(JsonUnknown{&type, item.key(), origin + ": " + here});
+      continue;
     }
     if (field->type() != pb::FieldDescriptor::TYPE_MESSAGE) continue;
     if (field->is_repeated() && item.value().is_array()) {
       for (std::size_t i = 0; i < item.value().size(); ++i) {
-        CheckJsonKeys(item.value()[i], *field->message_type(), here + "[" + std::to_string(i) + "]",
-                      origin);
+        FindJsonUnknowns(item.value()[i], *field->message_type(),
+                         here + "[" + std::to_string(i) + "]", origin, found);
       }
     } else {
-      CheckJsonKeys(item.value(), *field->message_type(), here, origin);
+      FindJsonUnknowns(item.value(), *field->message_type(), here, origin, found);
     }
   }
+}
+
+// The first unknown key, or an unknown model ahead of everything else (as for text configs).
+void CheckJsonKeys(const Json& root, const pb::Descriptor& type, const std::string& origin) {
+  std::vector<JsonUnknown> found;
+  FindJsonUnknowns(root, type, "", origin, &found);
+  if (found.empty()) return;
+  const JsonUnknown* chosen = &found.front();
+  for (const JsonUnknown& unknown : found) {
+    if (IsModelChoice(unknown.type)) {
+      chosen = &unknown;
+      break;
+    }
+  }
+  throw ConfigError(
+      config_internal::UnknownFieldMessage(*chosen->type, chosen->key, chosen->where));
 }
 
 bool LooksLikeJson(const std::string& text) {
@@ -107,7 +173,7 @@ void config_internal::ParseJsonInto(const std::string& text, const std::string& 
     throw ConfigError(origin + ": not valid JSON (" + error.what() +
                       "); a .config file is protobuf text, a .json file protobuf JSON");
   }
-  CheckJsonKeys(root, *message->GetDescriptor(), "", origin);
+  CheckJsonKeys(root, *message->GetDescriptor(), origin);
   static const std::unique_ptr<pb::util::TypeResolver> resolver(
       pb::util::NewTypeResolverForDescriptorPool("type.googleapis.com",
                                                  pb::DescriptorPool::generated_pool()));

@@ -3,10 +3,19 @@
 // embedding_update.cpp, the EmbeddingBagCollection in embedding_collection.cpp.
 #include "tzrec/core/embedding.hpp"
 
-#include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/_unique2.h>
+#include <ATen/ops/aminmax.h>
+#include <ATen/ops/embedding_bag.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/repeat_interleave.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/zeros.h>
 
 #include <algorithm>
 #include <bit>

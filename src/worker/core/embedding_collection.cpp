@@ -3,7 +3,8 @@
 // dummy leaf that requires grad (so the pooled output is part of the graph) and its backward
 // turns the output gradient into per-row gradients, sums them per unique row and applies the
 // fused optimizer to the table weights in place.
-#include <ATen/ATen.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
 #include <torch/autograd.h>
 
 #include <stdexcept>
@@ -49,6 +50,8 @@ at::Tensor MeanDivisor(const at::Tensor& lengths, const at::Tensor& like) {
 
 class PooledLookupFunction : public torch::autograd::Function<PooledLookupFunction> {
  public:
+  // torch::autograd::Function calls it by this name.
+  // NOLINTNEXTLINE(readability-identifier-naming)
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& /*dummy*/,
                             c10::intrusive_ptr<LookupState> state) {
     std::vector<at::Tensor> pooled;
@@ -66,6 +69,8 @@ class PooledLookupFunction : public torch::autograd::Function<PooledLookupFuncti
     return out;
   }
 
+  // torch::autograd::Function calls it by this name.
+  // NOLINTNEXTLINE(readability-identifier-naming)
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grad_outputs) {
     auto state =

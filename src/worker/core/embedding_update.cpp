@@ -2,9 +2,13 @@
 // tzrec/core/embedding.hpp): one per-row kernel for both (so sharded and unsharded tables round
 // identically), vectorised with omp simd and an AVX2 clone on x86-64. The state's construction and
 // checkpoint tensors are in embedding.cpp.
-#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/aminmax.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
 
 #include <algorithm>
 #include <bit>

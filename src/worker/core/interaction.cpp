@@ -1,9 +1,9 @@
 // DLRM dot interaction, fused with its concat (see include/tzrec/core/interaction.hpp).
 #include "tzrec/core/interaction.hpp"
 
-#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/autocast_mode.h>
+#include <ATen/core/Tensor.h>
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
@@ -49,6 +49,8 @@ Dims Check(const at::Tensor& dense, const at::Tensor& sparse, bool with_sparse,
 constexpr std::int64_t kGrain = 64;
 
 struct FusedDotInteraction : public torch::autograd::Function<FusedDotInteraction> {
+  // torch::autograd::Function calls it by this name.
+  // NOLINTNEXTLINE(readability-identifier-naming)
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& dense, const at::Tensor& sparse,
                             bool with_sparse) {
     const Dims s = Check(dense, sparse, with_sparse, sparse.size(1));
@@ -82,6 +84,8 @@ struct FusedDotInteraction : public torch::autograd::Function<FusedDotInteractio
     return out;
   }
 
+  // torch::autograd::Function calls it by this name.
+  // NOLINTNEXTLINE(readability-identifier-naming)
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const at::Tensor stacked = ctx->get_saved_variables()[0];
     const bool with_sparse = ctx->saved_data["with_sparse"].toBool();

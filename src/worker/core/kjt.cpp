@@ -1,7 +1,12 @@
 // KeyedJaggedTensor, JaggedTensor and KeyedTensor (see tzrec/core/kjt.hpp).
 #include "tzrec/core/kjt.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/cumsum.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 
 #include <numeric>
 #include <stdexcept>

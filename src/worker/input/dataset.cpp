@@ -1,6 +1,7 @@
 // Dataset: files → rank rows → transformed batches, with a background reader thread (see
 // tzrec/input/input.hpp).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
 
 #include <algorithm>
 #include <condition_variable>

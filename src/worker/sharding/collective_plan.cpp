@@ -1,7 +1,8 @@
 // CollectivePlan (include/tzrec/sharding/collective_plan.hpp).
 #include "tzrec/sharding/collective_plan.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/full.h>
 
 #include <string>
 

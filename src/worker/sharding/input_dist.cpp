@@ -1,7 +1,8 @@
 // ShardedEmbeddingBagCollection input dist: the KJT all-to-all that sends every feature's ids to
 // the shards holding their rows (step 1 of the data path in include/tzrec/sharding/
 // sharded_ebc.hpp), in the route order of sharding_layout.hpp.
-#include <ATen/ATen.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
 
 #include <string>
 #include <utility>

@@ -4,8 +4,8 @@
 // sharded_lookup.cpp, the pure layout in sharding_layout.cpp.
 #include "tzrec/sharding/sharded_ebc.hpp"
 
-#include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
 
 #include <algorithm>
 #include <cstring>

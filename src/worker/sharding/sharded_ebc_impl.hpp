@@ -5,7 +5,7 @@
 // routes, column maps) in sharding_layout.hpp.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 #include <torch/autograd.h>
 

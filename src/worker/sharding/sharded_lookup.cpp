@@ -1,6 +1,7 @@
 // ShardedEmbeddingBagCollection lookup, output dist and backward (steps 2 and 3 of the data path
 // in include/tzrec/sharding/sharded_ebc.hpp, and the mirrored backward with the fused optimizer).
-#include <ATen/ATen.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 #include <torch/autograd.h>
 
@@ -19,11 +20,15 @@ namespace {
 
 class ShardedLookupFunction : public torch::autograd::Function<ShardedLookupFunction> {
  public:
+  // torch::autograd::Function calls it by this name.
+  // NOLINTNEXTLINE(readability-identifier-naming)
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& /*dummy*/,
                             const at::Tensor& output, const c10::intrusive_ptr<StepState>& state) {
     ctx->saved_data["state"] = c10::IValue::make_capsule(state);
     return output.view(output.sizes());
   }
+  // torch::autograd::Function calls it by this name.
+  // NOLINTNEXTLINE(readability-identifier-naming)
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     auto state =

@@ -2,7 +2,12 @@
 // Adagrad and Adam/AdamW updates (torch/optim/{sgd,adagrad,adam}.py of torch 2.11), op for op.
 #include "tzrec/train/dense_optimizer.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/full_like.h>
+#include <ATen/ops/maximum.h>
+#include <ATen/ops/zeros.h>
+#include <ATen/ops/zeros_like.h>
 #include <c10/core/GradMode.h>
 
 #include <cmath>

@@ -6,7 +6,7 @@
 // export_dir/model.ckpt-STEP/ (a world-1 checkpoint that Python's torch.load reads).
 // predict: loads an export, scores an input file in the config's format, writes one probability
 // per line and prints the AUC when the input has labels.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <c10/core/GradMode.h>
 
 #include <filesystem>

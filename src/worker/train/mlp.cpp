@@ -3,9 +3,35 @@
 // torch.nn.BatchNorm1d / LayerNorm / Dropout semantics.
 #include "mlp.hpp"
 
-#include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/abs.h>
+#include <ATen/ops/batch_norm.h>
+#include <ATen/ops/celu.h>
+#include <ATen/ops/elu.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/gelu.h>
+#include <ATen/ops/hardsigmoid.h>
+#include <ATen/ops/hardswish.h>
+#include <ATen/ops/hardtanh.h>
+#include <ATen/ops/layer_norm.h>
+#include <ATen/ops/leaky_relu.h>
+#include <ATen/ops/linear.h>
+#include <ATen/ops/log_sigmoid.h>
+#include <ATen/ops/mish.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/prelu.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/relu.h>
+#include <ATen/ops/selu.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/silu.h>
+#include <ATen/ops/softplus.h>
+#include <ATen/ops/tanh.h>
+#include <ATen/ops/zeros.h>
 
 #include <cmath>
 #include <string>

@@ -1,7 +1,14 @@
 // DLRM, DeepFM and MultiTower dense parts (see include/tzrec/train/model.hpp).
 #include "tzrec/train/model.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/bmm.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/linear.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/triu_indices.h>
+#include <ATen/ops/zeros.h>
 
 #include <cmath>
 #include <map>

@@ -1,6 +1,11 @@
 // The AUC metrics (include/tzrec/train/metrics.hpp): exact, binned as torchmetrics, grouped as
 // TorchEasyRec.
-#include <ATen/ATen.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/linspace.h>
+#include <ATen/ops/trapezoid.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros_like.h>
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,6 @@
 // tzrec_train train_eval: the training job (include/tzrec/train/train.hpp).
-#include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
+#include <ATen/core/Tensor.h>
 #include <c10/core/GradMode.h>
 
 #include <chrono>

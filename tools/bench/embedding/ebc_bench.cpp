@@ -11,7 +11,11 @@
 // lookups = ids of all ranks per second; bytes = lookups*dim*4*3 (forward read, backward
 // read-modify-write) + lookups*4*2 (row-wise Adagrad state read+write) — the same definition as
 // torchrec_ebc.py.
-#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/randint.h>
 #include <malloc.h>
 
 #include <chrono>

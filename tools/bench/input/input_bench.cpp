@@ -7,7 +7,7 @@
 // Without PATH it writes N rows (default 200000, row groups of 65536) to a temp Parquet file with
 // Arrow C++ and checks the label sum; with PATH (files, globs or comma lists, e.g. tools/gen_data
 // output) it reads those. Prints "criteo layout: R rows (label sum S) in T s = X rows/s".
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <unistd.h>
 
 #include <chrono>

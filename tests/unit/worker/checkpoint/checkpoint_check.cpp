@@ -8,7 +8,14 @@
 // the saved column blocks match, sentinel (re-initialised) otherwise; dense from rank 0; cursors.
 // bench (by hand, issue 6 item 7): save/restore GB/s against a raw write+fsync of the same bytes.
 // Prints "PASS checkpoint_<phase> rank=R" or "FAIL <what> rank=R" (exit 1).
-#include <ATen/ATen.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/zeros_like.h>
 #include <unistd.h>
 
 #include <algorithm>

@@ -1,7 +1,14 @@
 // Unit tests of tzrec::checkpoint at world size 1 (include/tzrec/checkpoint/checkpoint.hpp).
 #include "tzrec/checkpoint/checkpoint.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/zeros.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -12,7 +12,16 @@
 // `tzrun --nproc-per-node=1` on a one-GPU machine still runs every check through NCCL.
 // `tzrec_comm_check --peer-gone` (comm_check_peer_gone): ranks > 0 exit after Init; rank 0 checks
 // the CommError its next collective throws.
-#include <ATen/ATen.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 
 #include <cstdint>

@@ -108,6 +108,20 @@ TEST(Refusals, TorchEasyRecFieldsNameTheFieldAndTheAlternative) {
   EXPECT_NE(e.find("supported: id_feature, raw_feature"), std::string::npos) << e;
 }
 
+// An unsupported model is named before any other unsupported field, even one earlier in the file
+// (TorchEasyRec's dssm config has data_config.negative_sampler first), in text and in JSON.
+TEST(Refusals, AnUnsupportedModelIsNamedFirst) {
+  std::string text = Minimal("shuffle: true");
+  text.replace(text.find("multi_tower {"), 13, "dssm {} multi_tower {");
+  std::string e = ErrorOf(text);
+  EXPECT_NE(e.find("'dssm' (ModelConfig) is a TorchEasyRec option"), std::string::npos) << e;
+  const std::string j =
+      ErrorOf(R"({"data_config": {"shuffle": true}, "model_config": {"dssm": {}}})");
+  EXPECT_NE(j.find("model_config.dssm: 'dssm' (ModelConfig)"), std::string::npos) << j;
+  e = ErrorOf(Minimal("shuffle: true"));  // no model problem: the first field is named
+  EXPECT_NE(e.find("'shuffle' (DataConfig)"), std::string::npos) << e;
+}
+
 TEST(Refusals, UnknownNamesSuggestTheClosest) {
   const std::string e = ErrorOf(Minimal("", "num_step: 3"));
   EXPECT_NE(e.find("unknown field 'num_step' in TrainConfig (did you mean 'num_steps'?)"),
@@ -356,13 +370,13 @@ TEST(SharedConfigs, AcceptedOrRefusedByName) {
     GTEST_SKIP() << dir << " is missing";
   }
   const std::map<std::string, std::string> refused = {
-      {"dbmtl_has_sequence_mock.config", "'sequence_feature'"},
+      {"dbmtl_has_sequence_mock.config", "'dbmtl'"},
       {"dbmtl_taobao.config", "'dbmtl'"},
-      {"dssm_taobao.config", "'negative_sampler'"},
+      {"dssm_taobao.config", "'dssm'"},
       {"mmoe_taobao.config", "'mmoe'"},
-      {"multi_tower_din_fg_mock_gradient_clipping.config", "'value_dim'"},
-      {"multi_tower_din_mock.config", "'sequence_feature'"},
-      {"multi_tower_din_taobao.config", "'sequence_feature'"},
+      {"multi_tower_din_fg_mock_gradient_clipping.config", "'multi_tower_din'"},
+      {"multi_tower_din_mock.config", "'multi_tower_din'"},
+      {"multi_tower_din_taobao.config", "'multi_tower_din'"},
       {"wukong_criteo.config", "'wukong'"},
   };
   for (const auto& [name, needle] : refused) {

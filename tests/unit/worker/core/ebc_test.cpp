@@ -1,7 +1,13 @@
 // EmbeddingBagCollection: output layout, pooling, shared tables, weighted ids, and the fused
 // optimizer applied in backward, checked against a manual computation.
-#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
 #include <ATen/core/grad_mode.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,7 +1,9 @@
 // KeyedJaggedTensor / JaggedTensor / KeyedTensor semantics (TorchRec jagged_tensor.py).
 #include "tzrec/core/kjt.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/tensor.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Dataset on Parquet files the tests write with Arrow C++: types, nulls, dictionaries and row
 // groups, batches (ids, dense, labels, group ids), rank split over several files, resume at
 // another world size, epochs and prefetching. CSV/TSV and error messages: dataset_text_test.cpp.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>

@@ -3,7 +3,7 @@
 // Parquet pipeline configs, and tensor/batch readers.
 #pragma once
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
 #include <arrow/api.h>
 #include <arrow/io/file.h>
 #include <gtest/gtest.h>

@@ -1,7 +1,8 @@
 // Dataset on CSV/TSV files the tests write (RFC 4180 quotes, header, Criteo TSV, the real Criteo
 // sample over three ranks) and the error messages of every reader (missing columns and files,
 // bad values). Parquet reading, rank split, resume and epochs: dataset_parquet_test.cpp.
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/isfinite.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>

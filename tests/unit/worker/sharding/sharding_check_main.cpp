@@ -13,7 +13,15 @@
 // shards) and the dense weights must agree within rtol 1e-5 (atol 1e-7).
 // Output: "PASS <plan>/<optimizer> rank=R world=W" or "FAIL <plan>/<optimizer> rank=R world=W:
 // <what>"; exit 0 all passed, 1 a mismatch, 2 a set-up error.
-#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/binary_cross_entropy_with_logits.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/randint.h>
+#include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 
 #include <cstdlib>

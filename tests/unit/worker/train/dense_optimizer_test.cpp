@@ -8,7 +8,9 @@
 //            p -= lr * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps)
 #include "tzrec/train/dense_optimizer.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/allclose.h>
+#include <ATen/ops/tensor.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -3,7 +3,8 @@
 // (thresholds = linspace(0, 1, T), trapezoid area) and TorchEasyRec's unweighted group mean.
 #include "tzrec/train/metrics.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/tensor.h>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -5,7 +5,17 @@
 // (training flag, BatchNorm buffers).
 #include "tzrec/train/model.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/Context.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/allclose.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/linear.h>
+#include <ATen/ops/randn.h>
+#include <ATen/ops/relu.h>
+#include <ATen/ops/stack.h>
+#include <ATen/ops/zeros.h>
 #include <gtest/gtest.h>
 
 #include <map>
