@@ -232,8 +232,8 @@ int Predict(PredictOptions options) {
   } else {
     std::cout << " (no label column in the input: no auc)";
   }
-  if (writer) std::cout << "; written to " << options.output_path;
   std::cout << std::endl;
+  if (writer) std::cout << "tzrec_train predict: written to " << options.output_path << std::endl;
   return 0;
 }
 
