@@ -109,6 +109,10 @@ std::vector<std::string> CommandFlags::KnownNames() const {
 std::optional<int> CommandFlags::Parse(int argc, char** argv) {
   try {
     app_.parse(argc, argv);
+  } catch (const CLI::RequiredError& e) {
+    // "--pipline_config_path x" leaves the required flag unset: name the misspelling instead.
+    UnknownArguments(app_.remaining(), KnownNames());
+    return app_.exit(e) == 0 ? 0 : 2;
   } catch (const CLI::ParseError& e) {
     return app_.exit(e) == 0 ? 0 : 2;
   }

@@ -107,6 +107,22 @@ TEST(Flags, RefusedAndMisspeltFlagsThrow) {
   }
 }
 
+TEST(Flags, MisspeltRequiredFlagIsNamed) {
+  CLI::App app{"test", "tzrec_train test"};
+  std::string config;
+  app.add_option("--pipeline_config_path", config, "")->required();
+  CommandFlags flags(app, "test");
+  Argv args({"test", "--pipline_config_path", "c.config"});
+  try {
+    flags.Parse(args.argc(), args.argv());
+    FAIL() << "a misspelt required flag must throw";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("did you mean '--pipeline_config_path'?"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Flags, HelpAndUsageErrorsReturnTheirCode) {
   CLI::App app{"test", "tzrec_train test"};
   int n = 0;
