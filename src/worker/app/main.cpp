@@ -2,12 +2,11 @@
 //
 //   tzrun --nproc-per-node=N tzrec_train --pipeline_config_path CONFIG [--train_input_path ...]
 //         [--eval_input_path ...] [--model_dir DIR] [--continue_train] [--edit_config_json JSON]
-//                                          train and evaluate (TorchEasyRec's tzrec.train_eval)
+//         [--fine_tune_checkpoint CKPT]    train and evaluate (TorchEasyRec's tzrec.train_eval)
 //   tzrec_train train_eval ...             the same, named
-//         [--fine_tune_checkpoint CKPT]
-//   tzrec_train eval --pipeline_config_path CONFIG [--checkpoint_path DIR] [--eval_input_path ...]
-//         [--eval_result_filename eval_result.txt]   evaluate a checkpoint (tzrec.eval),
-//         distributed
+//   tzrun --nproc-per-node=N tzrec_train eval --pipeline_config_path CONFIG
+//         [--checkpoint_path DIR] [--eval_input_path ...] [--eval_result_filename F]
+//                                          evaluate a checkpoint, distributed (tzrec.eval)
 //   tzrec_train plan --tables TABLES.json  print and write a ShardingPlan without training
 //   tzrec_train export --model_dir DIR --export_dir OUT     single-process model from a checkpoint
 //   tzrec_train predict --scripted_model_path OUT --predict_input_path FILE
@@ -15,6 +14,7 @@
 //                                          score a file with an export (tzrec.predict)
 //   tzrec_train config-reference           the pipeline config keys as markdown
 //   tzrec_train --version
+// Unknown arguments are ignored with a warning, misspelt flags refused (src/worker/app/flags.hpp).
 // Exit codes: 0 success; 2 bad input (the message names it and the fix); 3 no feasible plan;
 // 4 a collective or checkpoint failure; 1 internal error.
 //
