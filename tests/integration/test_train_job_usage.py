@@ -43,7 +43,9 @@ def test_export_and_predict_reproduce_eval_auc(tmp_path, criteo, small_dlrm, wor
     assert " 2000 rows" in line, line
     auc = float(line.rsplit("auc", 1)[1])
     assert auc == pytest.approx(m["eval_auc"], abs=1e-4), (line, m)
-    values = [float(x) for x in scores.read_text().split()]
+    lines = scores.read_text().splitlines()
+    assert lines[0] == "logits,probs"  # TorchEasyRec's output names, sorted (CsvWriter: .txt)
+    values = [float(x.split(",")[1]) for x in lines[1:]]
     assert len(values) == 2000 and all(0 < v < 1 for v in values)
 
 

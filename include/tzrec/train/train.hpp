@@ -14,9 +14,11 @@
 #include <ATen/Tensor.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "tzrec/comm/comm.hpp"
 #include "tzrec/config/config.hpp"
 #include "tzrec/train/dense_optimizer.hpp"
 #include "tzrec/train/lr_schedule.hpp"
@@ -30,16 +32,48 @@ namespace tzrec {
 // and mapped to its exit code and one stderr line by the boundary in src/worker/app/main.cpp.
 
 // train_eval flags (TorchEasyRec tzrec.train_eval's); empty paths keep the config's value.
+//
+// Which checkpoint a run starts from (TorchEasyRec tzrec/main.py `train_and_evaluate`):
+//   model_dir holds a checkpoint, --continue_train: resume it (step, data cursor, optimizer state,
+//     lr schedule); fine_tune_checkpoint, if set, is not used (a note says so).
+//   model_dir holds a checkpoint, no --continue_train: ConfigError (use an empty model_dir).
+//   model_dir holds none, train_config.fine_tune_checkpoint (or --fine_tune_checkpoint) set: a
+//     fresh run (step 0, data from its start, fresh optimizer state, lr schedule and metrics)
+//     whose embedding tables and dense parameters are the checkpoint's weights. The path is a
+//     model.ckpt-N directory (its name contains "model.ckpt-") or a model_dir (its newest valid
+//     checkpoint); saved at any world size and plan. A table or dense parameter of the model
+//     that the checkpoint lacks or has with another shape is a CheckpointError naming it (exit
+//     4); saved ones the model does not have are skipped with a warning. TorchEasyRec also
+//     restores the optimizer state unless --ignore_restore_optimizer; tzrec_train never does
+//     when fine-tuning (the tables' optimizer state follows their plan and is reset instead).
+//   neither: a fresh run from the seeded initialisation.
 struct TrainEvalOptions {
   std::string pipeline_config_path;
   std::string train_input_path;
   std::string eval_input_path;
   std::string model_dir;
-  std::string edit_config_json;  // JSON object of dotted-path overrides
+  std::string edit_config_json;      // JSON object of dotted-path overrides
+  std::string fine_tune_checkpoint;  // sets train_config.fine_tune_checkpoint when non-empty
   bool continue_train = false;
   bool ignore_restore_optimizer = false;
 };
 int TrainEval(const TrainEvalOptions& options);
+
+// The checkpoint directory a fine_tune_checkpoint path names: the path itself when its last
+// component contains "model.ckpt-" (it must be a valid checkpoint), else the newest valid
+// model.ckpt-N under it. Throws ConfigError naming the path when there is none. Local (no
+// collective; `comm` is only held by the CheckpointManager that lists the directory).
+std::string ResolveFineTuneCheckpoint(const std::string& path, std::shared_ptr<Comm> comm);
+
+// eval flags (TorchEasyRec tzrec/eval.py's): evaluates a checkpoint on every rank of the launch
+// (run under tzrun like train_eval) and appends one line to <model_dir>/<eval_result_filename>.
+struct EvalOptions {
+  std::string pipeline_config_path;
+  std::string checkpoint_path;  // empty: the newest checkpoint in the config's model_dir
+  std::string eval_input_path;  // empty: the config's
+  std::string eval_result_filename = "eval_result.txt";
+};
+int Eval(const EvalOptions& options);
 
 struct ExportOptions {
   std::string pipeline_config_path;  // default: <model_dir>/pipeline.config
@@ -49,11 +83,25 @@ struct ExportOptions {
 };
 int Export(ExportOptions options);
 
+// predict flags (TorchEasyRec tzrec/predict.py's). Scores the input with the export's model in one
+// process and writes, per input row in input order, the output columns and then the reserved
+// columns (TorchEasyRec's _write_predictions order). Output columns: "logits" and "probs"
+// (TorchEasyRec's rank-model prediction names); default both, sorted. Reserved columns: input
+// columns copied through (Parquet input: ints as int64, floats as double, text as string; CSV
+// input: their text). Input without the label column is scored (no AUC is printed); with it the
+// AUC is printed. Writer: writer_type "CsvWriter" (header line, comma-separated) or
+// "ParquetWriter"; empty: by the output path's extension (.parquet / .csv / .txt), else the
+// dataset_type's (CsvDataset -> CsvWriter, as TorchEasyRec). drop_remainder is off (every row).
 struct PredictOptions {
-  std::string export_dir;       // written by export
-  std::string input_path;       // the config's format (globs, comma-separated)
-  std::string output_path;      // one probability per line; empty: none
-  std::int64_t batch_size = 0;  // <= 0: the config's eval batch size
+  std::string export_dir;        // written by export (TorchEasyRec: --scripted_model_path)
+  std::string input_path;        // the config's format (globs, comma-separated)
+  std::string output_path;       // the predictions file; empty: none written
+  std::string reserved_columns;  // comma-separated input columns to copy through
+  std::string output_columns;    // comma-separated of "logits", "probs"; empty: both
+  std::string writer_type;       // "CsvWriter" | "ParquetWriter" | "" (see above)
+  std::string dataset_type;      // overrides data_config.dataset_type ("ParquetDataset", ...)
+  std::string edit_config_json;  // dotted-path overrides of the export's pipeline.config
+  std::int64_t batch_size = 0;   // <= 0: data_config.batch_size (TorchEasyRec's default)
 };
 int Predict(PredictOptions options);
 

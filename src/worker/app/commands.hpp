@@ -6,6 +6,7 @@
 namespace tzrec {
 
 int RunTrainEval(int argc, char** argv);  // argv[0] is the command name (train_command.cpp)
+int RunEval(int argc, char** argv);       // eval_command.cpp
 int RunExport(int argc, char** argv);     // export_command.cpp
 int RunPredict(int argc, char** argv);    // export_command.cpp
 

@@ -2,13 +2,19 @@
 //
 //   tzrun --nproc-per-node=N tzrec_train --pipeline_config_path CONFIG [--train_input_path ...]
 //         [--eval_input_path ...] [--model_dir DIR] [--continue_train] [--edit_config_json JSON]
-//                                          train and evaluate (TorchEasyRec's tzrec.train_eval)
+//         [--fine_tune_checkpoint CKPT]    train and evaluate (TorchEasyRec's tzrec.train_eval)
 //   tzrec_train train_eval ...             the same, named
+//   tzrun --nproc-per-node=N tzrec_train eval --pipeline_config_path CONFIG
+//         [--checkpoint_path DIR] [--eval_input_path ...] [--eval_result_filename F]
+//                                          evaluate a checkpoint, distributed (tzrec.eval)
 //   tzrec_train plan --tables TABLES.json  print and write a ShardingPlan without training
 //   tzrec_train export --model_dir DIR --export_dir OUT     single-process model from a checkpoint
-//   tzrec_train predict --export_dir OUT --input_path FILE  score a file with an export
+//   tzrec_train predict --scripted_model_path OUT --predict_input_path FILE
+//         [--predict_output_path F] [--reserved_columns A,B] [--output_columns probs]
+//                                          score a file with an export (tzrec.predict)
 //   tzrec_train config-reference           the pipeline config keys as markdown
 //   tzrec_train --version
+// Unknown arguments are ignored with a warning, misspelt flags refused (src/worker/app/flags.hpp).
 // Exit codes: 0 success; 2 bad input (the message names it and the fix); 3 no feasible plan;
 // 4 a collective or checkpoint failure; 1 internal error.
 //
@@ -42,9 +48,11 @@ constexpr const char* kUsage =
     "  train_eval        train and evaluate (the default when the first argument is an option);\n"
     "                    run under tzrun: tzrun --nproc-per-node=N tzrec_train "
     "--pipeline_config_path ...\n"
+    "  eval              evaluate a checkpoint on every rank (TorchEasyRec tzrec.eval); run "
+    "under tzrun\n"
     "  plan              plan how embedding tables are sharded over the ranks (TorchRec planner)\n"
     "  export            write a single-process model from a checkpoint of any world size\n"
-    "  predict           score an input file with an exported model\n"
+    "  predict           score an input file with an exported model (TorchEasyRec tzrec.predict)\n"
     "  config-reference  print every pipeline config key (markdown)\n"
     "\n"
     "  <command> --help  options of a command;  --version  the version\n";
@@ -82,6 +90,9 @@ int Dispatch(const std::string& command, int argc, char** argv) {
   }
   if (command.rfind("--", 0) == 0) {
     return Report("train_eval", [&] { return tzrec::RunTrainEval(argc, argv); });
+  }
+  if (command == "eval") {
+    return Report("eval", [&] { return tzrec::RunEval(argc - 1, argv + 1); });
   }
   if (command == "export") {
     return Report("export", [&] { return tzrec::RunExport(argc - 1, argv + 1); });

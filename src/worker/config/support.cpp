@@ -43,6 +43,10 @@ const std::vector<FieldSupport> kTable = {
      "test_train_job.py::test_exact_continuation_across_epochs"},
     {P "TrainConfig.save_checkpoints_steps", H, "checkpoint every this many steps (and at the end)",
      "test_train_job.py::test_checkpoint_layout_and_keep_max"},
+    {P "TrainConfig.fine_tune_checkpoint", H,
+     "initialise a fresh run (step 0, data from the start, fresh optimizer state) from this "
+     "checkpoint's weights (--fine_tune_checkpoint overrides)",
+     "test_train_entry_points.py::test_fine_tune_on_new_data_at_another_world_size"},
     {P "TrainConfig.log_step_count_steps", H, "progress line every this many steps", kTrainJob},
     {P "TrainConfig.is_profiling", N, "profiling traces are not written", "config.NoEffectWarns"},
     {P "TrainConfig.use_tensorboard", N, "no TensorBoard events are written (metrics.jsonl is)",

@@ -4,8 +4,8 @@
 // WORLD_SIZE=1) builds the model with every table on rank 0, restores a checkpoint of any world
 // size (shards merged by global offsets), and writes export_dir/pipeline.config and
 // export_dir/model.ckpt-STEP/ (a world-1 checkpoint that Python's torch.load reads).
-// predict: loads an export, scores an input file in the config's format, writes one probability
-// per line and prints the AUC when the input has labels.
+// predict: loads an export, scores an input file in the config's format, writes the output and
+// reserved columns (prediction_output.hpp) and prints the AUC when the input has labels.
 #include <ATen/core/Tensor.h>
 #include <c10/core/GradMode.h>
 
@@ -14,11 +14,13 @@
 #include <iomanip>
 #include <iostream>
 
+#include "prediction_output.hpp"
 #include "train_common.hpp"
 #include "tzrec/checkpoint/checkpoint.hpp"
 #include "tzrec/comm/comm.hpp"
 #include "tzrec/input/input.hpp"
 #include "tzrec/train/train.hpp"
+#include "tzrun/base/strings.hpp"
 
 namespace tzrec {
 namespace {
@@ -62,6 +64,81 @@ struct SingleModel {
     return info.step;
   }
 };
+
+// The export's pipeline.config with predict's flags applied (TorchEasyRec tzrec/main.py `predict`:
+// batch_size, dataset_type, edit_config_json, drop_remainder off). Input without the label column:
+// no labels read and no metrics grouped.
+PipelineConfig PredictConfig(PredictOptions& options) {
+  PipelineConfig config =
+      LoadPipelineConfig((fs::path(options.export_dir) / "pipeline.config").string(),
+                         options.edit_config_json)
+          .config;
+  auto* data = config.mutable_data_config();
+  if (!options.dataset_type.empty()) {
+    protos::DatasetType type;
+    if (!protos::DatasetType_Parse(options.dataset_type, &type)) {
+      throw ConfigError("--dataset_type '" + options.dataset_type +
+                        "' is not a DatasetType; tzrec_train reads CsvDataset and ParquetDataset");
+    }
+    data->set_dataset_type(type);
+  }
+  data->set_drop_remainder(false);
+  if (options.batch_size <= 0) options.batch_size = data->batch_size();
+  if (data->label_fields_size() > 0 && !GuardInput([&] {
+        return InputHasColumn(config, options.input_path, data->label_fields(0));
+      })) {
+    data->clear_label_fields();
+    config.mutable_model_config()->clear_metrics();
+  }
+  return config;
+}
+
+std::vector<std::string> SplitColumns(const std::string& list) {
+  std::vector<std::string> out;
+  if (tzrun::base::Strip(list).empty()) return out;
+  for (const auto& c : tzrun::base::Split(list, ',')) out.push_back(tzrun::base::Strip(c));
+  return out;
+}
+
+// --output_columns: of TorchEasyRec's rank-model outputs; default both, sorted.
+std::vector<std::string> OutputColumns(const std::string& list) {
+  std::vector<std::string> out = SplitColumns(list);
+  if (out.empty()) return {"logits", "probs"};
+  for (const auto& c : out) {
+    if (c != "logits" && c != "probs") {
+      throw ConfigError("--output_columns: '" + c +
+                        "' is not an output of tzrec_train's rank models; they output 'logits' "
+                        "and 'probs'");
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> ReservedColumns(const std::string& list) {
+  std::vector<std::string> out = SplitColumns(list);
+  for (const auto& c : out) {
+    if (c.empty()) throw ConfigError("--reserved_columns '" + list + "' has an empty name");
+  }
+  return out;
+}
+
+// logits [B] float -> the requested output columns (probs = sigmoid(logits), float32).
+OutColumns PredictionColumns(const std::vector<std::string>& outputs, const at::Tensor& logits) {
+  const at::Tensor probs = at::sigmoid(logits).contiguous();
+  const at::Tensor l = logits.contiguous();
+  OutColumns columns;
+  for (const auto& name : outputs) {
+    const at::Tensor& t = name == "probs" ? probs : l;
+    const auto acc = t.accessor<float, 1>();
+    std::vector<OutValue> column(static_cast<std::size_t>(t.numel()));
+    for (std::int64_t i = 0; i < t.numel(); ++i) {
+      column[static_cast<std::size_t>(i)].kind = OutValue::Kind::kFloat32;
+      column[static_cast<std::size_t>(i)].d = acc[i];
+    }
+    columns.push_back(std::move(column));
+  }
+  return columns;
+}
 
 }  // namespace
 
@@ -107,40 +184,56 @@ int Export(ExportOptions options) {
 }
 
 int Predict(PredictOptions options) {
-  const std::string& export_dir = options.export_dir;
-  const std::string& input_path = options.input_path;
-  const std::string& output_path = options.output_path;
-  std::int64_t& batch_size = options.batch_size;
-  const PipelineConfig config =
-      LoadPipelineConfig((fs::path(export_dir) / "pipeline.config").string()).config;
+  PipelineConfig config = PredictConfig(options);
   SingleModel model(config);
-  CheckpointManager ckpt(export_dir, 0, model.comm);
+  CheckpointManager ckpt(options.export_dir, 0, model.comm);
   auto latest = ckpt.Latest();
-  if (!latest)
-    throw ConfigError("'" + export_dir + "' holds no exported model; run tzrec_train export first");
-  model.RestoreFrom(export_dir, *latest);
-  if (batch_size <= 0) {
-    batch_size = EvalBatchSize(config);
+  if (!latest) {
+    throw ConfigError("'" + options.export_dir +
+                      "' holds no exported model; run tzrec_train export first");
   }
+  model.RestoreFrom(options.export_dir, *latest);
+  const std::vector<std::string> outputs = OutputColumns(options.output_columns);
+  const std::vector<std::string> reserved = ReservedColumns(options.reserved_columns);
+  const bool labeled = config.data_config().label_fields_size() > 0;
+  std::unique_ptr<PredictionWriter> writer;
+  if (!options.output_path.empty()) {
+    std::vector<std::string> names = outputs;
+    names.insert(names.end(), reserved.begin(), reserved.end());
+    writer = OpenPredictionWriter(ChooseWriter(options.writer_type, options.output_path, config),
+                                  options.output_path, names);
+  }
+  ReservedColumnReader reserves =
+      GuardInput([&] { return ReservedColumnReader(config, options.input_path, reserved); });
   c10::NoGradGuard no_grad;
-  Dataset ds = GuardInput([&] { return Dataset(config, input_path, 0, 1, batch_size); });
+  Dataset ds =
+      GuardInput([&] { return Dataset(config, options.input_path, 0, 1, options.batch_size); });
   std::vector<at::Tensor> scores;
   std::vector<at::Tensor> labels;
   while (auto b = GuardInput([&] { return ds.Next(); })) {
     const KeyedTensor kt = model.ebc->Forward(AddDerivedFeatures(config, b->sparse));
-    scores.push_back(at::sigmoid(model.dense->Forward(kt, b->dense, /*training=*/false)));
-    labels.push_back(b->labels);
+    const at::Tensor logits = model.dense->Forward(kt, b->dense, /*training=*/false).to(at::kFloat);
+    scores.push_back(at::sigmoid(logits));
+    if (labeled) labels.push_back(b->labels);
+    if (writer) {
+      OutColumns columns = PredictionColumns(outputs, logits);
+      OutColumns kept = GuardInput([&] { return reserves.Next(b->size); });
+      for (auto& c : kept) columns.push_back(std::move(c));
+      writer->Write(columns);
+    }
   }
+  if (writer) writer->Close();
   const at::Tensor s = scores.empty() ? at::zeros({0}) : at::cat(scores);
-  const at::Tensor l = labels.empty() ? at::zeros({0}) : at::cat(labels);
-  if (!output_path.empty()) {
-    std::ofstream out(output_path);
-    const auto acc = s.accessor<float, 1>();
-    for (std::int64_t i = 0; i < s.numel(); ++i) out << acc[i] << '\n';
-    if (!out) throw InputError("could not write --output_path '" + output_path + "'");
+  std::cout << "tzrec_train predict: " << s.numel() << " rows";
+  if (labeled) {
+    const at::Tensor l = labels.empty() ? at::zeros({0}) : at::cat(labels);
+    std::cout << ", auc " << std::fixed << std::setprecision(5) << Auc(s, l, AucThresholds(config))
+              << std::defaultfloat;
+  } else {
+    std::cout << " (no label column in the input: no auc)";
   }
-  std::cout << "tzrec_train predict: " << s.numel() << " rows, auc " << std::fixed
-            << std::setprecision(5) << Auc(s, l, AucThresholds(config)) << std::endl;
+  std::cout << std::endl;
+  if (writer) std::cout << "tzrec_train predict: written to " << options.output_path << std::endl;
   return 0;
 }
 

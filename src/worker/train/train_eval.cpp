@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "dist_model.hpp"
 #include "train_common.hpp"
 #include "tzrec/checkpoint/checkpoint.hpp"
 #include "tzrec/comm/comm.hpp"
@@ -31,13 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 
 using Flags = TrainEvalOptions;
-
-// A batch with the cursor of its rank right after it was read.
-struct Fetched {
-  Batch batch;
-  std::string cursor_json;
-  std::shared_ptr<ShardedEmbeddingBagCollection::Dist> dist;
-};
 
 std::string Hms(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "--:--:--";
@@ -71,48 +65,47 @@ class Trainer {
                         ": pass --continue_train to resume from it, or use an empty --model_dir");
     }
     if (!flags_.continue_train) restore_dir.reset();
+    std::optional<std::string> fine_tune_dir;
+    if (!tc.fine_tune_checkpoint().empty()) {
+      if (restore_dir) {
+        if (rank_ == 0) {
+          std::cout << "tzrec_train: --continue_train resumes " << *restore_dir
+                    << "; fine_tune_checkpoint '" << tc.fine_tune_checkpoint()
+                    << "' is not used (as TorchEasyRec)" << std::endl;
+        }
+      } else {
+        fine_tune_dir = ResolveFineTuneCheckpoint(tc.fine_tune_checkpoint(), comm_);
+      }
+    }
 
     // Sharding plan, embedding tables, dense model.
-    tables_ = EmbeddingTables(config_);
-    std::vector<TableSpec> specs;
-    for (const auto& t : tables_)
-      specs.push_back(ToTableSpec(t, TableConstraints(config_, t.name)));
-    Topology topo = Topology::FromEnvironment(
-        world_, comm_->local_world_size(),
-        device_.is_cuda() ? ComputeDevice::kCuda : ComputeDevice::kCpu, DeviceMemoryBytes(device_));
-    PlannerOptions popts;
-    popts.batch_size = config_.data_config().batch_size();
-    ebc_opt_ = SparseOptimizerFromConfig(tc.sparse_optimizer());
-    popts.optimizer = ebc_opt_.kind;
-    dense_ = DenseModel::Create(config_, Seed(config_), device_);
-    popts.dense_parameter_bytes = dense_->num_parameters() * 4;
-    plan_ = CollectivePlan(*comm_, topo, specs, popts);
-    ebc_ = std::make_unique<ShardedEmbeddingBagCollection>(tables_, plan_, ebc_opt_, Seed(config_),
-                                                           comm_);
+    model_ = BuildDistModel(config_, comm_);
     std::vector<at::Tensor> dense_params;
-    for (const auto& p : dense_->parameters()) dense_params.push_back(p.tensor);
+    for (const auto& p : model_.dense->parameters()) dense_params.push_back(p.tensor);
     sync_ = std::make_unique<DenseSync>(comm_, dense_params);
     sync_->BroadcastParameters(0);
     std::vector<at::Tensor> float_buffers;
-    for (const auto& p : dense_->buffers()) {
+    for (const auto& p : model_.dense->buffers()) {
       if (at::isFloatingType(p.tensor.scalar_type())) float_buffers.push_back(p.tensor);
     }
     if (!float_buffers.empty()) buffer_sync_ = std::make_unique<DenseSync>(comm_, float_buffers);
     optimizer_ = std::make_unique<DenseOptimizer>(DenseOptimizerFromConfig(tc.dense_optimizer()),
-                                                  dense_->parameters());
+                                                  model_.dense->parameters());
     if (tc.has_grad_scaler()) scale_ = tc.grad_scaler().init_scale();
-    sparse_schedule_.emplace(SparseScheduleFromConfig(tc.sparse_optimizer()), ebc_opt_.lr);
+    sparse_schedule_.emplace(SparseScheduleFromConfig(tc.sparse_optimizer()), model_.ebc_opt.lr);
     dense_schedule_.emplace(DenseScheduleFromConfig(tc.dense_optimizer()),
                             optimizer_->learning_rate());
     if (rank_ == 0) {
       std::cout << "tzrec_train: world " << world_ << ", backend " << comm_->backend_name()
-                << ", device " << device_ << ", " << tables_.size() << " embedding table(s), "
-                << dense_->num_parameters() << " dense parameters, plan " << plan_.Hash() << "\n"
-                << plan_.ToTable() << std::flush;
+                << ", device " << device_ << ", " << model_.tables.size() << " embedding table(s), "
+                << model_.dense->num_parameters() << " dense parameters, plan "
+                << model_.plan.Hash() << "\n"
+                << model_.plan.ToTable() << std::flush;
     }
 
     std::optional<DataCursor> resume;
     if (restore_dir) resume = Restore(ckpt, *restore_dir);
+    if (fine_tune_dir) FineTuneFrom(ckpt, *fine_tune_dir);
     comm_->Barrier();
     if (rank_ == 0) WriteEffectiveConfig();
 
@@ -121,14 +114,10 @@ class Trainer {
   }
 
  private:
-  static std::int64_t DeviceMemoryBytes(const at::Device& device) {
-    return device.is_cuda() ? (80LL << 30) : 0;  // planner HBM cap per GPU (H100/H200 class)
-  }
-
   TrainState CurrentState(std::int64_t step, const std::string& cursor_json) {
-    TrainState st = ModelState(*ebc_, tables_, *dense_);
+    TrainState st = ModelState(*model_.ebc, model_.tables, *model_.dense);
     st.step = step;
-    st.plan_json = plan_.ToJson();
+    st.plan_json = model_.plan.ToJson();
     for (auto& [name, tensor] : optimizer_->StateTensors())
       st.dense_optimizer.push_back({name, tensor});
     st.data_cursor_json = cursor_json;
@@ -152,7 +141,7 @@ class Trainer {
       c10::NoGradGuard no_grad;
       info = ckpt.Restore(dir, target);
     }
-    if (!flags_.ignore_restore_optimizer) LoadShardOptimizerStates(*ebc_, target);
+    if (!flags_.ignore_restore_optimizer) LoadShardOptimizerStates(*model_.ebc, target);
     for (const auto& nt : target.dense_optimizer) {
       if (nt.name == "step") {
         for (auto& [name, tensor] : optimizer_->StateTensors()) {
@@ -182,6 +171,25 @@ class Trainer {
     return merged;
   }
 
+  // Weights only: the run stays at step 0 with its own data, optimizer state and schedules.
+  void FineTuneFrom(CheckpointManager& ckpt, const std::string& dir) {
+    TrainState target = CurrentState(0, "{}");
+    for (auto& shard : target.shards) shard.optimizer.clear();
+    target.dense_optimizer.clear();
+    RestoreInfo info;
+    {
+      c10::NoGradGuard no_grad;
+      info = ckpt.Restore(dir, target);
+    }
+    if (rank_ == 0) {
+      std::cout << "tzrec_train: fine-tune: weights from " << dir << " (step " << info.step
+                << ", saved by " << info.saved_world_size
+                << " rank(s)); this run starts at step 0 with fresh data, optimizer state, "
+                   "lr schedule and metrics"
+                << std::endl;
+    }
+  }
+
   static std::int64_t RowsIn(const std::vector<RowRange>& rs) {
     std::int64_t n = 0;
     for (const auto& r : rs) n += r.end - r.begin;
@@ -195,51 +203,12 @@ class Trainer {
         << "tzrec_train " << TZRUN_VERSION << '\n';
   }
 
-  // Reads the next batch of this rank and agrees with the others whether everyone has one.
   std::optional<Fetched> Fetch(Dataset& ds, bool train) {
-    std::optional<Batch> b = GuardInput([&] { return ds.Next(); });
-    const bool has_batch = b.has_value();
-    Fetched f;
-    f.batch = has_batch ? std::move(*b) : EmptyBatch(ds);
-    f.dist = ebc_->InputDist(AddDerivedFeatures(config_, f.batch.sparse.To(device_)));
-    // has_batch agreement: the input dist's batch-size exchange carries it when some table is
-    // sharded; otherwise an all-reduce, SUM then compare (Gloo's AVG is unreliable, pytorch
-    // #162338).
-    std::optional<int> ranks_with_data = ebc_->RanksWithSamples(f.dist);
-    if (!ranks_with_data) {
-      at::Tensor flag = at::full({1}, has_batch ? 1.0F : 0.0F, at::TensorOptions().device(device_));
-      comm_->AllReduceSum(flag);
-      ranks_with_data = static_cast<int>(std::lround(flag.item<float>()));
-    }
-    if (train ? *ranks_with_data < world_ : *ranks_with_data == 0) {
-      ebc_->Drain(f.dist);
-      return std::nullopt;
-    }
-    f.cursor_json = ds.Cursor().ToJson();
-    return f;
+    return FetchBatch(model_, config_, ds, train);
   }
 
-  Batch EmptyBatch(const Dataset& ds) const {
-    Batch b;
-    const auto& keys = ds.sparse_feature_names();
-    b.sparse = KeyedJaggedTensor(keys, at::zeros({0}, at::kLong), at::zeros({0}, at::kLong),
-                                 std::nullopt, 0);
-    b.dense = at::zeros({0, ds.dense_dim()});
-    b.labels = at::zeros({0});
-    if (!GroupedAucKey(config_).empty()) b.group_ids = at::zeros({0}, at::kLong);
-    return b;
-  }
-
-  // training: DDP's broadcast_buffers=True: rank 0's float buffers (BN running stats) go to
-  // every rank before the forward; num_batches_tracked advances identically everywhere.
   at::Tensor Logits(const Fetched& f, bool training) {
-    const KeyedTensor kt = ebc_->Compute(f.dist);
-    const at::Tensor dense = f.batch.dense.to(device_);
-    if (training && buffer_sync_) buffer_sync_->BroadcastParameters(0);
-    const std::string& mp = config_.train_config().mixed_precision();
-    if (mp.empty()) return dense_->Forward(kt, dense, training);
-    AutocastScope scope(device_, mp == "BF16" ? at::kBFloat16 : at::kHalf);
-    return dense_->Forward(kt, dense, training).to(at::kFloat);
+    return DenseLogits(model_, config_, f, training, buffer_sync_.get());
   }
 
   // The running sums of a Train call: losses since the last log line, samples, the step timer.
@@ -299,7 +268,8 @@ class Trainer {
         cur = std::move(next);
       }
       if (cur)
-        ebc_->Drain(cur->dist);  // a batch fetched ahead of the last step: finish its input dist
+        model_.ebc->Drain(
+            cur->dist);  // a batch fetched ahead of the last step: finish its input dist
       if (done()) break;
     }
     if (p.micro % accumulation_ != 0) DenseStep();
@@ -317,7 +287,7 @@ class Trainer {
     p.last_loss = loss.item<double>();
     at::Tensor scaled = loss / static_cast<double>(accumulation_);
     if (scale_ > 0) {
-      ebc_->set_gradient_scale(scale_);
+      model_.ebc->set_gradient_scale(scale_);
       scaled = scaled * scale_;
     }
     scaled.backward();
@@ -337,7 +307,7 @@ class Trainer {
   void ApplySchedules() {
     const double sparse = sparse_schedule_->LearningRate(global_step_, epoch_);
     if (sparse != sparse_lr_) {
-      for (auto& shard : ebc_->LocalShards()) shard.state->SetLearningRate(sparse);
+      for (auto& shard : model_.ebc->LocalShards()) shard.state->SetLearningRate(sparse);
       sparse_lr_ = sparse;
     }
     const double dense = dense_schedule_->LearningRate(global_step_, epoch_);
@@ -373,7 +343,7 @@ class Trainer {
     if (scale_ > 0) {  // GradScaler: unscale, skip the step on inf/nan (identical on every rank)
       c10::NoGradGuard no_grad;
       at::Tensor bad = at::zeros({}, at::TensorOptions().device(device_));
-      for (const auto& p : dense_->parameters()) {
+      for (const auto& p : model_.dense->parameters()) {
         if (!p.tensor.grad().defined()) continue;
         p.tensor.mutable_grad().div_(scale_);
         bad = bad + (~at::isfinite(p.tensor.grad())).sum();
@@ -400,7 +370,7 @@ class Trainer {
     if (gc.clipping_type() == "none") return;
     c10::NoGradGuard no_grad;
     if (gc.clipping_type() == "value") {
-      for (const auto& p : dense_->parameters()) {
+      for (const auto& p : model_.dense->parameters()) {
         if (p.tensor.grad().defined())
           p.tensor.mutable_grad().clamp_(-gc.max_gradient(), gc.max_gradient());
       }
@@ -410,7 +380,7 @@ class Trainer {
     // so the local norm is the global norm; enable_global_grad_clip needs no extra collective here.
     double total = 0;
     const bool inf_norm = std::isinf(gc.norm_type());
-    for (const auto& p : dense_->parameters()) {
+    for (const auto& p : model_.dense->parameters()) {
       if (!p.tensor.grad().defined()) continue;
       const at::Tensor g = p.tensor.grad().to(at::kDouble);
       if (inf_norm) {
@@ -422,7 +392,7 @@ class Trainer {
     if (!inf_norm) total = std::pow(total, 1.0 / gc.norm_type());
     const double coef = gc.max_gradient() / (total + 1e-6);
     if (coef < 1.0) {
-      for (const auto& p : dense_->parameters()) {
+      for (const auto& p : model_.dense->parameters()) {
         if (p.tensor.grad().defined()) p.tensor.mutable_grad().mul_(coef);
       }
     }
@@ -449,60 +419,11 @@ class Trainer {
   }
 
   void Evaluate() {
-    c10::NoGradGuard no_grad;
-    const std::int64_t batch = config_.data_config().eval_batch_size() > 0
-                                   ? config_.data_config().eval_batch_size()
-                                   : config_.data_config().batch_size();
-    Dataset ds = GuardInput(
-        [&] { return Dataset(config_, config_.eval_input_path(), rank_, world_, batch); });
-    std::vector<at::Tensor> scores;
-    std::vector<at::Tensor> labels;
-    std::vector<at::Tensor> groups;
-    std::int64_t steps = 0;
-    const auto t0 = std::chrono::steady_clock::now();
-    while (config_.eval_config().num_steps() <= 0 || steps < config_.eval_config().num_steps()) {
-      std::optional<Fetched> f = Fetch(ds, false);
-      if (!f) break;
-      scores.push_back(at::sigmoid(Logits(*f, /*training=*/false)).to(at::kCPU));
-      labels.push_back(f->batch.labels.to(at::kCPU));
-      if (f->batch.group_ids.defined()) groups.push_back(f->batch.group_ids.to(at::kCPU));
-      ++steps;
-    }
-    const at::Tensor s = scores.empty() ? at::zeros({0}) : at::cat(scores);
-    const at::Tensor l = labels.empty() ? at::zeros({0}) : at::cat(labels);
-    const at::Tensor all_s = GatherV(s.to(at::kFloat));
-    const at::Tensor all_l = GatherV(l.to(at::kFloat));
-    eval_auc_ = Auc(all_s, all_l, AucThresholds(config_));
-    const double loss =
-        all_s.numel() == 0
-            ? NAN
-            : at::binary_cross_entropy(all_s.clamp(1e-7, 1 - 1e-7), all_l).item<double>();
-    eval_loss_ = loss;
-    eval_samples_ = all_s.numel();
-    if (!GroupedAucKey(config_).empty()) {
-      const at::Tensor g = groups.empty() ? at::zeros({0}, at::kLong) : at::cat(groups);
-      eval_gauc_ = GroupedAuc(all_s, all_l, GatherV(g.to(at::kLong)));
-    }
-    if (rank_ == 0) {
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::cout << "eval step " << global_step_ << "  auc " << std::fixed << std::setprecision(5)
-                << eval_auc_;
-      if (!std::isnan(eval_gauc_)) std::cout << "  grouped_auc " << eval_gauc_;
-      std::cout << "  loss " << eval_loss_ << "  samples " << eval_samples_ << "  ("
-                << std::setprecision(2) << secs << " s)" << std::defaultfloat << std::endl;
-    }
-  }
-
-  // Gathers every rank's 1-D tensor on every rank (rank order).
-  at::Tensor GatherV(const at::Tensor& local) {
-    at::Tensor n =
-        at::full({1}, local.numel(), at::TensorOptions().dtype(at::kLong).device(device_));
-    const at::Tensor counts = comm_->AllGather(n).to(at::kCPU);
-    std::vector<std::int64_t> splits(static_cast<std::size_t>(world_));
-    for (int r = 0; r < world_; ++r)
-      splits[static_cast<std::size_t>(r)] = counts[r].item<std::int64_t>();
-    return comm_->AllGatherV(local.to(device_), splits).to(at::kCPU);
+    const EvalResult r = tzrec::Evaluate(model_, config_, config_.eval_input_path(), global_step_);
+    eval_auc_ = r.auc;
+    eval_loss_ = r.loss;
+    eval_samples_ = r.samples;
+    eval_gauc_ = r.grouped_auc;
   }
 
   void WriteMetrics() {
@@ -544,11 +465,7 @@ class Trainer {
   int rank_ = 0;
   int world_ = 1;
   at::Device device_{at::kCPU};
-  std::vector<EmbeddingBagConfig> tables_;
-  ShardingPlan plan_;
-  EmbeddingOptimizerConfig ebc_opt_;
-  std::unique_ptr<ShardedEmbeddingBagCollection> ebc_;
-  std::unique_ptr<DenseModel> dense_;
+  DistModel model_;
   std::unique_ptr<DenseSync> sync_;
   std::unique_ptr<DenseSync> buffer_sync_;  // float buffers; null when the model has none
   std::unique_ptr<DenseOptimizer> optimizer_;
@@ -572,43 +489,15 @@ class Trainer {
 
 }  // namespace
 
-TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
-                      const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense) {
-  TrainState st;
-  for (auto& s : ebc.LocalShards()) {
-    ShardState ss;
-    ss.table = s.table;
-    for (const auto& t : tables) {
-      if (t.name == s.table) {
-        ss.table_rows = t.num_embeddings;
-        ss.table_cols = t.embedding_dim;
-      }
-    }
-    ss.shard = s.shard;
-    ss.weight = s.weight;
-    for (auto& [name, tensor] : s.state->StateTensors()) ss.optimizer.push_back({name, tensor});
-    st.shards.push_back(std::move(ss));
-  }
-  for (const auto& p : dense.parameters()) st.dense.push_back({p.name, p.tensor});
-  for (const auto& p : dense.buffers()) st.dense.push_back({p.name, p.tensor});
-  return st;
-}
-
-void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainState& state) {
-  auto shards = ebc.LocalShards();
-  for (std::size_t i = 0; i < shards.size() && i < state.shards.size(); ++i) {
-    std::vector<std::pair<std::string, at::Tensor>> states;
-    for (const auto& nt : state.shards[i].optimizer) states.emplace_back(nt.name, nt.tensor);
-    shards[i].state->LoadStateTensors(states);
-  }
-}
-
 int TrainEval(const TrainEvalOptions& flags) {
   LoadedConfig loaded = LoadPipelineConfig(flags.pipeline_config_path, flags.edit_config_json);
   PipelineConfig& config = loaded.config;
   if (!flags.train_input_path.empty()) config.set_train_input_path(flags.train_input_path);
   if (!flags.eval_input_path.empty()) config.set_eval_input_path(flags.eval_input_path);
   if (!flags.model_dir.empty()) config.set_model_dir(flags.model_dir);
+  if (!flags.fine_tune_checkpoint.empty()) {
+    config.mutable_train_config()->set_fine_tune_checkpoint(flags.fine_tune_checkpoint);
+  }
   ResolveInputs(&config, &loaded.warnings);
   PrintConfigWarnings(loaded.warnings);
   if (config.train_input_path().empty()) {

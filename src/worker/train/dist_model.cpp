@@ -1,0 +1,94 @@
+// The distributed model's setup and batches (src/worker/train/dist_model.hpp).
+#include "dist_model.hpp"
+
+#include <ATen/ops/full.h>
+#include <ATen/ops/zeros.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "train_common.hpp"
+
+namespace tzrec {
+namespace {
+
+// Planner HBM cap per GPU (H100/H200 class); 0 on CPU.
+std::int64_t DeviceMemoryBytes(const at::Device& device) {
+  return device.is_cuda() ? (80LL << 30) : 0;
+}
+
+Batch EmptyBatch(const PipelineConfig& config, const Dataset& ds) {
+  Batch b;
+  const auto& keys = ds.sparse_feature_names();
+  b.sparse = KeyedJaggedTensor(keys, at::zeros({0}, at::kLong), at::zeros({0}, at::kLong),
+                               std::nullopt, 0);
+  b.dense = at::zeros({0, ds.dense_dim()});
+  b.labels = at::zeros({0});
+  if (!GroupedAucKey(config).empty()) b.group_ids = at::zeros({0}, at::kLong);
+  return b;
+}
+
+}  // namespace
+
+DistModel BuildDistModel(const PipelineConfig& config, std::shared_ptr<Comm> comm) {
+  DistModel m;
+  m.comm = std::move(comm);
+  m.rank = m.comm->rank();
+  m.world = m.comm->world_size();
+  m.device = m.comm->device();
+  m.tables = EmbeddingTables(config);
+  std::vector<TableSpec> specs;
+  for (const auto& t : m.tables) specs.push_back(ToTableSpec(t, TableConstraints(config, t.name)));
+  Topology topo = Topology::FromEnvironment(
+      m.world, m.comm->local_world_size(),
+      m.device.is_cuda() ? ComputeDevice::kCuda : ComputeDevice::kCpu, DeviceMemoryBytes(m.device));
+  PlannerOptions popts;
+  popts.batch_size = config.data_config().batch_size();
+  m.ebc_opt = SparseOptimizerFromConfig(config.train_config().sparse_optimizer());
+  popts.optimizer = m.ebc_opt.kind;
+  m.dense = DenseModel::Create(config, Seed(config), m.device);
+  popts.dense_parameter_bytes = m.dense->num_parameters() * 4;
+  m.plan = CollectivePlan(*m.comm, topo, specs, popts);
+  m.ebc = std::make_unique<ShardedEmbeddingBagCollection>(m.tables, m.plan, m.ebc_opt, Seed(config),
+                                                          m.comm);
+  return m;
+}
+
+std::optional<Fetched> FetchBatch(DistModel& model, const PipelineConfig& config, Dataset& ds,
+                                  bool train) {
+  std::optional<Batch> b = GuardInput([&] { return ds.Next(); });
+  const bool has_batch = b.has_value();
+  Fetched f;
+  f.batch = has_batch ? std::move(*b) : EmptyBatch(config, ds);
+  f.dist = model.ebc->InputDist(AddDerivedFeatures(config, f.batch.sparse.To(model.device)));
+  // has_batch agreement: the input dist's batch-size exchange carries it when some table is
+  // sharded; otherwise an all-reduce, SUM then compare (Gloo's AVG is unreliable, pytorch
+  // #162338).
+  std::optional<int> ranks_with_data = model.ebc->RanksWithSamples(f.dist);
+  if (!ranks_with_data) {
+    at::Tensor flag =
+        at::full({1}, has_batch ? 1.0F : 0.0F, at::TensorOptions().device(model.device));
+    model.comm->AllReduceSum(flag);
+    ranks_with_data = static_cast<int>(std::lround(flag.item<float>()));
+  }
+  if (train ? *ranks_with_data < model.world : *ranks_with_data == 0) {
+    model.ebc->Drain(f.dist);
+    return std::nullopt;
+  }
+  f.cursor_json = ds.Cursor().ToJson();
+  return f;
+}
+
+at::Tensor DenseLogits(DistModel& model, const PipelineConfig& config, const Fetched& f,
+                       bool training, DenseSync* buffer_sync) {
+  const KeyedTensor kt = model.ebc->Compute(f.dist);
+  const at::Tensor dense = f.batch.dense.to(model.device);
+  if (training && buffer_sync != nullptr) buffer_sync->BroadcastParameters(0);
+  const std::string& mp = config.train_config().mixed_precision();
+  if (mp.empty()) return model.dense->Forward(kt, dense, training);
+  AutocastScope scope(model.device, mp == "BF16" ? at::kBFloat16 : at::kHalf);
+  return model.dense->Forward(kt, dense, training).to(at::kFloat);
+}
+
+}  // namespace tzrec

@@ -1,0 +1,224 @@
+"""TorchEasyRec's entry points with the real binaries under tzrun (issue 13 item 5): fine-tuning
+from another run's checkpoint on new data at another world size (train_config.fine_tune_checkpoint
+/ --fine_tune_checkpoint), the distributed `eval` command and its eval_result.txt, `predict` on
+unlabeled input with reserved columns (CSV and Parquet), and the flags TorchEasyRec passes
+(unknown ones ignored with a warning, misspelt ones refused).
+
+All data is generated (train_job_helpers.write_criteo_like, labels made learnable from int_0), so
+nothing here needs ../shared. Budget: about a minute on 2 shared cores.
+"""
+import csv
+import json
+import math
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+from conftest import binary
+from train_job_helpers import (  # noqa: F401 (fixtures are used by name)
+    BATCH, checkpoints, ckpt_metadata, consumed_ranges, details, job_env, load_config, metrics,
+    small_dlrm, steps_edit, train_cmd, tzrec, write_criteo_like)
+
+SOURCE_STEPS = 20
+
+
+def write_learnable(path, rows, seed):
+    """Criteo-layout rows whose label is int_0 > 500 (so a trained model beats a fresh one)."""
+    write_criteo_like(path, rows, seed)
+    lines = []
+    for line in pathlib.Path(path).read_text().splitlines():
+        fields = line.split("\t")
+        fields[0] = str(int(fields[1] != "" and int(fields[1]) > 500))
+        lines.append("\t".join(fields))
+    pathlib.Path(path).write_text("\n".join(lines) + "\n")
+
+
+def run(cmd, check=True, timeout=240):
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
+                          env=job_env())
+    if check:
+        assert proc.returncode == 0, details(proc)
+    return proc
+
+
+def tzrun(nproc, *args):
+    return [binary("tzrun"), "--standalone", f"--nproc-per-node={nproc}", "tzrec_train", *args]
+
+
+def first_step_loss(stdout):
+    m = re.search(r"^step 1/\d+\s+loss ([0-9.]+)", stdout, re.M)
+    assert m, stdout[-3000:]
+    return float(m.group(1))
+
+
+def eval_lines(path):
+    return [json.loads(line) for line in pathlib.Path(path).read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    out = tmp_path_factory.mktemp("entry_data")
+    write_learnable(out / "train.txt", 1024, seed=1)
+    write_learnable(out / "eval.txt", 256, seed=2)
+    write_learnable(out / "new_train.txt", 512, seed=11)  # "today's data" of the fine-tune run
+    return out
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory, small_dlrm, data):
+    """The run fine-tuned from / evaluated / exported: 2 ranks, SOURCE_STEPS steps."""
+    md = tmp_path_factory.mktemp("source") / "m"
+    run(train_cmd(small_dlrm, md, 2, data / "train.txt", data / "eval.txt",
+                  steps_edit(SOURCE_STEPS, log_every=10)))
+    assert list(checkpoints(md)) == [SOURCE_STEPS]
+    return md
+
+
+def test_fine_tune_on_new_data_at_another_world_size(tmp_path, small_dlrm, data, source):
+    # The source model's loss on the first batch the 1-rank fine-tune run reads (its first BATCH
+    # rows), by the eval command: the fine-tune run's step-1 loss must be exactly that.
+    first = tmp_path / "first_batch.txt"
+    first.write_text("".join((data / "new_train.txt").read_text().splitlines(True)[:BATCH]))
+    run(tzrun(1, "eval", "--pipeline_config_path", source / "pipeline.config",
+              "--checkpoint_path", checkpoints(source)[SOURCE_STEPS],
+              "--eval_input_path", first, "--eval_result_filename", tmp_path / "first.txt"))
+    [line] = eval_lines(tmp_path / "first.txt")
+    source_loss = line["binary_cross_entropy"]
+
+    edit = steps_edit(8, log_every=1)
+    tuned = tmp_path / "tuned"
+    proc = run(train_cmd(small_dlrm, tuned, 1, data / "new_train.txt", data / "eval.txt", edit)
+               + ["--fine_tune_checkpoint", str(source)])
+    assert "fine-tune: weights from" in proc.stdout and f"model.ckpt-{SOURCE_STEPS}" in proc.stdout
+    assert first_step_loss(proc.stdout) == pytest.approx(source_loss, abs=2e-5), proc.stdout[-2000:]
+    # A fresh run: step counter from 0 (model.ckpt-8, not SOURCE_STEPS + 8), the new data from its
+    # first row, and the weights were loaded (a fresh init has another first-step loss).
+    assert list(checkpoints(tuned)) == [8]
+    meta = ckpt_metadata(checkpoints(tuned)[8])
+    assert meta["step"] == 8 and meta["world_size"] == 1
+    assert consumed_ranges(meta) == [[0, 8 * BATCH]]
+    assert metrics(tuned)["global_step"] == 8
+    fresh = run(train_cmd(small_dlrm, tmp_path / "fresh", 1, data / "new_train.txt",
+                          data / "eval.txt", edit))
+    assert abs(first_step_loss(fresh.stdout) - source_loss) > 1e-3, fresh.stdout[-2000:]
+    # The config field does the same as the flag; --continue_train on a model_dir with a
+    # checkpoint wins over it (TorchEasyRec's order).
+    again = run(train_cmd(small_dlrm, tuned, 1, data / "new_train.txt", data / "eval.txt",
+                          {**steps_edit(10, log_every=1),
+                           "train_config.fine_tune_checkpoint": str(source)},
+                          continue_train=True))
+    assert "fine_tune_checkpoint" in again.stdout and "is not used" in again.stdout
+    assert list(checkpoints(tuned)) == [8, 10]
+
+
+def test_fine_tune_mismatch_and_missing_checkpoint_are_named(tmp_path, small_dlrm, data, source):
+    cfg = load_config("dlrm_criteo.config")
+    for f in cfg["feature_configs"]:
+        if "id_feature" in f and "hash_bucket_size" in f["id_feature"]:
+            f["id_feature"]["hash_bucket_size"] = 777  # another table shape than the source's
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(cfg))
+    proc = run(train_cmd(other, tmp_path / "m", 1, data / "new_train.txt", data / "eval.txt",
+                         steps_edit(2)) + ["--fine_tune_checkpoint", str(source)], check=False)
+    assert proc.returncode == 4, details(proc)
+    assert re.search(r"table '\w+'", proc.stderr) and "777" in proc.stderr, proc.stderr
+    proc = run(train_cmd(small_dlrm, tmp_path / "m2", 1, data / "new_train.txt", data / "eval.txt",
+                         steps_edit(2)) + ["--fine_tune_checkpoint", str(tmp_path / "nothing")],
+               check=False)
+    assert proc.returncode == 2 and "fine_tune_checkpoint" in proc.stderr and "nothing" in proc.stderr
+    proc = run(train_cmd(small_dlrm, tmp_path / "m3", 1, data / "new_train.txt", data / "eval.txt",
+                         {**steps_edit(2), "train_config.fine_tune_ckpt_param_map": "map.txt"}),
+               check=False)
+    assert proc.returncode == 2 and "fine_tune_ckpt_param_map" in proc.stderr, details(proc)
+
+
+def test_eval_command_on_2_ranks_matches_train_eval(tmp_path, data, source):
+    m = metrics(source)
+    proc = run(tzrun(2, "eval", "--pipeline_config_path", source / "pipeline.config",
+                     "--eval_input_path", data / "eval.txt", "--fg_threads", "4"))
+    assert "ignoring unknown argument(s) '--fg_threads', '4'" in proc.stderr, proc.stderr
+    [line] = eval_lines(source / "eval_result.txt")  # TorchEasyRec's default file name
+    assert list(line) == ["global_step", "auc", "binary_cross_entropy"]
+    assert line["global_step"] == SOURCE_STEPS
+    assert line["auc"] == pytest.approx(m["eval_auc"], abs=1e-6)
+    assert line["binary_cross_entropy"] == pytest.approx(m["eval_loss"], abs=1e-6)
+
+
+def test_misspelt_and_refused_flags(tmp_path, source):
+    proc = tzrec("eval", "--pipeline_config_path", source / "pipeline.config",
+                 "--checkpiont_path", "x", check=False)
+    assert proc.returncode == 2 and "did you mean '--checkpoint_path'?" in proc.stderr, details(proc)
+    proc = tzrec("train_eval", "--pipeline_config_path", source / "pipeline.config",
+                 "--ignore_restore_lr_scheduler", check=False)
+    assert proc.returncode == 2 and "--ignore_restore_lr_scheduler is a TorchEasyRec flag" in \
+        proc.stderr, details(proc)
+    proc = tzrec("eval", "--pipeline_config_path", source / "pipeline.config", "--eval_type",
+                 "best", check=False)
+    assert proc.returncode == 2 and "--eval_type 'best'" in proc.stderr, details(proc)
+
+
+def unlabeled_parquet(src, out, columns):
+    """src (Criteo text) as Parquet without the label column, plus sample_id and note columns."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+    import pyarrow.parquet as pq
+    types = {c: (pa.string() if c.startswith("cat") else pa.int64()) for c in columns}
+    table = pcsv.read_csv(src, read_options=pcsv.ReadOptions(column_names=columns),
+                          parse_options=pcsv.ParseOptions(delimiter="\t"),
+                          convert_options=pcsv.ConvertOptions(column_types=types,
+                                                              strings_can_be_null=True))
+    table = table.drop(["label"])
+    n = table.num_rows
+    table = table.append_column("sample_id", pa.array([1000 + 7 * i for i in range(n)]))
+    table = table.append_column("note", pa.array([f"row {i}, \"q\"" for i in range(n)]))
+    pq.write_table(table, out)
+    return n
+
+
+def test_unlabeled_predict_keeps_reserved_columns(tmp_path, data, source):
+    import pyarrow.parquet as pq
+    export = tmp_path / "export"
+    tzrec("export", "--model_dir", source, "--export_dir", export)
+    columns = [f["input_name"] for f in load_config("dlrm_criteo.config")["data_config"]["input_fields"]]
+    assert not any(c.startswith("cat") for c in columns[:14]), columns  # label, int_0.. first
+    unlabeled = tmp_path / "unlabeled.parquet"
+    n = unlabeled_parquet(data / "eval.txt", unlabeled, columns)
+
+    out_csv = tmp_path / "pred.csv"
+    proc = tzrec("predict", "--scripted_model_path", export, "--predict_input_path", unlabeled,
+                 "--predict_output_path", out_csv, "--reserved_columns", "sample_id,note",
+                 "--dataset_type", "ParquetDataset", "--batch_size", "50", "--predict_threads",
+                 "4", "--some_odps_flag", "1")
+    assert f"{n} rows (no label column" in proc.stdout, details(proc)
+    assert "--predict_threads has no effect" in proc.stderr, proc.stderr
+    assert "ignoring unknown argument(s) '--some_odps_flag', '1'" in proc.stderr, proc.stderr
+    with open(out_csv, newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["logits", "probs", "sample_id", "note"]
+    body = rows[1:]
+    assert [int(r[2]) for r in body] == [1000 + 7 * i for i in range(n)]
+    assert [r[3] for r in body] == [f"row {i}, \"q\"" for i in range(n)]
+    for logit, prob, *_ in body:
+        assert float(prob) == pytest.approx(1 / (1 + math.exp(-float(logit))), abs=1e-6)
+
+    # The same rows with their labels, as the config's CSV: the same scores, and the AUC.
+    labeled = tmp_path / "labeled.csv"
+    proc = tzrec("predict", "--export_dir", export, "--input_path", data / "eval.txt",
+                 "--output_path", labeled, "--output_columns", "probs")
+    assert re.search(rf" {n} rows, auc 0\.\d+", proc.stdout), details(proc)
+    probs = [float(r[0]) for r in list(csv.reader(open(labeled)))[1:]]
+    assert probs == pytest.approx([float(r[1]) for r in body], abs=1e-6)
+
+    # Parquet by the extension: float32 outputs, reserved columns with their Parquet types.
+    out_pq = tmp_path / "pred.parquet"
+    tzrec("predict", "--scripted_model_path", export, "--predict_input_path", unlabeled,
+          "--predict_output_path", out_pq, "--reserved_columns", "sample_id",
+          "--output_columns", "probs", "--dataset_type", "ParquetDataset")
+    table = pq.read_table(out_pq)
+    assert table.column_names == ["probs", "sample_id"]
+    assert str(table.schema.field("probs").type) == "float" and \
+        str(table.schema.field("sample_id").type) == "int64"
+    assert table.column("sample_id").to_pylist() == [1000 + 7 * i for i in range(n)]
+    assert table.column("probs").to_pylist() == pytest.approx(probs, abs=1e-6)
