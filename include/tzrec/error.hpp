@@ -45,9 +45,9 @@ class Error : public std::runtime_error {
   /// empty: none). It must be a string literal (it is kept as a pointer).
   Error(const std::string& what, ExitCode code, const char* label = "")
       : std::runtime_error(what), code_(code), label_(label) {}
-  [[nodiscard]] ExitCode code() const noexcept { return code_; }
-  [[nodiscard]] int exit_code() const noexcept { return static_cast<int>(code_); }
-  [[nodiscard]] const char* label() const noexcept { return label_; }
+  [[nodiscard]] ExitCode Code() const noexcept { return code_; }
+  [[nodiscard]] int ExitCode() const noexcept { return static_cast<int>(code_); }
+  [[nodiscard]] const char* Label() const noexcept { return label_; }
 
  private:
   ExitCode code_;
@@ -84,9 +84,9 @@ class PlannerError : public Error {
         kind_(kind),
         table_(std::move(table)),
         missing_bytes_(missing_bytes) {}
-  Kind kind() const { return kind_; }
-  const std::string& table() const { return table_; }
-  std::int64_t missing_bytes() const { return missing_bytes_; }
+  Kind Kind() const { return kind_; }
+  const std::string& Table() const { return table_; }
+  std::int64_t MissingBytes() const { return missing_bytes_; }
 
  private:
   Kind kind_;

@@ -156,7 +156,7 @@ class Checker {
   }
 
   int ExitCode() const { return threw_ ? 2 : (failed_ ? 1 : 0); }
-  c10d::Backend& backend() { return *backend_; }
+  c10d::Backend& Backend() { return *backend_; }
 
  private:
   const ProbeEnv& env_;
@@ -196,7 +196,7 @@ inline std::string CheckAllToAllUneven(Checker& ck, const ProbeEnv& env, const a
   const int r = env.rank;
   const int w = env.world;
   const auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
-  auto& pg = ck.backend();
+  auto& pg = ck.Backend();
   std::vector<int64_t> in_splits(w), out_splits(w);
   int64_t in_rows = 0, out_rows = 0;
   for (int p = 0; p < w; ++p) {
@@ -228,7 +228,7 @@ inline void RunAll(Checker& ck, const ProbeEnv& env, const at::Device& device) {
   const int w = env.world;
   const auto f32 = at::TensorOptions().dtype(at::kFloat).device(device);
   const auto i64 = at::TensorOptions().dtype(at::kLong).device(device);
-  auto& pg = ck.backend();
+  auto& pg = ck.Backend();
 
   ck.Run("all_reduce", [&]() -> std::string {
     std::vector<at::Tensor> t{at::arange(8, f32) + 100.0 * r};

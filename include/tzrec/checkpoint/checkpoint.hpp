@@ -121,7 +121,7 @@ class CheckpointManager {
   // not have are ignored with a warning on stderr (rank 0).
   RestoreInfo Restore(const std::string& dir, TrainState& target);
 
-  const std::string& model_dir() const { return model_dir_; }
+  const std::string& ModelDir() const { return model_dir_; }
 
  private:
   std::string model_dir_;

@@ -68,7 +68,7 @@ class PendingTensor {
   PendingTensor() = default;
   PendingTensor(at::Tensor output, std::function<void()> wait);
   at::Tensor Wait();
-  bool valid() const { return output_.defined(); }
+  bool Valid() const { return output_.defined(); }
 
  private:
   at::Tensor output_;
@@ -89,15 +89,15 @@ class Comm {
   Comm(const Comm&) = delete;
   Comm& operator=(const Comm&) = delete;
 
-  int rank() const;
-  int world_size() const;
-  int local_rank() const;
-  int local_world_size() const;
-  at::Device device() const;         // cpu, or cuda:LOCAL_RANK under NCCL
-  std::string backend_name() const;  // "gloo", "nccl", "none" (world 1)
+  int Rank() const;
+  int WorldSize() const;
+  int LocalRank() const;
+  int LocalWorldSize() const;
+  at::Device Device() const;         // cpu, or cuda:LOCAL_RANK under NCCL
+  std::string BackendName() const;  // "gloo", "nccl", "none" (world 1)
   // CUDA compute capability major of device() (0 on CPU). TorchEasyRec puts a barrier at the start
   // of every step below 7 (Pascal) to avoid an NCCL deadlock of the next-batch all-to-all.
-  int cuda_compute_capability_major() const;
+  int CudaComputeCapabilityMajor() const;
 
   void AllReduceSum(at::Tensor& tensor);         // in place
   void AllReduceMax(at::Tensor& tensor);         // in place

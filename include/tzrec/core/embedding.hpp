@@ -131,12 +131,12 @@ class EmbeddingOptimizerState {
   // Restores state from StateTensors()-style pairs (names as above; shapes must match; any device).
   // Unknown names or wrong shapes throw std::invalid_argument.
   void LoadStateTensors(const std::vector<std::pair<std::string, at::Tensor>>& state);
-  const EmbeddingOptimizerConfig& config() const { return config_; }
+  const EmbeddingOptimizerConfig& Config() const { return config_; }
   // The lr of the following updates (an LrSchedule's value for the sparse optimizer); >= 0.
   void SetLearningRate(double lr);
-  std::int64_t rows() const { return rows_; }
-  std::int64_t cols() const { return cols_; }
-  std::int64_t step() const { return step_; }  // Apply calls so far (all kinds)
+  std::int64_t Rows() const { return rows_; }
+  std::int64_t Cols() const { return cols_; }
+  std::int64_t Step() const { return step_; }  // Apply calls so far (all kinds)
 
  private:
   EmbeddingOptimizerConfig config_;
@@ -186,7 +186,7 @@ class EmbeddingBagCollection {
   // happens. A pending backward keeps the tables alive (it stays valid if the EBC is moved).
   // Output: float32 [B, sum D] on the EBC's device.
   KeyedTensor Forward(const KeyedJaggedTensor& features);
-  const std::vector<EmbeddingBagConfig>& tables() const;
+  const std::vector<EmbeddingBagConfig>& Tables() const;
   // The table's weight [num_embeddings, dim]; std::out_of_range if unknown.
   at::Tensor& Weight(const std::string& table);
   EmbeddingOptimizerState& OptimizerState(const std::string& table);

@@ -49,18 +49,18 @@ class KeyedJaggedTensor {
   // Concatenates along keys (same stride).
   static KeyedJaggedTensor Concat(const std::vector<KeyedJaggedTensor>& parts);
 
-  const std::vector<std::string>& keys() const { return keys_; }
-  const at::Tensor& values() const { return values_; }
-  const at::Tensor& lengths() const { return lengths_; }
-  at::Tensor offsets() const;  // int64 [F*B+1]
-  bool has_weights() const { return weights_.defined(); }
-  const at::Tensor& weights() const { return weights_; }  // undefined when unweighted
-  std::int64_t stride() const { return stride_; }
-  std::int64_t num_keys() const { return static_cast<std::int64_t>(keys_.size()); }
+  const std::vector<std::string>& Keys() const { return keys_; }
+  const at::Tensor& Values() const { return values_; }
+  const at::Tensor& Lengths() const { return lengths_; }
+  at::Tensor Offsets() const;  // int64 [F*B+1]
+  bool HasWeights() const { return weights_.defined(); }
+  const at::Tensor& Weights() const { return weights_; }  // undefined when unweighted
+  std::int64_t Stride() const { return stride_; }
+  std::int64_t NumKeys() const { return static_cast<std::int64_t>(keys_.size()); }
   // Index of `key`; throws std::out_of_range naming it and the available keys.
   std::int64_t KeyIndex(const std::string& key) const;
-  std::vector<std::int64_t> length_per_key() const;  // F: ids per key
-  std::vector<std::int64_t> offset_per_key() const;  // F+1
+  std::vector<std::int64_t> LengthPerKey() const;  // F: ids per key
+  std::vector<std::int64_t> OffsetPerKey() const;  // F+1
   JaggedTensor operator[](const std::string& key) const;
   std::vector<JaggedTensor> ToJaggedTensors() const;  // per key, in key order
 
@@ -87,10 +87,10 @@ class KeyedTensor {
   KeyedTensor() = default;
   KeyedTensor(std::vector<std::string> keys, std::vector<std::int64_t> length_per_key,
               at::Tensor values);
-  const std::vector<std::string>& keys() const { return keys_; }
-  const std::vector<std::int64_t>& length_per_key() const { return length_per_key_; }
-  std::vector<std::int64_t> offset_per_key() const;
-  const at::Tensor& values() const { return values_; }
+  const std::vector<std::string>& Keys() const { return keys_; }
+  const std::vector<std::int64_t>& LengthPerKey() const { return length_per_key_; }
+  std::vector<std::int64_t> OffsetPerKey() const;
+  const at::Tensor& Values() const { return values_; }
   // [B, D_key] view of one key's columns; std::out_of_range if absent.
   at::Tensor operator[](const std::string& key) const;
   // Concatenation of the given keys' columns in that order (TorchRec KeyedTensor.regroup for

@@ -83,7 +83,7 @@ struct Batch {
 struct RowRange {
   std::int64_t begin = 0;
   std::int64_t end = 0;
-  std::int64_t size() const { return end - begin; }
+  std::int64_t Size() const { return end - begin; }
   bool operator==(const RowRange&) const = default;
 };
 
@@ -106,7 +106,7 @@ struct DataCursor {
   // world < 1 or rank outside [0, world).
   std::vector<RowRange> Assign(int rank, int world) const;
   // Rows in `consumed`.
-  std::int64_t consumed_rows() const;
+  std::int64_t ConsumedRows() const;
 };
 
 // Sorts and merges ranges (drops empty ones).
@@ -136,15 +136,15 @@ class Dataset {
   // position.
   DataCursor Cursor() const;
   // Rows this rank reads in the current epoch.
-  std::int64_t rows_assigned() const;
+  std::int64_t RowsAssigned() const;
   // Total rows of all files.
-  std::int64_t total_rows() const;
+  std::int64_t TotalRows() const;
   // Files read, sorted.
-  const std::vector<std::string>& files() const;
-  const std::vector<std::string>& sparse_feature_names() const;
+  const std::vector<std::string>& Files() const;
+  const std::vector<std::string>& SparseFeatureNames() const;
   // Table rows of each sparse feature, in sparse_feature_names() order.
-  const std::vector<std::int64_t>& sparse_num_embeddings() const;
-  std::int64_t dense_dim() const;
+  const std::vector<std::int64_t>& SparseNumEmbeddings() const;
+  std::int64_t DenseDim() const;
 
  private:
   struct Impl;

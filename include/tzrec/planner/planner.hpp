@@ -64,7 +64,7 @@ struct Topology {
   // given by the caller (GPU total memory) or 0 on CPU.
   static Topology FromEnvironment(int world_size, int local_world_size, ComputeDevice device,
                                   std::int64_t hbm_cap_bytes);
-  int num_hosts() const { return world_size / local_world_size; }
+  int NumHosts() const { return world_size / local_world_size; }
   // Throws std::invalid_argument when world_size % local_world_size != 0 or a value is not
   // positive.
   void Validate() const;

@@ -83,9 +83,9 @@ class ShardedEmbeddingBagCollection {
 
   // Loss scale of a GradScaler (FP16): the backward divides incoming gradients by it before the
   // fused update, so embedding rows see unscaled gradients. 1 by default.
-  void set_gradient_scale(double scale);
-  const std::vector<EmbeddingBagConfig>& tables() const;
-  const ShardingPlan& plan() const;
+  void SetGradientScale(double scale);
+  const std::vector<EmbeddingBagConfig>& Tables() const;
+  const ShardingPlan& Plan() const;
   // The shards this rank holds: table name, shard placement, weight [rows, cols] (a view that can
   // be written), optimizer state.
   struct LocalShard {

@@ -76,11 +76,11 @@ class DenseOptimizer {
   void ZeroGrad();
   // The lr of the following steps (an LrSchedule's value); starts at options.lr.
   void SetLearningRate(double lr);
-  double learning_rate() const { return lr_; }
+  double LearningRate() const { return lr_; }
   // See the header comment for the names; the tensors are the live state.
   std::vector<std::pair<std::string, at::Tensor>> StateTensors();
-  const std::vector<Parameter>& parameters() const { return parameters_; }
-  const DenseOptimizerOptions& options() const { return options_; }
+  const std::vector<Parameter>& Parameters() const { return parameters_; }
+  const DenseOptimizerOptions& Options() const { return options_; }
 
  private:
   struct State {

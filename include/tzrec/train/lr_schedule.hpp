@@ -79,9 +79,9 @@ class LrSchedule {
   LrSchedule(const LrScheduleOptions& options, double base_lr);
   // The lr of the update after `step` optimizer steps and `epoch` completed epochs (both >= 0).
   double LearningRate(std::int64_t step, std::int64_t epoch) const;
-  bool by_epoch() const;
-  double base_lr() const { return base_lr_; }
-  const LrScheduleOptions& options() const { return options_; }
+  bool ByEpoch() const;
+  double BaseLr() const { return base_lr_; }
+  const LrScheduleOptions& Options() const { return options_; }
 
  private:
   double Warmup(std::int64_t count) const;

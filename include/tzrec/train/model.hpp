@@ -63,12 +63,12 @@ class DenseModel {
   virtual at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense, bool training) = 0;
   // Trainable tensors, in creation order; names "<module>.mlp.<i>.perceptron.<j>.<tensor>"
   // (TorchEasyRec's state-dict names) and "output.weight", "output.bias".
-  const std::vector<Parameter>& parameters() const { return parameters_; }
+  const std::vector<Parameter>& Parameters() const { return parameters_; }
   // Buffers without gradients (BatchNorm running_mean, running_var: float32;
   // num_batches_tracked: int64 scalar); names unique and distinct from the parameters'. Empty
   // unless an MLP uses use_bn or Dice.
-  const std::vector<Parameter>& buffers() const { return buffers_; }
-  std::int64_t num_parameters() const;
+  const std::vector<Parameter>& Buffers() const { return buffers_; }
+  std::int64_t NumParameters() const;
 
  protected:
   std::vector<Parameter> parameters_;

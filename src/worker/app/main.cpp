@@ -69,9 +69,9 @@ int Report(const std::string& command, const std::function<int()>& body) {
   try {
     return body();
   } catch (const tzrec::Error& e) {
-    const std::string label = e.label();
+    const std::string label = e.Label();
     std::cerr << who << ": " << (label.empty() ? "" : label + ": ") << e.what() << std::endl;
-    return e.exit_code();
+    return e.ExitCode();
   } catch (const c10::Error& e) {
     // A libtorch error: its message without the C++ backtrace.
     std::cerr << who << ": internal error in libtorch: " << e.what_without_backtrace() << std::endl;

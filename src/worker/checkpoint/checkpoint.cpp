@@ -159,8 +159,8 @@ CheckpointManager::CheckpointManager(std::string model_dir, std::int64_t keep_ma
 
 std::string CheckpointManager::Save(const TrainState& local) {
   Comm& comm = *comm_;
-  const int rank = comm.rank();
-  const int world = comm.world_size();
+  const int rank = comm.Rank();
+  const int world = comm.WorldSize();
   const std::string context = "checkpoint save (step " + std::to_string(local.step) + ")";
   const SavePaths p{fs::path(model_dir_), fs::path(model_dir_) / CkptDirName(local.step),
                     fs::path(model_dir_) / TmpDirName(local.step)};

@@ -296,15 +296,15 @@ Slice WeightSlice(const Shard& target, const Shard& saved, const Overlap& o) {
   s.src_col = o.cols.begin - saved.col_offset;
   s.dst_row = o.rows.begin - target.row_offset;
   s.dst_col = o.cols.begin - target.col_offset;
-  s.rows = o.rows.size();
-  s.cols = o.cols.size();
+  s.rows = o.rows.Size();
+  s.cols = o.cols.Size();
   return s;
 }
 
 std::optional<Slice> BlockSlice(const Shard& target, const Shard& saved, const Overlap& o,
                                 std::int64_t width) {
   if (width <= 0 || (o.cols.begin - target.col_offset) % width != 0 ||
-      (o.cols.begin - saved.col_offset) % width != 0 || o.cols.size() % width != 0) {
+      (o.cols.begin - saved.col_offset) % width != 0 || o.cols.Size() % width != 0) {
     return std::nullopt;
   }
   Slice s = WeightSlice(target, saved, o);

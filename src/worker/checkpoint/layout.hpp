@@ -61,7 +61,7 @@ Json BuildMetadata(const std::vector<ShardDesc>& all, const std::vector<Json>& d
 
 struct Interval {
   std::int64_t begin = 0, end = 0;
-  [[nodiscard]] std::int64_t size() const { return end > begin ? end - begin : 0; }
+  [[nodiscard]] std::int64_t Size() const { return end > begin ? end - begin : 0; }
 };
 // [a0, a0+an) ∩ [b0, b0+bn) (end <= begin when disjoint).
 Interval Intersect(std::int64_t a0, std::int64_t an, std::int64_t b0, std::int64_t bn);
@@ -69,8 +69,8 @@ Interval Intersect(std::int64_t a0, std::int64_t an, std::int64_t b0, std::int64
 // The cells a target shard and a saved shard of one table share, in global (row, col) offsets.
 struct Overlap {
   Interval rows, cols;
-  [[nodiscard]] bool empty() const { return rows.size() == 0 || cols.size() == 0; }
-  [[nodiscard]] std::int64_t cells() const { return rows.size() * cols.size(); }
+  [[nodiscard]] bool Empty() const { return rows.Size() == 0 || cols.Size() == 0; }
+  [[nodiscard]] std::int64_t Cells() const { return rows.Size() * cols.Size(); }
 };
 Overlap OverlapOf(const Shard& target, const Shard& saved);
 

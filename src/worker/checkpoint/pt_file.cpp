@@ -86,7 +86,7 @@ class FdWriter {
     throw CheckpointError("writing checkpoint file '" + path_ + "' failed (" + what + "): " +
                           std::strerror(err) + "; check free space and permissions of model_dir");
   }
-  int error() const { return errno_; }
+  int Error() const { return errno_; }
 
  private:
   std::string path_;
@@ -127,7 +127,7 @@ std::int64_t WritePtFile(const std::string& path, const std::vector<NamedTensor>
     }
     writer.writeEndOfFile();
   } catch (const c10::Error& e) {
-    if (file.error() != 0) file.Fail("write");
+    if (file.Error() != 0) file.Fail("write");
     throw CheckpointError("writing checkpoint file '" + path +
                           "' failed: " + FirstLine(e.what_without_backtrace()));
   }

@@ -45,7 +45,7 @@ struct RestoreTarget {
   const fs::path& dir;
   const Json& meta;
   int rank;
-  [[nodiscard]] std::string meta_path() const { return (dir / kMetadataFile).string(); }
+  [[nodiscard]] std::string MetaPath() const { return (dir / kMetadataFile).string(); }
 };
 
 // Tables the model has on any rank (for the "saved but unused" warning). Collective.
@@ -78,7 +78,7 @@ RestoreInfo ReadRestoreInfo(const std::string& dir_text, const Json& meta) {
 const Json& SavedTable(const RestoreTarget& t, const ShardState& s) {
   const Json& tables = t.meta.at("tables");
   if (!tables.contains(s.table)) {
-    throw CheckpointError("table '" + s.table + "' is not in checkpoint '" + t.meta_path() +
+    throw CheckpointError("table '" + s.table + "' is not in checkpoint '" + t.MetaPath() +
                           "' (it has " + std::to_string(tables.size()) +
                           " tables); check the model config or start without --continue_train");
   }
@@ -88,7 +88,7 @@ const Json& SavedTable(const RestoreTarget& t, const ShardState& s) {
   if (rows != s.table_rows || cols != s.table_cols) {
     throw CheckpointError("table '" + s.table + "' is [" + std::to_string(s.table_rows) + ", " +
                           std::to_string(s.table_cols) + "] now but [" + std::to_string(rows) +
-                          ", " + std::to_string(cols) + "] in '" + t.meta_path() +
+                          ", " + std::to_string(cols) + "] in '" + t.MetaPath() +
                           "'; embedding shapes cannot change on restore");
   }
   if (!s.weight.defined() || s.weight.dim() != 2 || s.weight.size(0) != s.shard.rows ||
@@ -113,9 +113,9 @@ std::vector<SavedOverlap> PlanWeight(const RestoreTarget& t, const Json& table, 
     ss.rows = saved.at("sizes")[0].get<std::int64_t>();
     ss.cols = saved.at("sizes")[1].get<std::int64_t>();
     const Overlap o = OverlapOf(s.shard, ss);
-    if (o.empty()) continue;
+    if (o.Empty()) continue;
     overlaps.push_back({&saved, ss, o});
-    covered += o.cells();
+    covered += o.Cells();
     CopyOp op;
     op.key = saved.at("weight_key").get<std::string>();
     op.src_shape = {ss.rows, ss.cols};
@@ -125,7 +125,7 @@ std::vector<SavedOverlap> PlanWeight(const RestoreTarget& t, const Json& table, 
     ops[saved.at("model_file").get<std::string>()].push_back(std::move(op));
   }
   if (covered != s.shard.rows * s.shard.cols) {
-    throw CheckpointError(ShardName(s.table, s.shard) + ": the shards in '" + t.meta_path() +
+    throw CheckpointError(ShardName(s.table, s.shard) + ": the shards in '" + t.MetaPath() +
                           "' cover " + std::to_string(covered) + " of its " +
                           std::to_string(s.shard.rows * s.shard.cols) +
                           " cells; the checkpoint is incomplete");
@@ -204,7 +204,7 @@ void PlanStates(const RestoreTarget& t, ShardState& s, const std::vector<SavedOv
 void WarnUnusedTables(const RestoreTarget& t, const std::set<std::string>& model_tables) {
   for (const auto& [name, table] : t.meta.at("tables").items()) {
     if (!model_tables.count(name))
-      Warn("table '" + name + "' of " + t.meta_path() + " is not in the model; ignored");
+      Warn("table '" + name + "' of " + t.MetaPath() + " is not in the model; ignored");
   }
 }
 
@@ -243,7 +243,7 @@ void PlanDense(const RestoreTarget& t, const char* section, std::vector<NamedTen
     if (!names.count(name)) skipped.push_back(name);
   }
   if (!skipped.empty()) {
-    Warn(std::to_string(skipped.size()) + " " + section + " tensor(s) of " + t.meta_path() +
+    Warn(std::to_string(skipped.size()) + " " + section + " tensor(s) of " + t.MetaPath() +
          " are not in the model and were ignored (first: '" + skipped.front() + "')");
   }
 }
@@ -298,7 +298,7 @@ RestoreInfo CheckpointManager::Restore(const std::string& dir_text, TrainState& 
     const fs::path dir(dir_text);
     const Json meta = LoadMetadata(dir, /*check_files=*/true);
     RestoreInfo info = ReadRestoreInfo(dir_text, meta);
-    const RestoreTarget t{dir, meta, comm.rank()};
+    const RestoreTarget t{dir, meta, comm.Rank()};
     CopyPlan ops;
     for (auto& s : target.shards) {
       const Json& table = SavedTable(t, s);

@@ -81,9 +81,9 @@ const char* InternLabel(const std::string& label) {
 }  // namespace
 
 std::vector<std::string> AllGatherStrings(Comm& comm, const std::string& text) {
-  const int world = comm.world_size();
+  const int world = comm.WorldSize();
   if (world == 1) return {text};
-  const auto device = comm.device();
+  const auto device = comm.Device();
   at::Tensor length = at::full({1}, static_cast<std::int64_t>(text.size()),
                                at::TensorOptions().dtype(at::kLong).device(device));
   const at::Tensor lengths = comm.AllGather(length).to(at::kCPU).contiguous();
@@ -108,13 +108,13 @@ RankStatus StatusOf(const std::exception_ptr& error, int rank) {
     std::rethrow_exception(error);
   } catch (const Error& e) {
     s.error_class = ClassOf(e);
-    s.code = e.code();
-    s.label = e.label();
+    s.code = e.Code();
+    s.label = e.Label();
     s.message = e.what();
     if (const auto* p = dynamic_cast<const PlannerError*>(&e)) {
-      s.planner_kind = static_cast<int>(p->kind());
-      s.planner_table = p->table();
-      s.planner_missing_bytes = p->missing_bytes();
+      s.planner_kind = static_cast<int>(p->Kind());
+      s.planner_table = p->Table();
+      s.planner_missing_bytes = p->MissingBytes();
     }
   } catch (const std::exception& e) {
     s.message = e.what();
@@ -206,7 +206,7 @@ void ThrowAgreed(const RankStatus& s, const std::string& context) {
 namespace agree_detail {
 
 void Agree(Comm& comm, const std::string& context, const std::exception_ptr& error) {
-  const auto all = AllGatherStrings(comm, EncodeStatus(StatusOf(error, comm.rank())));
+  const auto all = AllGatherStrings(comm, EncodeStatus(StatusOf(error, comm.Rank())));
   if (auto first = FirstFailure(all)) ThrowAgreed(*first, context);
 }
 

@@ -160,7 +160,7 @@ struct Comm::Impl {
   at::Device device{at::kCPU};
   c10::intrusive_ptr<c10d::Backend> backend;  // null at world 1
 
-  bool nccl() const { return backend_name == "nccl"; }
+  bool Nccl() const { return backend_name == "nccl"; }
 
   [[noreturn]] void Fail(const std::string& op, const std::string& what) const {
     FailCollective(op, env.rank, env.world_size, backend_name, env.timeout, what);
@@ -383,27 +383,27 @@ std::shared_ptr<Comm> Comm::Create(const DistEnv& env, BackendKind backend,
   return std::shared_ptr<Comm>(new Comm(std::move(impl)));
 }
 
-int Comm::rank() const {
+int Comm::Rank() const {
   return impl_->env.rank;
 }
-int Comm::world_size() const {
+int Comm::WorldSize() const {
   return impl_->env.world_size;
 }
-int Comm::local_rank() const {
+int Comm::LocalRank() const {
   return impl_->env.local_rank;
 }
-int Comm::local_world_size() const {
+int Comm::LocalWorldSize() const {
   return impl_->env.local_world_size;
 }
-at::Device Comm::device() const {
+at::Device Comm::Device() const {
   return impl_->device;
 }
-int Comm::cuda_compute_capability_major() const {
-  const at::Device d = device();
+int Comm::CudaComputeCapabilityMajor() const {
+  const at::Device d = Device();
   return d.is_cuda() ? comm_detail::CudaComputeCapabilityMajor(d.index() < 0 ? 0 : d.index()) : 0;
 }
 
-std::string Comm::backend_name() const {
+std::string Comm::BackendName() const {
   return impl_->backend_name;
 }
 
@@ -452,9 +452,9 @@ void Comm::AllReduceMax(at::Tensor& tensor) {
 
 void Comm::Broadcast(at::Tensor& tensor, int root) {
   impl_->CheckTensor("Broadcast", tensor);
-  if (root < 0 || root >= world_size()) {
+  if (root < 0 || root >= WorldSize()) {
     impl_->Usage("Broadcast", "root " + std::to_string(root) + " is not a rank in [0, " +
-                                  std::to_string(world_size()) + ")");
+                                  std::to_string(WorldSize()) + ")");
   }
   if (!impl_->backend) return;
   InPlace(tensor, [&](at::Tensor& t) {
@@ -475,7 +475,7 @@ void Comm::Barrier() {
 at::Tensor Comm::AllGather(const at::Tensor& tensor) {
   impl_->CheckTensor("AllGather", tensor);
   if (tensor.dim() < 1) impl_->Usage("AllGather", "the input is a scalar; it needs a dim 0");
-  const std::int64_t w = world_size();
+  const std::int64_t w = WorldSize();
   at::Tensor output = at::empty(Impl::Shape(w * tensor.size(0), tensor), tensor.options());
   if (!impl_->backend) {
     output.copy_(tensor);
@@ -507,12 +507,12 @@ at::Tensor Comm::ReduceScatterV(const at::Tensor& input, const std::vector<std::
   impl_->CheckTensor(op, input);
   if (input.dim() < 1) impl_->Usage(op, "the input is a scalar; it needs a dim 0");
   impl_->CheckSplits(op, "splits", splits, input.size(0));
-  const int w = world_size();
-  const std::int64_t mine = splits[static_cast<std::size_t>(rank())];
+  const int w = WorldSize();
+  const std::int64_t mine = splits[static_cast<std::size_t>(Rank())];
   if (!impl_->backend) return input.clone();
   const bool equal =
       std::all_of(splits.begin(), splits.end(), [&](std::int64_t s) { return s == splits[0]; });
-  if (impl_->nccl() && equal) {
+  if (impl_->Nccl() && equal) {
     at::Tensor output = at::empty(Impl::Shape(mine, input), input.options());
     at::Tensor in = input.contiguous();
     impl_->Run(op, [&]() { return impl_->backend->_reduce_scatter_base(output, in); });
@@ -532,12 +532,12 @@ at::Tensor Comm::AllGatherV(const at::Tensor& input, const std::vector<std::int6
   impl_->CheckTensor(op, input);
   if (input.dim() < 1) impl_->Usage(op, "the input is a scalar; it needs a dim 0");
   impl_->CheckSplits(op, "splits", splits, -1);
-  const std::int64_t mine = splits[static_cast<std::size_t>(rank())];
+  const std::int64_t mine = splits[static_cast<std::size_t>(Rank())];
   if (input.size(0) != mine) {
     impl_->Usage(op, "the input has " + std::to_string(input.size(0)) + " rows but splits " +
                          JoinSplits(splits) + " gives this rank " + std::to_string(mine));
   }
-  const int w = world_size();
+  const int w = WorldSize();
   if (!impl_->backend) return input.clone();
   const bool equal =
       std::all_of(splits.begin(), splits.end(), [&](std::int64_t s) { return s == splits[0]; });
@@ -549,19 +549,19 @@ at::Tensor Comm::AllGatherV(const at::Tensor& input, const std::vector<std::int6
 }
 
 std::string Comm::BroadcastString(const std::string& text, int root) {
-  if (root < 0 || root >= world_size()) {
+  if (root < 0 || root >= WorldSize()) {
     impl_->Usage("BroadcastString", "root " + std::to_string(root) + " is not a rank in [0, " +
-                                        std::to_string(world_size()) + ")");
+                                        std::to_string(WorldSize()) + ")");
   }
   if (!impl_->backend) return text;
   const at::Device dev = impl_->device;
-  at::Tensor length = at::full({1}, rank() == root ? static_cast<std::int64_t>(text.size()) : 0,
+  at::Tensor length = at::full({1}, Rank() == root ? static_cast<std::int64_t>(text.size()) : 0,
                                at::TensorOptions().dtype(at::kLong).device(dev));
   Broadcast(length, root);
   const std::int64_t n = length.cpu().item<std::int64_t>();
   if (n == 0) return "";
   at::Tensor bytes;
-  if (rank() == root) {
+  if (Rank() == root) {
     bytes = at::empty({n}, at::TensorOptions().dtype(at::kByte));
     std::memcpy(bytes.data_ptr<std::uint8_t>(), text.data(), static_cast<std::size_t>(n));
     bytes = bytes.to(dev);

@@ -64,7 +64,7 @@ DenseSync::DenseSync(std::shared_ptr<Comm> comm, std::vector<at::Tensor> paramet
 }
 
 void DenseSync::BroadcastParameters(int root) {
-  if (comm_->world_size() == 1) return;
+  if (comm_->WorldSize() == 1) return;
   c10::NoGradGuard no_grad;
   for (const auto& bucket : MakeBuckets(parameters_, bucket_bytes_)) {
     std::vector<at::Tensor> flat;
@@ -84,7 +84,7 @@ void DenseSync::BroadcastParameters(int root) {
 
 void DenseSync::AllReduceGradients() {
   c10::NoGradGuard no_grad;
-  const double world = comm_->world_size();
+  const double world = comm_->WorldSize();
   for (const auto& bucket : MakeBuckets(parameters_, bucket_bytes_)) {
     std::vector<at::Tensor> flat;
     flat.reserve(bucket.size());

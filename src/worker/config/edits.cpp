@@ -183,10 +183,10 @@ void ApplyEdits(pb::Message* config, const std::string& edit_config_json) {
   pb::util::JsonPrintOptions print;
   print.preserve_proto_field_names = true;
   std::string text;
-  static const std::unique_ptr<pb::util::TypeResolver> resolver(
+  static const std::unique_ptr<pb::util::TypeResolver> kResolver(
       pb::util::NewTypeResolverForDescriptorPool("type.googleapis.com",
                                                  pb::DescriptorPool::generated_pool()));
-  if (!pb::util::BinaryToJsonString(resolver.get(),
+  if (!pb::util::BinaryToJsonString(kResolver.get(),
                                     "type.googleapis.com/" + config->GetDescriptor()->full_name(),
                                     config->SerializePartialAsString(), &text, print)
            .ok()) {

@@ -174,12 +174,12 @@ void config_internal::ParseJsonInto(const std::string& text, const std::string& 
                       "); a .config file is protobuf text, a .json file protobuf JSON");
   }
   CheckJsonKeys(root, *message->GetDescriptor(), origin);
-  static const std::unique_ptr<pb::util::TypeResolver> resolver(
+  static const std::unique_ptr<pb::util::TypeResolver> kResolver(
       pb::util::NewTypeResolverForDescriptorPool("type.googleapis.com",
                                                  pb::DescriptorPool::generated_pool()));
   std::string binary;
   const auto status = pb::util::JsonToBinaryString(
-      resolver.get(), "type.googleapis.com/" + message->GetDescriptor()->full_name(), text,
+      kResolver.get(), "type.googleapis.com/" + message->GetDescriptor()->full_name(), text,
       &binary);
   if (!status.ok()) {
     throw ConfigError(origin + ": " + std::string(status.message()) + " (protobuf JSON)");

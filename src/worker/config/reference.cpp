@@ -34,8 +34,8 @@ std::string DefaultText(const pb::FieldDescriptor& field) {
       std::string text;
       for (char c : field.default_value_string()) {
         if (static_cast<unsigned char>(c) < 0x20) {
-          static const char* kHex = "0123456789abcdef";
-          text += std::string("\\x") + kHex[(c >> 4) & 0xF] + kHex[c & 0xF];
+          static const char* k_hex = "0123456789abcdef";
+          text += std::string("\\x") + k_hex[(c >> 4) & 0xF] + k_hex[c & 0xF];
         } else {
           text += c;
         }

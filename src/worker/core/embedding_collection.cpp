@@ -83,7 +83,7 @@ class PooledLookupFunction : public torch::autograd::Function<PooledLookupFuncti
     std::int64_t col = 0;
     for (const auto& l : state->lookups) {
       // FBGEMM clamps the pooled output gradient first (gradient_clipping), then divides MEAN bags.
-      auto g = ClipPooledGradient(tables.states[l.table].config(), grad.narrow(1, col, l.dim));
+      auto g = ClipPooledGradient(tables.states[l.table].Config(), grad.narrow(1, col, l.dim));
       col += l.dim;
       if (l.ids.numel() == 0) continue;
       if (l.mean) g = g / MeanDivisor(l.lengths, g);
@@ -169,12 +169,12 @@ EmbeddingBagCollection& EmbeddingBagCollection::operator=(EmbeddingBagCollection
 
 KeyedTensor EmbeddingBagCollection::Forward(const KeyedJaggedTensor& features) {
   const KeyedJaggedTensor kjt =
-      features.values().defined() && features.values().device() != impl_->device
+      features.Values().defined() && features.Values().device() != impl_->device
           ? features.To(impl_->device)
           : features;
   auto state = c10::make_intrusive<LookupState>();
   state->tables = impl_->tables;
-  state->batch = kjt.stride();
+  state->batch = kjt.Stride();
   state->device = impl_->device;
   std::vector<std::string> keys;
   std::vector<std::int64_t> dims;
@@ -182,7 +182,7 @@ KeyedTensor EmbeddingBagCollection::Forward(const KeyedJaggedTensor& features) {
   // Per-key views computed once (kjt[f] would recompute the key offsets for every feature).
   const auto jagged = kjt.ToJaggedTensors();
   std::unordered_map<std::string, std::size_t> position;
-  for (std::size_t k = 0; k < kjt.keys().size(); ++k) position.emplace(kjt.keys()[k], k);
+  for (std::size_t k = 0; k < kjt.Keys().size(); ++k) position.emplace(kjt.Keys()[k], k);
   for (std::size_t t = 0; t < set.configs.size(); ++t) {
     const auto& c = set.configs[t];
     for (const auto& f : c.feature_names) {
@@ -219,7 +219,7 @@ KeyedTensor EmbeddingBagCollection::Forward(const KeyedJaggedTensor& features) {
   return KeyedTensor(std::move(keys), std::move(dims), std::move(values));
 }
 
-const std::vector<EmbeddingBagConfig>& EmbeddingBagCollection::tables() const {
+const std::vector<EmbeddingBagConfig>& EmbeddingBagCollection::Tables() const {
   return impl_->tables->configs;
 }
 

@@ -437,9 +437,9 @@ void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight,
   }
   starts.push_back(keys.size());
   const auto unique = static_cast<std::int64_t>(starts.size()) - 1;
-  const RowUpdater UpdateRow(config_, step_, weight, momentum1_, momentum2_);
+  const RowUpdater update_row(config_, step_, weight, momentum1_, momentum2_);
   const std::int64_t cols = cols_;
-  at::parallel_for(0, unique, 64, [&](std::int64_t begin, std::int64_t end) {
+  at::parallel_for(0, unique, 64, [update_row](std::int64_t begin, std::int64_t end) {
     std::vector<float> buffer(static_cast<std::size_t>(cols));
     float* g = buffer.data();
     for (std::int64_t u = begin; u < end; ++u) {
@@ -454,7 +454,7 @@ void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight,
 #pragma omp simd
         for (std::int64_t c = 0; c < cols; ++c) g[c] += og[c] * scale;
       }
-      UpdateRow(row, g);
+      update_row(row, g);
     }
   });
 }

@@ -200,33 +200,33 @@ KeyedJaggedTensor KeyedJaggedTensor::Concat(const std::vector<KeyedJaggedTensor>
   std::vector<at::Tensor> values;
   std::vector<at::Tensor> lengths;
   std::vector<at::Tensor> weights;
-  const auto stride = parts[0].stride();
-  const bool weighted = parts[0].has_weights();
+  const auto stride = parts[0].Stride();
+  const bool weighted = parts[0].HasWeights();
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const auto& p = parts[i];
-    if (p.stride() != stride) {
+    if (p.Stride() != stride) {
       throw std::invalid_argument("KeyedJaggedTensor::Concat: part " + std::to_string(i) +
-                                  " has stride " + std::to_string(p.stride()) + " but part 0 has " +
+                                  " has stride " + std::to_string(p.Stride()) + " but part 0 has " +
                                   std::to_string(stride) +
                                   "; concatenate only KJTs of the same batch size");
     }
-    if (p.has_weights() != weighted) {
+    if (p.HasWeights() != weighted) {
       throw std::invalid_argument("KeyedJaggedTensor::Concat: part " + std::to_string(i) + " is " +
-                                  (p.has_weights() ? "weighted" : "unweighted") +
+                                  (p.HasWeights() ? "weighted" : "unweighted") +
                                   " but part 0 is " + (weighted ? "weighted" : "unweighted") +
                                   "; give all parts weights or none");
     }
-    keys.insert(keys.end(), p.keys().begin(), p.keys().end());
-    values.push_back(p.values());
-    lengths.push_back(p.lengths());
-    if (weighted) weights.push_back(p.weights());
+    keys.insert(keys.end(), p.Keys().begin(), p.Keys().end());
+    values.push_back(p.Values());
+    lengths.push_back(p.Lengths());
+    if (weighted) weights.push_back(p.Weights());
   }
   std::optional<at::Tensor> w;
   if (weighted) w = at::cat(weights);
   return KeyedJaggedTensor(std::move(keys), at::cat(values), at::cat(lengths), w, stride);
 }
 
-at::Tensor KeyedJaggedTensor::offsets() const {
+at::Tensor KeyedJaggedTensor::Offsets() const {
   if (!lengths_.defined()) return at::zeros({1}, at::kLong);
   return PrefixWithZero(lengths_);
 }
@@ -239,14 +239,14 @@ std::int64_t KeyedJaggedTensor::KeyIndex(const std::string& key) const {
                           "'; available keys: " + KeyList(keys_));
 }
 
-std::vector<std::int64_t> KeyedJaggedTensor::length_per_key() const {
+std::vector<std::int64_t> KeyedJaggedTensor::LengthPerKey() const {
   if (keys_.empty()) return {};
   if (stride_ == 0) return std::vector<std::int64_t>(keys_.size(), 0);
-  return ToVector(lengths_.view({num_keys(), stride_}).sum(1));
+  return ToVector(lengths_.view({NumKeys(), stride_}).sum(1));
 }
 
-std::vector<std::int64_t> KeyedJaggedTensor::offset_per_key() const {
-  const auto lpk = length_per_key();
+std::vector<std::int64_t> KeyedJaggedTensor::OffsetPerKey() const {
+  const auto lpk = LengthPerKey();
   std::vector<std::int64_t> out(lpk.size() + 1, 0);
   std::partial_sum(lpk.begin(), lpk.end(), out.begin() + 1);
   return out;
@@ -254,54 +254,54 @@ std::vector<std::int64_t> KeyedJaggedTensor::offset_per_key() const {
 
 JaggedTensor KeyedJaggedTensor::operator[](const std::string& key) const {
   const auto k = KeyIndex(key);
-  const auto opk = offset_per_key();
+  const auto opk = OffsetPerKey();
   JaggedTensor jt;
   jt.values = values_.narrow(0, opk[k], opk[k + 1] - opk[k]);
   jt.lengths = lengths_.narrow(0, k * stride_, stride_);
   jt.offsets = PrefixWithZero(jt.lengths);
-  if (has_weights()) jt.weights = weights_.narrow(0, opk[k], opk[k + 1] - opk[k]);
+  if (HasWeights()) jt.weights = weights_.narrow(0, opk[k], opk[k + 1] - opk[k]);
   return jt;
 }
 
 std::vector<JaggedTensor> KeyedJaggedTensor::ToJaggedTensors() const {
   std::vector<JaggedTensor> out;
   out.reserve(keys_.size());
-  const auto opk = offset_per_key();
-  for (std::int64_t k = 0; k < num_keys(); ++k) {
+  const auto opk = OffsetPerKey();
+  for (std::int64_t k = 0; k < NumKeys(); ++k) {
     JaggedTensor jt;
     jt.values = values_.narrow(0, opk[k], opk[k + 1] - opk[k]);
     jt.lengths = lengths_.narrow(0, k * stride_, stride_);
     jt.offsets = PrefixWithZero(jt.lengths);
-    if (has_weights()) jt.weights = weights_.narrow(0, opk[k], opk[k + 1] - opk[k]);
+    if (HasWeights()) jt.weights = weights_.narrow(0, opk[k], opk[k + 1] - opk[k]);
     out.push_back(std::move(jt));
   }
   return out;
 }
 
 KeyedJaggedTensor KeyedJaggedTensor::Permute(const std::vector<std::int64_t>& indices) const {
-  const auto opk = offset_per_key();
+  const auto opk = OffsetPerKey();
   std::vector<std::string> keys;
   std::vector<at::Tensor> values;
   std::vector<at::Tensor> lengths;
   std::vector<at::Tensor> weights;
   for (const auto i : indices) {
-    if (i < 0 || i >= num_keys()) {
+    if (i < 0 || i >= NumKeys()) {
       throw std::out_of_range("KeyedJaggedTensor::Permute: index " + std::to_string(i) +
-                              " is outside [0, " + std::to_string(num_keys()) +
+                              " is outside [0, " + std::to_string(NumKeys()) +
                               "); indices must name existing keys");
     }
     keys.push_back(keys_[i]);
     values.push_back(values_.narrow(0, opk[i], opk[i + 1] - opk[i]));
     lengths.push_back(lengths_.narrow(0, i * stride_, stride_));
-    if (has_weights()) weights.push_back(weights_.narrow(0, opk[i], opk[i + 1] - opk[i]));
+    if (HasWeights()) weights.push_back(weights_.narrow(0, opk[i], opk[i + 1] - opk[i]));
   }
   if (indices.empty()) {
     std::optional<at::Tensor> w;
-    if (has_weights()) w = weights_.narrow(0, 0, 0);
+    if (HasWeights()) w = weights_.narrow(0, 0, 0);
     return KeyedJaggedTensor({}, values_.narrow(0, 0, 0), lengths_.narrow(0, 0, 0), w, stride_);
   }
   std::optional<at::Tensor> w;
-  if (has_weights()) w = at::cat(weights);
+  if (HasWeights()) w = at::cat(weights);
   return KeyedJaggedTensor(std::move(keys), at::cat(values), at::cat(lengths), w, stride_);
 }
 
@@ -315,13 +315,13 @@ std::vector<KeyedJaggedTensor> KeyedJaggedTensor::Split(
     }
     total += s;
   }
-  if (total != num_keys()) {
+  if (total != NumKeys()) {
     throw std::invalid_argument("KeyedJaggedTensor::Split: segment sizes sum to " +
                                 std::to_string(total) + " but the KJT has " +
-                                std::to_string(num_keys()) +
+                                std::to_string(NumKeys()) +
                                 " keys; the sizes must cover every key once");
   }
-  const auto opk = offset_per_key();
+  const auto opk = OffsetPerKey();
   std::vector<KeyedJaggedTensor> out;
   out.reserve(segments.size());
   std::int64_t k = 0;
@@ -330,7 +330,7 @@ std::vector<KeyedJaggedTensor> KeyedJaggedTensor::Split(
     auto values = values_.narrow(0, opk[k], opk[k + s] - opk[k]);
     auto lengths = lengths_.narrow(0, k * stride_, s * stride_);
     std::optional<at::Tensor> w;
-    if (has_weights()) w = weights_.narrow(0, opk[k], opk[k + s] - opk[k]);
+    if (HasWeights()) w = weights_.narrow(0, opk[k], opk[k + s] - opk[k]);
     out.emplace_back(std::move(keys), values, lengths, w, stride_);
     k += s;
   }
@@ -343,30 +343,30 @@ KeyedJaggedTensor KeyedJaggedTensor::SliceBatch(std::int64_t start, std::int64_t
                             ", " + std::to_string(start + count) + ") are outside the batch [0, " +
                             std::to_string(stride_) + ")");
   }
-  if (num_keys() == 0 || count == stride_) {
+  if (NumKeys() == 0 || count == stride_) {
     return KeyedJaggedTensor(keys_, values_, lengths_,
-                             has_weights() ? std::optional(weights_) : std::nullopt, count);
+                             HasWeights() ? std::optional(weights_) : std::nullopt, count);
   }
-  const auto offsets_cpu = ToVector(offsets());
+  const auto offsets_cpu = ToVector(Offsets());
   std::vector<at::Tensor> values;
   std::vector<at::Tensor> lengths;
   std::vector<at::Tensor> weights;
-  for (std::int64_t k = 0; k < num_keys(); ++k) {
+  for (std::int64_t k = 0; k < NumKeys(); ++k) {
     const auto first = k * stride_ + start;
     const auto begin = offsets_cpu[first];
     const auto end = offsets_cpu[first + count];
     values.push_back(values_.narrow(0, begin, end - begin));
     lengths.push_back(lengths_.narrow(0, first, count));
-    if (has_weights()) weights.push_back(weights_.narrow(0, begin, end - begin));
+    if (HasWeights()) weights.push_back(weights_.narrow(0, begin, end - begin));
   }
   std::optional<at::Tensor> w;
-  if (has_weights()) w = at::cat(weights);
+  if (HasWeights()) w = at::cat(weights);
   return KeyedJaggedTensor(keys_, at::cat(values), at::cat(lengths), w, count);
 }
 
 KeyedJaggedTensor KeyedJaggedTensor::To(const at::Device& device) const {
   std::optional<at::Tensor> w;
-  if (has_weights()) w = weights_.to(device);
+  if (HasWeights()) w = weights_.to(device);
   KeyedJaggedTensor out;
   out.keys_ = keys_;
   out.values_ = values_.defined() ? values_.to(device) : values_;
@@ -404,7 +404,7 @@ KeyedTensor::KeyedTensor(std::vector<std::string> keys, std::vector<std::int64_t
   }
 }
 
-std::vector<std::int64_t> KeyedTensor::offset_per_key() const {
+std::vector<std::int64_t> KeyedTensor::OffsetPerKey() const {
   std::vector<std::int64_t> out(length_per_key_.size() + 1, 0);
   std::partial_sum(length_per_key_.begin(), length_per_key_.end(), out.begin() + 1);
   return out;

@@ -21,7 +21,7 @@ struct Cell {
   static Cell Int(std::int64_t v) { return {Kind::kInt, v, 0.0, {}}; }
   static Cell Float(double v) { return {Kind::kFloat, 0, v, {}}; }
   static Cell String(std::string_view v) { return {Kind::kString, 0, 0.0, v}; }
-  bool is_null() const { return kind == Kind::kNull; }
+  bool IsNull() const { return kind == Kind::kNull; }
 };
 
 // FNV-1a 64-bit hash of the bytes of `text` (stable across platforms and runs).

@@ -96,7 +96,7 @@ class Fd {
   }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
+  int Get() const { return fd_; }
 
  private:
   int fd_;
@@ -127,7 +127,7 @@ class CsvReader final : public TableReader {
   CsvReader(const std::string& path, const CsvOptions& options)
       : path_(path), options_(options), fd_(std::make_unique<Fd>(path)) {
     struct stat st {};
-    if (::fstat(fd_->get(), &st) != 0) {
+    if (::fstat(fd_->Get(), &st) != 0) {
       throw InputError("CsvDataset: cannot stat " + path + ": " + std::strerror(errno));
     }
     file_size_ = static_cast<std::int64_t>(st.st_size);
@@ -135,9 +135,9 @@ class CsvReader final : public TableReader {
     if (!options_.with_header) columns_ = options_.input_fields;
   }
 
-  const std::string& path() const override { return path_; }
-  std::int64_t num_rows() const override { return rows_; }
-  const std::vector<std::string>& column_names() const override { return columns_; }
+  const std::string& Path() const override { return path_; }
+  std::int64_t NumRows() const override { return rows_; }
+  const std::vector<std::string>& ColumnNames() const override { return columns_; }
   std::int64_t ChunkEnd(std::int64_t begin) const override {
     return std::min(rows_, begin + kIndexStride);
   }
@@ -163,7 +163,7 @@ class CsvReader final : public TableReader {
     std::size_t scan_pos = 0;
     std::int64_t file_pos = offset;
     while (static_cast<std::int64_t>(records.size()) < want) {
-      const std::size_t got = ReadAt(fd_->get(), path_, file_pos, kReadChunk, buf.get());
+      const std::size_t got = ReadAt(fd_->Get(), path_, file_pos, kReadChunk, buf.get());
       file_pos += static_cast<std::int64_t>(got);
       const bool eof = got == 0 || file_pos >= file_size_;
       const std::int64_t remaining = skip + want - static_cast<std::int64_t>(records.size());
@@ -229,7 +229,7 @@ class CsvReader final : public TableReader {
     bool need_header = options_.with_header;
     bool eof = false;
     while (!eof) {
-      const std::size_t got = ReadAt(fd_->get(), path_, file_pos, kReadChunk, &buf);
+      const std::size_t got = ReadAt(fd_->Get(), path_, file_pos, kReadChunk, &buf);
       file_pos += static_cast<std::int64_t>(got);
       eof = got == 0 || file_pos >= file_size_;
       if (buf_offset == 0 && buf.size() >= 3 && buf.compare(0, 3, "\xEF\xBB\xBF") == 0) {

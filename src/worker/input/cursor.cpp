@@ -103,9 +103,9 @@ DataCursor DataCursor::Merge(const std::vector<DataCursor>& per_rank) {
   return out;
 }
 
-std::int64_t DataCursor::consumed_rows() const {
+std::int64_t DataCursor::ConsumedRows() const {
   std::int64_t n = 0;
-  for (const auto& r : consumed) n += r.size();
+  for (const auto& r : consumed) n += r.Size();
   return n;
 }
 
@@ -125,7 +125,7 @@ std::vector<RowRange> DataCursor::Assign(int rank, int world) const {
   }
   if (pos < total_rows) free.push_back({pos, total_rows});
   std::int64_t remaining = 0;
-  for (const auto& r : free) remaining += r.size();
+  for (const auto& r : free) remaining += r.Size();
   const std::int64_t base = remaining / world;
   const std::int64_t extra = remaining % world;
   const std::int64_t skip = rank * base + std::min<std::int64_t>(rank, extra);
@@ -135,12 +135,12 @@ std::vector<RowRange> DataCursor::Assign(int rank, int world) const {
   for (const auto& r : free) {
     if (take == 0) break;
     const std::int64_t lo = std::max<std::int64_t>(skip - offset, 0);
-    if (lo < r.size()) {
-      const std::int64_t n = std::min(take, r.size() - lo);
+    if (lo < r.Size()) {
+      const std::int64_t n = std::min(take, r.Size() - lo);
       out.push_back({r.begin + lo, r.begin + lo + n});
       take -= n;
     }
-    offset += r.size();
+    offset += r.Size();
   }
   return out;
 }

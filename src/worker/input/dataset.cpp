@@ -51,7 +51,7 @@ std::vector<RowRange> Prefix(const std::vector<RowRange>& ranges, std::int64_t c
   std::vector<RowRange> out;
   for (const auto& r : ranges) {
     if (count <= 0) break;
-    const std::int64_t n = std::min(count, r.size());
+    const std::int64_t n = std::min(count, r.Size());
     out.push_back({r.begin, r.begin + n});
     count -= n;
   }
@@ -219,7 +219,7 @@ struct Dataset::Impl {
   void BeginEpoch() {
     assigned = base.Assign(rank, world);
     assigned_rows = 0;
-    for (const auto& r : assigned) assigned_rows += r.size();
+    for (const auto& r : assigned) assigned_rows += r.Size();
     rows_returned = 0;
     epoch_done = false;
     Start(assigned);
@@ -236,7 +236,7 @@ class Dataset::Impl::Builder {
     dense_.reserve(static_cast<std::size_t>(capacity * impl.dense_dim));
     labels_.reserve(static_cast<std::size_t>(capacity));
   }
-  std::int64_t size() const { return n_; }
+  std::int64_t Size() const { return n_; }
 
   // Rows [r0, r0 + count) of `block`, one column at a time (sequential reads of each column and
   // a tight loop per feature). An error names the row of the offending cell.
@@ -358,18 +358,18 @@ bool Dataset::Impl::Producer::LoadBlock() {
 std::optional<Batch> Dataset::Impl::Producer::NextBatch() {
   if (finished) return std::nullopt;
   Builder builder(*impl, impl->batch_size);
-  while (builder.size() < impl->batch_size) {
+  while (builder.Size() < impl->batch_size) {
     if (block_pos >= block.num_rows) {
       block = {};
       if (!LoadBlock()) break;
       continue;
     }
     const std::int64_t take =
-        std::min(impl->batch_size - builder.size(), block.num_rows - block_pos);
+        std::min(impl->batch_size - builder.Size(), block.num_rows - block_pos);
     builder.AddRows(block, block_pos, take, block_start + block_pos);
     block_pos += take;
   }
-  if (builder.size() == 0 || (builder.size() < impl->batch_size && impl->drop_remainder)) {
+  if (builder.Size() == 0 || (builder.Size() < impl->batch_size && impl->drop_remainder)) {
     finished = true;
     return std::nullopt;
   }
@@ -438,14 +438,14 @@ void Dataset::Impl::AddFeatures(const PipelineConfig& config) {
     m.transforms.emplace_back(fc, data);
     const std::size_t f = m.transforms.size() - 1;
     m.feature_slot.push_back(m.Need(InputColumn(config, fc), "feature '" + FeatureName(fc) + "'"));
-    if (m.transforms[f].sparse()) {
+    if (m.transforms[f].Sparse()) {
       m.sparse_features.push_back(f);
       m.sparse_names.push_back(FeatureName(fc));
-      m.sparse_tables.push_back(m.transforms[f].table_size());
+      m.sparse_tables.push_back(m.transforms[f].TableSize());
     } else {
       m.dense_features.push_back(f);
       m.dense_offset.push_back(m.dense_dim);
-      m.dense_dim += m.transforms[f].dense_dim();
+      m.dense_dim += m.transforms[f].DenseDim();
     }
   }
   if (data.label_fields_size() > 0) {
@@ -463,11 +463,11 @@ void Dataset::Impl::OpenFiles(const PipelineConfig& config, const std::string& i
     Impl::FileInfo info;
     info.path = path;
     info.reader = m.parquet ? input::OpenParquet(path) : input::OpenCsv(path, m.csv);
-    info.rows = info.reader->num_rows();
+    info.rows = info.reader->NumRows();
     info.reader->Release();  // reopened when this rank reads the file
     info.start = m.total;
     m.total += info.rows;
-    const auto& columns = info.reader->column_names();
+    const auto& columns = info.reader->ColumnNames();
     if (!group_key.empty() && m.group_slot < 0) {
       std::string column = group_key;
       if (std::find(columns.begin(), columns.end(), column) == columns.end()) {
@@ -557,22 +557,22 @@ DataCursor Dataset::Cursor() const {
   return c;
 }
 
-std::int64_t Dataset::rows_assigned() const {
+std::int64_t Dataset::RowsAssigned() const {
   return impl_->assigned_rows;
 }
-std::int64_t Dataset::total_rows() const {
+std::int64_t Dataset::TotalRows() const {
   return impl_->total;
 }
-const std::vector<std::string>& Dataset::files() const {
+const std::vector<std::string>& Dataset::Files() const {
   return impl_->file_names;
 }
-const std::vector<std::string>& Dataset::sparse_feature_names() const {
+const std::vector<std::string>& Dataset::SparseFeatureNames() const {
   return impl_->sparse_names;
 }
-const std::vector<std::int64_t>& Dataset::sparse_num_embeddings() const {
+const std::vector<std::int64_t>& Dataset::SparseNumEmbeddings() const {
   return impl_->sparse_tables;
 }
-std::int64_t Dataset::dense_dim() const {
+std::int64_t Dataset::DenseDim() const {
   return impl_->dense_dim;
 }
 

@@ -126,9 +126,9 @@ class ParquetReader final : public TableReader {
     reader_.reset();
   }
 
-  const std::string& path() const override { return path_; }
-  std::int64_t num_rows() const override { return rows_; }
-  const std::vector<std::string>& column_names() const override { return columns_; }
+  const std::string& Path() const override { return path_; }
+  std::int64_t NumRows() const override { return rows_; }
+  const std::vector<std::string>& ColumnNames() const override { return columns_; }
   std::int64_t ChunkEnd(std::int64_t begin) const override {
     const auto g = RowGroupOf(begin);
     return row_group_starts_[g + 1];

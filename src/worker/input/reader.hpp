@@ -24,9 +24,9 @@ struct ColumnBlock {
 class TableReader {
  public:
   virtual ~TableReader() = default;
-  virtual const std::string& path() const = 0;
-  virtual std::int64_t num_rows() const = 0;
-  virtual const std::vector<std::string>& column_names() const = 0;
+  virtual const std::string& Path() const = 0;
+  virtual std::int64_t NumRows() const = 0;
+  virtual const std::vector<std::string>& ColumnNames() const = 0;
   // The end of the cheapest read starting at row `begin` (Parquet: the end of its row group).
   virtual std::int64_t ChunkEnd(std::int64_t begin) const = 0;
   // Rows [begin, end) of the columns with the given indices into column_names(); end <=

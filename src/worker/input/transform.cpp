@@ -168,7 +168,7 @@ std::int64_t FeatureTransform::MapToken(std::string_view token, const Cell* nume
 }
 
 void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* out) const {
-  if (cell.is_null()) {
+  if (cell.IsNull()) {
     if (kind_ != IdKind::kBoundaries) return;
   }
   if (kind_ == IdKind::kBoundaries) {

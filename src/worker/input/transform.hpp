@@ -28,13 +28,13 @@ class FeatureTransform {
   // the normalizer, multi-value cells split by the feature's separator.
   FeatureTransform(const protos::FeatureConfig& config, const protos::DataConfig& data);
 
-  const std::string& name() const { return name_; }
-  bool sparse() const { return kind_ != IdKind::kDense; }
-  IdKind kind() const { return kind_; }
+  const std::string& Name() const { return name_; }
+  bool Sparse() const { return kind_ != IdKind::kDense; }
+  IdKind Kind() const { return kind_; }
   // Table rows for sparse features (ids are in [0, table_size())); 0 for dense.
-  std::int64_t table_size() const { return table_size_; }
+  std::int64_t TableSize() const { return table_size_; }
   // Floats per sample for dense features (value_dim); 0 for sparse.
-  std::int64_t dense_dim() const { return sparse() ? 0 : value_dim_; }
+  std::int64_t DenseDim() const { return Sparse() ? 0 : value_dim_; }
 
   // Appends the ids of one sample's cell to `out` (none for a missing value).
   void AppendIds(const Cell& cell, std::vector<std::int64_t>* out) const;

@@ -68,10 +68,10 @@ std::vector<Shard> ShardSizes(const TableSpec& table, ShardingType type, const T
       row_blocks(topo.world_size, 0);
       break;
     case ShardingType::kTableRowWise:
-      if (host < 0 || host >= topo.num_hosts()) {
+      if (host < 0 || host >= topo.NumHosts()) {
         throw std::invalid_argument("table '" + table.name + "': host " + std::to_string(host) +
                                     " is out of range; there are " +
-                                    std::to_string(topo.num_hosts()) + " hosts");
+                                    std::to_string(topo.NumHosts()) + " hosts");
       }
       row_blocks(topo.local_world_size, host * topo.local_world_size);
       break;

@@ -68,7 +68,7 @@ void SortByStorageDesc(const std::vector<const Option*>& proposal,
 
 // Hosts by accumulated perf, least loaded first (stable: host order on ties).
 std::vector<int> HostsByLoad(const Topology& topo, const Partitioned& out) {
-  const int hosts = topo.num_hosts();
+  const int hosts = topo.NumHosts();
   const int local = topo.local_world_size;
   std::vector<int> order(static_cast<std::size_t>(hosts));
   std::iota(order.begin(), order.end(), 0);

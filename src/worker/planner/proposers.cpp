@@ -41,7 +41,7 @@ class Search {
     return true;
   }
 
-  const std::vector<std::vector<Option>>& options() const { return options_; }
+  const std::vector<std::vector<Option>>& Options() const { return options_; }
   std::optional<Proposal> TakeBest() { return std::move(best_); }
 
  private:
@@ -54,7 +54,7 @@ class Search {
 
 // 1. Greedy.
 void ProposeGreedy(Search& search) {
-  const auto& options = search.options();
+  const auto& options = search.Options();
   std::vector<std::size_t> index(options.size(), 0);
   while (!search.Evaluate(index)) {
     std::optional<std::size_t> move_table;
@@ -81,7 +81,7 @@ void ProposeGreedy(Search& search) {
 
 // 2. Uniform: the same type for every table, when all allow it.
 void ProposeUniform(Search& search) {
-  const auto& options = search.options();
+  const auto& options = search.Options();
   for (ShardingType type : AllShardingTypes()) {
     std::vector<std::size_t> index(options.size());
     bool allowed = true;
@@ -98,7 +98,7 @@ void ProposeUniform(Search& search) {
 
 // 3. Minimum storage.
 void ProposeMinStorage(Search& search) {
-  const auto& options = search.options();
+  const auto& options = search.Options();
   std::vector<std::size_t> min_storage(options.size());
   for (std::size_t t = 0; t < options.size(); ++t) min_storage[t] = MinStorageIndex(options[t]);
   search.Evaluate(min_storage);
@@ -106,7 +106,7 @@ void ProposeMinStorage(Search& search) {
 
 // 4. Exhaustive when small.
 void ProposeExhaustive(Search& search) {
-  const auto& options = search.options();
+  const auto& options = search.Options();
   std::size_t combinations = 1;
   for (const auto& opts : options) {
     combinations *= opts.size();

@@ -14,7 +14,7 @@ ShardingPlan CollectivePlan(Comm& comm, const Topology& topology,
                             const std::vector<TableSpec>& tables, const PlannerOptions& options) {
   // "<hash>\n<json>" from rank 0; the others pass "".
   std::string message = AgreeOnFirstError(comm, [&] {
-    if (comm.rank() != 0) return std::string();
+    if (comm.Rank() != 0) return std::string();
     const ShardingPlan plan = Plan(topology, tables, options);
     return plan.Hash() + "\n" + plan.ToJson(-1);
   });
@@ -26,7 +26,7 @@ ShardingPlan CollectivePlan(Comm& comm, const Topology& topology,
         ShardingPlan::FromJson(newline == std::string::npos ? "" : message.substr(newline + 1));
     const std::string mine = received.Hash();
     if (mine != hash) {
-      throw CommError("rank " + std::to_string(comm.rank()) +
+      throw CommError("rank " + std::to_string(comm.Rank()) +
                       ": the sharding plan received from rank 0 hashes to " + mine +
                       " but rank 0 sent " + hash + ": the ranks run different tzrec_train builds?");
     }
@@ -36,13 +36,13 @@ ShardingPlan CollectivePlan(Comm& comm, const Topology& topology,
   const std::string mine = plan.Hash();
   const auto h = static_cast<std::int64_t>(std::stoull(mine, nullptr, 16));
   at::Tensor all =
-      comm.AllGather(at::full({1}, h, at::TensorOptions().dtype(at::kLong).device(comm.device())))
+      comm.AllGather(at::full({1}, h, at::TensorOptions().dtype(at::kLong).device(comm.Device())))
           .to(at::kCPU);
-  for (int r = 0; r < comm.world_size(); ++r) {
+  for (int r = 0; r < comm.WorldSize(); ++r) {
     if (all[r].item<std::int64_t>() != h) {
       throw CommError("sharding plan disagreement: rank " + std::to_string(r) +
                       " holds a plan whose hash differs from " + mine + " (rank " +
-                      std::to_string(comm.rank()) +
+                      std::to_string(comm.Rank()) +
                       "): make every rank run the same config and build");
     }
   }

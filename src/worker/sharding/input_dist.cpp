@@ -145,10 +145,10 @@ void ShardedEmbeddingBagCollection::Impl::ExchangeCounts(
 std::shared_ptr<ShardedEmbeddingBagCollection::Dist> ShardedEmbeddingBagCollection::Impl::InputDist(
     const KeyedJaggedTensor& kjt_in) {
   auto dist = std::make_shared<Dist>();
-  const KeyedJaggedTensor kjt = kjt_in.values().device() == device ? kjt_in : kjt_in.To(device);
-  const std::int64_t batch = kjt.stride();
+  const KeyedJaggedTensor kjt = kjt_in.Values().device() == device ? kjt_in : kjt_in.To(device);
+  const std::int64_t batch = kjt.Stride();
   dist->batch = batch;
-  dist->weighted = kjt.has_weights();
+  dist->weighted = kjt.HasWeights();
   const std::vector<JaggedTensor> jts = FeatureBags(kjt, *dist);
   if (!any_sharded) {
     dist->batch_per_rank.assign(static_cast<std::size_t>(world), batch);

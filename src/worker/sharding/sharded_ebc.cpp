@@ -23,9 +23,9 @@ using Unit = ShardingLayout::Unit;
 }  // namespace
 
 void ShardedEmbeddingBagCollection::Impl::Build() {
-  device = comm->device();
+  device = comm->Device();
   static_cast<ShardingLayout&>(*this) =
-      ShardingLayout::Build(plan, tables, comm->rank(), comm->world_size());
+      ShardingLayout::Build(plan, tables, comm->Rank(), comm->WorldSize());
   for (const int ui : local_units) {
     const Unit& u = units[static_cast<std::size_t>(ui)];
     local_weights.emplace_back();  // initialised by the constructor
@@ -131,10 +131,10 @@ KeyedTensor ShardedEmbeddingBagCollection::Compute(const std::shared_ptr<Dist>& 
 
 void ShardedEmbeddingBagCollection::Drain(const std::shared_ptr<Dist>& dist) {
   if (!dist) return;
-  if (dist->lengths.valid()) dist->lengths.Wait();
-  if (dist->values.valid()) dist->values.Wait();
-  if (dist->weights.valid()) dist->weights.Wait();
-  if (dist->packed.valid()) dist->packed.Wait();
+  if (dist->lengths.Valid()) dist->lengths.Wait();
+  if (dist->values.Valid()) dist->values.Wait();
+  if (dist->weights.Valid()) dist->weights.Wait();
+  if (dist->packed.Valid()) dist->packed.Wait();
 }
 
 std::optional<int> ShardedEmbeddingBagCollection::RanksWithSamples(
@@ -144,14 +144,14 @@ std::optional<int> ShardedEmbeddingBagCollection::RanksWithSamples(
                                         [](std::int64_t b) { return b > 0; }));
 }
 
-void ShardedEmbeddingBagCollection::set_gradient_scale(double scale) {
+void ShardedEmbeddingBagCollection::SetGradientScale(double scale) {
   impl_->gradient_scale = scale;
 }
 
-const std::vector<EmbeddingBagConfig>& ShardedEmbeddingBagCollection::tables() const {
+const std::vector<EmbeddingBagConfig>& ShardedEmbeddingBagCollection::Tables() const {
   return impl_->tables;
 }
-const ShardingPlan& ShardedEmbeddingBagCollection::plan() const {
+const ShardingPlan& ShardedEmbeddingBagCollection::Plan() const {
   return impl_->plan;
 }
 

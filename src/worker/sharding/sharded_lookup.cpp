@@ -42,7 +42,7 @@ class ShardedLookupFunction : public torch::autograd::Function<ShardedLookupFunc
 // sample): waits for the input dist's all-to-alls and unpacks the [lengths, ids] blocks.
 void ReceiveBags(ShardedEmbeddingBagCollection::Dist& dist, at::Tensor& lengths, at::Tensor& values,
                  at::Tensor& weights) {
-  if (dist.packed.valid()) {
+  if (dist.packed.Valid()) {
     const at::Tensor recv = dist.packed.Wait();
     std::vector<at::Tensor> ls;
     std::vector<at::Tensor> vs;
@@ -300,7 +300,7 @@ void ShardedEmbeddingBagCollection::Impl::ApplyDataParallel(const Dist& dist,
     const std::int64_t dim = tables[static_cast<std::size_t>(f.table)].embedding_dim;
     dp_ids[di].push_back(ids);
     const at::Tensor pooled =
-        ClipPooledGradient(dp_states[di]->config(), grad.narrow(1, f.col_base, dim));
+        ClipPooledGradient(dp_states[di]->Config(), grad.narrow(1, f.col_base, dim));
     dp_grads[di].push_back(PooledSumBackward(pooled.contiguous(), dist.dp_offsets[i], ids.numel(),
                                              dist.dp_weights[i]));
   }

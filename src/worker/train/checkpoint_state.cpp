@@ -29,8 +29,8 @@ TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
     for (auto& [name, tensor] : s.state->StateTensors()) ss.optimizer.push_back({name, tensor});
     st.shards.push_back(std::move(ss));
   }
-  for (const auto& p : dense.parameters()) st.dense.push_back({p.name, p.tensor});
-  for (const auto& p : dense.buffers()) st.dense.push_back({p.name, p.tensor});
+  for (const auto& p : dense.Parameters()) st.dense.push_back({p.name, p.tensor});
+  for (const auto& p : dense.Buffers()) st.dense.push_back({p.name, p.tensor});
   return st;
 }
 

@@ -20,10 +20,10 @@ std::int64_t DeviceMemoryBytes(const at::Device& device) {
 
 Batch EmptyBatch(const PipelineConfig& config, const Dataset& ds) {
   Batch b;
-  const auto& keys = ds.sparse_feature_names();
+  const auto& keys = ds.SparseFeatureNames();
   b.sparse = KeyedJaggedTensor(keys, at::zeros({0}, at::kLong), at::zeros({0}, at::kLong),
                                std::nullopt, 0);
-  b.dense = at::zeros({0, ds.dense_dim()});
+  b.dense = at::zeros({0, ds.DenseDim()});
   b.labels = at::zeros({0});
   if (!GroupedAucKey(config).empty()) b.group_ids = at::zeros({0}, at::kLong);
   return b;
@@ -34,21 +34,21 @@ Batch EmptyBatch(const PipelineConfig& config, const Dataset& ds) {
 DistModel BuildDistModel(const PipelineConfig& config, std::shared_ptr<Comm> comm) {
   DistModel m;
   m.comm = std::move(comm);
-  m.rank = m.comm->rank();
-  m.world = m.comm->world_size();
-  m.device = m.comm->device();
+  m.rank = m.comm->Rank();
+  m.world = m.comm->WorldSize();
+  m.device = m.comm->Device();
   m.tables = EmbeddingTables(config);
   std::vector<TableSpec> specs;
   for (const auto& t : m.tables) specs.push_back(ToTableSpec(t, TableConstraints(config, t.name)));
   Topology topo = Topology::FromEnvironment(
-      m.world, m.comm->local_world_size(),
+      m.world, m.comm->LocalWorldSize(),
       m.device.is_cuda() ? ComputeDevice::kCuda : ComputeDevice::kCpu, DeviceMemoryBytes(m.device));
   PlannerOptions popts;
   popts.batch_size = config.data_config().batch_size();
   m.ebc_opt = SparseOptimizerFromConfig(config.train_config().sparse_optimizer());
   popts.optimizer = m.ebc_opt.kind;
   m.dense = DenseModel::Create(config, Seed(config), m.device);
-  popts.dense_parameter_bytes = m.dense->num_parameters() * 4;
+  popts.dense_parameter_bytes = m.dense->NumParameters() * 4;
   m.plan = CollectivePlan(*m.comm, topo, specs, popts);
   m.ebc = std::make_unique<ShardedEmbeddingBagCollection>(m.tables, m.plan, m.ebc_opt, Seed(config),
                                                           m.comm);

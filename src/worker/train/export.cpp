@@ -52,7 +52,7 @@ struct SingleModel {
     EmbeddingOptimizerConfig ocfg;
     ocfg.kind = popts.optimizer;
     ebc = std::make_unique<ShardedEmbeddingBagCollection>(tables, plan, ocfg, Seed(config), comm);
-    dense = DenseModel::Create(config, Seed(config), comm->device());
+    dense = DenseModel::Create(config, Seed(config), comm->Device());
   }
 
   std::int64_t RestoreFrom(const std::string& model_dir, const std::string& dir) {

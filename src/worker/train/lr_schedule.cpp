@@ -121,7 +121,7 @@ LrSchedule::LrSchedule(const LrScheduleOptions& options, double base_lr)
   Validate(options_);
 }
 
-bool LrSchedule::by_epoch() const {
+bool LrSchedule::ByEpoch() const {
   return options_.kind == LrScheduleKind::kConstant || options_.by_epoch;
 }
 
@@ -190,7 +190,7 @@ double LrSchedule::LearningRate(std::int64_t step, std::int64_t epoch) const {
                         std::to_string(epoch) + " must be >= 0");
   }
   if (base_lr_ == 0) return 0.0;  // BaseLR.get_lr freezes a zero base lr
-  return Scheduled(by_epoch() ? epoch : step);
+  return Scheduled(ByEpoch() ? epoch : step);
 }
 
 }  // namespace tzrec

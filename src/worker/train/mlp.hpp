@@ -80,7 +80,7 @@ class ParamBuilder {
   at::Tensor AddBuffer(const std::string& name, const at::Tensor& value);
   // A distinct seed for each module's dropout generator (derived from `seed`).
   std::uint64_t NextDropoutSeed();
-  const at::Device& device() const { return device_; }
+  const at::Device& Device() const { return device_; }
 
  private:
   std::vector<Parameter>* parameters_;
@@ -100,7 +100,7 @@ class Mlp {
   // dropout; otherwise running stats and no dropout. Dropout masks come from this module's own
   // generator (seeded by the builder, one per device type it sees), so they are reproducible.
   at::Tensor Forward(const at::Tensor& x, bool training) const;
-  std::int64_t out_dim() const { return out_dim_; }
+  std::int64_t OutDim() const { return out_dim_; }
 
   // The parsed activation and a BatchNorm's tensors (shared by mlp.cpp and mlp_options.cpp).
   using Activation = MlpActivation;

@@ -104,7 +104,7 @@ class GroupInput {
       xs.push_back(p.offset < 0 ? sparse[p.name] : dense.narrow(1, p.offset, p.width));
     return at::cat(xs, 1);
   }
-  std::vector<std::string> sparse_names() const {
+  std::vector<std::string> SparseNames() const {
     std::vector<std::string> out;
     for (const auto& p : parts_) {
       if (p.offset < 0) out.push_back(p.name);
@@ -112,12 +112,12 @@ class GroupInput {
     return out;
   }
   // {feature, width} in group order (embedding_dim or value_dim).
-  std::vector<std::pair<std::string, std::int64_t>> widths() const {
+  std::vector<std::pair<std::string, std::int64_t>> Widths() const {
     std::vector<std::pair<std::string, std::int64_t>> out;
     for (const auto& p : parts_) out.emplace_back(p.name, p.width);
     return out;
   }
-  std::int64_t dim() const { return dim_; }
+  std::int64_t Dim() const { return dim_; }
 
  private:
   struct Part {
@@ -153,7 +153,7 @@ class Dlrm final : public DenseModel {
     ParamBuilder b(&parameters_, &buffers_, seed, device);
     has_dense_ = HasGroup(config, "dense");
     sparse_ = GroupInput(config, layout, "sparse");
-    sparse_names_ = sparse_.sparse_names();
+    sparse_names_ = sparse_.SparseNames();
     if (sparse_names_.empty())
       throw ConfigError("dlrm: group 'sparse' has no sparse (id) features");
     const std::int64_t d = layout.sparse_dim.at(sparse_names_.front());
@@ -163,10 +163,10 @@ class Dlrm final : public DenseModel {
     std::int64_t in = n * (n - 1) / 2;
     if (has_dense_) {
       dense_ = GroupInput(config, layout, "dense");
-      dense_mlp_ = Mlp(b, "dense_mlp", dense_.dim(), FromProto(mc.dense_mlp()));
-      if (dense_mlp_.out_dim() != d) {
+      dense_mlp_ = Mlp(b, "dense_mlp", dense_.Dim(), FromProto(mc.dense_mlp()));
+      if (dense_mlp_.OutDim() != d) {
         throw ConfigError(
-            "dlrm: dense_mlp's last hidden unit is " + std::to_string(dense_mlp_.out_dim()) +
+            "dlrm: dense_mlp's last hidden unit is " + std::to_string(dense_mlp_.OutDim()) +
             " but the sparse embedding dim is " + std::to_string(d) + "; make them equal");
       }
       in += d;
@@ -183,7 +183,7 @@ class Dlrm final : public DenseModel {
           "dlrm: without a 'dense' group one sparse feature and arch_with_sparse "
           "false leave final_mlp no input; add sparse features or a dense group");
     final_ = Mlp(b, "final_mlp", in, FromProto(mc.final()));
-    out_ = b.AddLinear("output", final_.out_dim(), 1);
+    out_ = b.AddLinear("output", final_.OutDim(), 1);
   }
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense, bool training) override {
     const at::Tensor emb = SparseBlock(sparse);  // [B, F, d]
@@ -204,14 +204,14 @@ class Dlrm final : public DenseModel {
   at::Tensor SparseBlock(const KeyedTensor& sparse) {
     if (block_offset_ == -2) {  // first call: find the layout
       block_offset_ = -1;
-      const auto& keys = sparse.keys();
-      const auto offsets = sparse.offset_per_key();
+      const auto& keys = sparse.Keys();
+      const auto offsets = sparse.OffsetPerKey();
       for (std::size_t k = 0; k + sparse_names_.size() <= keys.size(); ++k) {
         if (keys[k] != sparse_names_.front()) continue;
         bool adjacent = true;
         for (std::size_t i = 0; i < sparse_names_.size(); ++i) {
           adjacent =
-              adjacent && keys[k + i] == sparse_names_[i] && sparse.length_per_key()[k + i] == dim_;
+              adjacent && keys[k + i] == sparse_names_[i] && sparse.LengthPerKey()[k + i] == dim_;
         }
         if (adjacent) block_offset_ = offsets[k];
         break;
@@ -219,9 +219,9 @@ class Dlrm final : public DenseModel {
     }
     const auto n = static_cast<std::int64_t>(sparse_names_.size());
     if (block_offset_ >= 0) {
-      return sparse.values()
+      return sparse.Values()
           .narrow(1, block_offset_, n * dim_)
-          .view({sparse.values().size(0), n, dim_});
+          .view({sparse.Values().size(0), n, dim_});
     }
     std::vector<at::Tensor> vs;
     for (const auto& f : sparse_names_) vs.push_back(sparse[f]);
@@ -263,7 +263,7 @@ class DeepFm final : public DenseModel {
     fm_from_deep_ = !HasGroup(config, "fm");
     if (!fm_from_deep_) fm_ = GroupInput(config, layout, "fm");
     const GroupInput& fm = fm_from_deep_ ? deep_ : fm_;
-    for (const auto& [name, width] : fm.widths()) {
+    for (const auto& [name, width] : fm.Widths()) {
       if (fm_dim_ != 0 && width != fm_dim_) {
         throw ConfigError("deepfm: the FM part needs one dim for every feature of group '" +
                           std::string(fm_from_deep_ ? "deep" : "fm") + "'; feature '" + name +
@@ -272,13 +272,13 @@ class DeepFm final : public DenseModel {
       }
       fm_dim_ = width;
     }
-    fm_num_ = static_cast<std::int64_t>(fm.widths().size());
-    deep_mlp_ = Mlp(b, "deep_mlp", deep_.dim(), FromProto(mc.deep()));
+    fm_num_ = static_cast<std::int64_t>(fm.Widths().size());
+    deep_mlp_ = Mlp(b, "deep_mlp", deep_.Dim(), FromProto(mc.deep()));
     has_final_ = mc.has_final();
-    std::int64_t out_in = deep_mlp_.out_dim();
+    std::int64_t out_in = deep_mlp_.OutDim();
     if (has_final_) {
-      final_ = Mlp(b, "final_mlp", 1 + fm_dim_ + deep_mlp_.out_dim(), FromProto(mc.final()));
-      out_in = final_.out_dim();
+      final_ = Mlp(b, "final_mlp", 1 + fm_dim_ + deep_mlp_.OutDim(), FromProto(mc.final()));
+      out_in = final_.OutDim();
     }
     out_ = b.AddLinear("output", out_in, 1);
   }
@@ -326,12 +326,12 @@ class MultiTower final : public DenseModel {
     std::int64_t in = 0;
     for (const auto& tower : mc.towers()) {
       inputs_.emplace_back(config, layout, tower.input());
-      towers_.emplace_back(b, "towers." + tower.input(), inputs_.back().dim(),
+      towers_.emplace_back(b, "towers." + tower.input(), inputs_.back().Dim(),
                            FromProto(tower.mlp()));
-      in += towers_.back().out_dim();
+      in += towers_.back().OutDim();
     }
     final_ = Mlp(b, "final_mlp", in, FromProto(mc.final()));
-    out_ = b.AddLinear("output", final_.out_dim(), 1);
+    out_ = b.AddLinear("output", final_.OutDim(), 1);
   }
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense, bool training) override {
     std::vector<at::Tensor> outs;
@@ -428,7 +428,7 @@ std::unique_ptr<DenseModel> DenseModel::Create(const PipelineConfig& config, std
   throw ConfigError("model_config: no model; set one of dlrm, deepfm, multi_tower");
 }
 
-std::int64_t DenseModel::num_parameters() const {
+std::int64_t DenseModel::NumParameters() const {
   std::int64_t n = 0;
   for (const auto& p : parameters_) n += p.tensor.numel();
   return n;

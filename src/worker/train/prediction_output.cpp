@@ -241,7 +241,7 @@ struct ReservedColumnReader::Impl {
     reader = OpenInput(config, files[file]);
     row = 0;
     indices.clear();
-    const auto& names = reader->column_names();
+    const auto& names = reader->ColumnNames();
     for (const auto& c : columns) {
       const auto it = std::find(names.begin(), names.end(), c);
       if (it == names.end()) {
@@ -274,7 +274,7 @@ OutColumns ReservedColumnReader::Next(std::int64_t rows) {
   OutColumns out(m.columns.size());
   if (m.columns.empty()) return out;
   while (rows > 0) {
-    if (m.row >= m.reader->num_rows()) {
+    if (m.row >= m.reader->NumRows()) {
       if (++m.file >= m.files.size()) {
         throw InputError("--reserved_columns: the input has fewer rows than were scored");
       }
@@ -302,7 +302,7 @@ bool InputHasColumn(const PipelineConfig& config, const std::string& input_path,
   }
   if (files.empty()) return false;
   const auto reader = OpenInput(config, files[0]);
-  const auto& names = reader->column_names();
+  const auto& names = reader->ColumnNames();
   return std::find(names.begin(), names.end(), column) != names.end();
 }
 

@@ -49,12 +49,12 @@ class Trainer {
 
   int Run() {
     comm_ = Comm::Init(DistEnv::FromEnvironment());
-    rank_ = comm_->rank();
-    world_ = comm_->world_size();
-    device_ = comm_->device();
+    rank_ = comm_->Rank();
+    world_ = comm_->WorldSize();
+    device_ = comm_->Device();
     const auto& tc = config_.train_config();
     accumulation_ = std::max<std::int64_t>(1, tc.gradient_accumulation_steps());
-    const int cc = comm_->cuda_compute_capability_major();
+    const int cc = comm_->CudaComputeCapabilityMajor();
     step_barrier_ = device_.is_cuda() && cc > 0 && cc < 7;
 
     CheckpointManager ckpt(config_.model_dir(), tc.keep_checkpoint_max(), comm_);
@@ -81,24 +81,24 @@ class Trainer {
     // Sharding plan, embedding tables, dense model.
     model_ = BuildDistModel(config_, comm_);
     std::vector<at::Tensor> dense_params;
-    for (const auto& p : model_.dense->parameters()) dense_params.push_back(p.tensor);
+    for (const auto& p : model_.dense->Parameters()) dense_params.push_back(p.tensor);
     sync_ = std::make_unique<DenseSync>(comm_, dense_params);
     sync_->BroadcastParameters(0);
     std::vector<at::Tensor> float_buffers;
-    for (const auto& p : model_.dense->buffers()) {
+    for (const auto& p : model_.dense->Buffers()) {
       if (at::isFloatingType(p.tensor.scalar_type())) float_buffers.push_back(p.tensor);
     }
     if (!float_buffers.empty()) buffer_sync_ = std::make_unique<DenseSync>(comm_, float_buffers);
     optimizer_ = std::make_unique<DenseOptimizer>(DenseOptimizerFromConfig(tc.dense_optimizer()),
-                                                  model_.dense->parameters());
+                                                  model_.dense->Parameters());
     if (tc.has_grad_scaler()) scale_ = tc.grad_scaler().init_scale();
     sparse_schedule_.emplace(SparseScheduleFromConfig(tc.sparse_optimizer()), model_.ebc_opt.lr);
     dense_schedule_.emplace(DenseScheduleFromConfig(tc.dense_optimizer()),
-                            optimizer_->learning_rate());
+                            optimizer_->LearningRate());
     if (rank_ == 0) {
-      std::cout << "tzrec_train: world " << world_ << ", backend " << comm_->backend_name()
+      std::cout << "tzrec_train: world " << world_ << ", backend " << comm_->BackendName()
                 << ", device " << device_ << ", " << model_.tables.size() << " embedding table(s), "
-                << model_.dense->num_parameters() << " dense parameters, plan "
+                << model_.dense->NumParameters() << " dense parameters, plan "
                 << model_.plan.Hash() << "\n"
                 << model_.plan.ToTable() << std::flush;
     }
@@ -125,7 +125,7 @@ class Trainer {
                             {"growth_tracker", growth_tracker_},
                             {"epoch", epoch_},
                             {"sparse_lr", sparse_lr_},
-                            {"dense_lr", optimizer_->learning_rate()}};
+                            {"dense_lr", optimizer_->LearningRate()}};
     st.extra_json = extra.dump();
     return st;
   }
@@ -233,12 +233,12 @@ class Trainer {
     const std::int64_t epochs = NumEpochs(config_);
     // Steps still to run: this epoch's remaining rows (a resumed rank may hold fewer), then full
     // epochs; recomputed when an epoch starts.
-    const std::int64_t full_epoch_steps = (ds.total_rows() / world_ + batch - 1) / batch;
+    const std::int64_t full_epoch_steps = (ds.TotalRows() / world_ + batch - 1) / batch;
     Progress p;
     auto plan_total = [&]() {
       p.total_steps = tc.num_steps() > 0
                           ? tc.num_steps()
-                          : global_step_ + (ds.rows_assigned() + batch - 1) / batch +
+                          : global_step_ + (ds.RowsAssigned() + batch - 1) / batch +
                                 std::max<std::int64_t>(0, epochs - epoch_ - 1) * full_epoch_steps;
     };
     plan_total();
@@ -287,7 +287,7 @@ class Trainer {
     p.last_loss = loss.item<double>();
     at::Tensor scaled = loss / static_cast<double>(accumulation_);
     if (scale_ > 0) {
-      model_.ebc->set_gradient_scale(scale_);
+      model_.ebc->SetGradientScale(scale_);
       scaled = scaled * scale_;
     }
     scaled.backward();
@@ -311,7 +311,7 @@ class Trainer {
       sparse_lr_ = sparse;
     }
     const double dense = dense_schedule_->LearningRate(global_step_, epoch_);
-    if (dense != optimizer_->learning_rate()) optimizer_->SetLearningRate(dense);
+    if (dense != optimizer_->LearningRate()) optimizer_->SetLearningRate(dense);
   }
 
   // The log line of the last log_step_count_steps steps (rank 0), then a new window.
@@ -324,7 +324,7 @@ class Trainer {
     if (rank_ == 0) {
       std::cout << "step " << global_step_ << "/" << p.total_steps << "  loss " << std::fixed
                 << std::setprecision(5) << p.loss_sum / static_cast<double>(p.loss_count) << "  lr "
-                << std::setprecision(6) << sparse_lr_ << "/" << optimizer_->learning_rate()
+                << std::setprecision(6) << sparse_lr_ << "/" << optimizer_->LearningRate()
                 << "  samples/s " << std::setprecision(1) << rate << "  eta "
                 << Hms(per_step * static_cast<double>(p.total_steps - global_step_))
                 << std::defaultfloat << std::endl;
@@ -343,7 +343,7 @@ class Trainer {
     if (scale_ > 0) {  // GradScaler: unscale, skip the step on inf/nan (identical on every rank)
       c10::NoGradGuard no_grad;
       at::Tensor bad = at::zeros({}, at::TensorOptions().device(device_));
-      for (const auto& p : model_.dense->parameters()) {
+      for (const auto& p : model_.dense->Parameters()) {
         if (!p.tensor.grad().defined()) continue;
         p.tensor.mutable_grad().div_(scale_);
         bad = bad + (~at::isfinite(p.tensor.grad())).sum();
@@ -370,7 +370,7 @@ class Trainer {
     if (gc.clipping_type() == "none") return;
     c10::NoGradGuard no_grad;
     if (gc.clipping_type() == "value") {
-      for (const auto& p : model_.dense->parameters()) {
+      for (const auto& p : model_.dense->Parameters()) {
         if (p.tensor.grad().defined())
           p.tensor.mutable_grad().clamp_(-gc.max_gradient(), gc.max_gradient());
       }
@@ -380,7 +380,7 @@ class Trainer {
     // so the local norm is the global norm; enable_global_grad_clip needs no extra collective here.
     double total = 0;
     const bool inf_norm = std::isinf(gc.norm_type());
-    for (const auto& p : model_.dense->parameters()) {
+    for (const auto& p : model_.dense->Parameters()) {
       if (!p.tensor.grad().defined()) continue;
       const at::Tensor g = p.tensor.grad().to(at::kDouble);
       if (inf_norm) {
@@ -392,7 +392,7 @@ class Trainer {
     if (!inf_norm) total = std::pow(total, 1.0 / gc.norm_type());
     const double coef = gc.max_gradient() / (total + 1e-6);
     if (coef < 1.0) {
-      for (const auto& p : model_.dense->parameters()) {
+      for (const auto& p : model_.dense->Parameters()) {
         if (p.tensor.grad().defined()) p.tensor.mutable_grad().mul_(coef);
       }
     }

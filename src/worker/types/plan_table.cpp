@@ -44,7 +44,7 @@ std::string RenderRows(const std::vector<std::vector<std::string>>& rows) {
 }  // namespace
 
 std::string FormatBytes(std::int64_t bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  static const char* k_units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   const bool negative = bytes < 0;
   double value = std::abs(static_cast<double>(bytes));
   if (value < 1024) return std::to_string(bytes) + " B";
@@ -54,7 +54,7 @@ std::string FormatBytes(std::int64_t bytes) {
     ++unit;
   }
   char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), "%s%.1f %s", negative ? "-" : "", value, kUnits[unit]);
+  std::snprintf(buffer, sizeof(buffer), "%s%.1f %s", negative ? "-" : "", value, k_units[unit]);
   return buffer;
 }
 

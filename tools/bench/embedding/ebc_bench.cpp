@@ -86,8 +86,8 @@ tzrec::ShardingPlan PlanTables(tzrec::Comm& comm,
                                const std::vector<tzrec::EmbeddingBagConfig>& tables,
                                const BenchArgs& args) {
   tzrec::Topology topo;
-  topo.world_size = comm.world_size();
-  topo.local_world_size = comm.local_world_size();
+  topo.world_size = comm.WorldSize();
+  topo.local_world_size = comm.LocalWorldSize();
   std::vector<tzrec::TableSpec> specs;
   tzrec::ParameterConstraints cons;
   cons.sharding_types = {tzrec::ParseShardingType(args.sharding)};
@@ -144,11 +144,11 @@ void RunBench(const BenchArgs& args) {
   tzrec::ShardedEmbeddingBagCollection ebc(tables, plan, ocfg, 1, comm);
 
   const Features features = FeaturesOf(tables);
-  const auto batches = RandomBatches(features, args.batch, comm->rank());
+  const auto batches = RandomBatches(features, args.batch, comm->Rank());
   auto step = [&](int i) {
     const tzrec::KeyedTensor kt =
         ebc.Forward(batches[static_cast<std::size_t>(i) % batches.size()]);
-    kt.values().sum().backward();
+    kt.Values().sum().backward();
   };
   for (int i = 0; i < args.warmup; ++i) step(i);
   comm->Barrier();
@@ -159,11 +159,11 @@ void RunBench(const BenchArgs& args) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double n_keys = static_cast<double>(features.keys.size());
   const double lookups =
-      n_keys * static_cast<double>(args.batch) * comm->world_size() * args.iters / seconds;
+      n_keys * static_cast<double>(args.batch) * comm->WorldSize() * args.iters / seconds;
   const double avg_dim = static_cast<double>(features.dim_sum) / n_keys;
   const double bytes = lookups * avg_dim * 4 * 3 + lookups * 4 * 2;
-  if (comm->rank() == 0) {
-    nlohmann::json out = {{"impl", "tzrec"},           {"world", comm->world_size()},
+  if (comm->Rank() == 0) {
+    nlohmann::json out = {{"impl", "tzrec"},           {"world", comm->WorldSize()},
                           {"batch", args.batch},       {"iters", args.iters},
                           {"sharding", args.sharding}, {"seconds", seconds},
                           {"lookups_per_s", lookups},  {"gb_per_s", bytes / 1e9}};

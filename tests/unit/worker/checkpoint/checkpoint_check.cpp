@@ -162,18 +162,18 @@ void FillCommon(TrainState& state, const ShardingPlan& plan, int rank, bool fill
 }
 
 int Save(const std::shared_ptr<Comm>& comm, const std::string& dir, const std::string& plan_type) {
-  if (comm->rank() == 0) fs::remove_all(dir);
+  if (comm->Rank() == 0) fs::remove_all(dir);
   comm->Barrier();
-  const ShardingPlan plan = MakePlan(plan_type, comm->world_size());
+  const ShardingPlan plan = MakePlan(plan_type, comm->WorldSize());
   TrainState state;
-  FillCommon(state, plan, comm->rank(), true);
+  FillCommon(state, plan, comm->Rank(), true);
   CheckpointManager manager(dir, 0, comm);
   const std::string path = manager.Save(state);
   if (manager.Latest().value_or("") != path) Fail("latest_after_save");
   if (!fs::exists(fs::path(path) / "metadata.json")) Fail("metadata_written");
   char own_name[64];
-  std::snprintf(own_name, sizeof(own_name), "model-%06d-of-%06d.pt", comm->rank(),
-                comm->world_size());
+  std::snprintf(own_name, sizeof(own_name), "model-%06d-of-%06d.pt", comm->Rank(),
+                comm->WorldSize());
   const std::string own = (fs::path(path) / own_name).string();
   if (!fs::exists(own)) Fail("own_model_file " + own);
   // A second save of the same step fails on every rank (agreed error, no hang).
@@ -191,8 +191,8 @@ int Save(const std::shared_ptr<Comm>& comm, const std::string& dir, const std::s
 
 int Restore(const std::shared_ptr<Comm>& comm, const std::string& dir,
             const std::string& plan_type) {
-  const int rank = comm->rank();
-  const ShardingPlan plan = MakePlan(plan_type, comm->world_size());
+  const int rank = comm->Rank();
+  const ShardingPlan plan = MakePlan(plan_type, comm->WorldSize());
   TrainState target;
   FillCommon(target, plan, rank, false);
   CheckpointManager manager(dir, 0, comm);
@@ -265,8 +265,8 @@ int Restore(const std::shared_ptr<Comm>& comm, const std::string& dir,
 // raw write+fsync of the same bytes. Prints GB/s (1e9 bytes/s) over all ranks on rank 0.
 int Bench(const std::shared_ptr<Comm>& comm, const std::string& dir, std::int64_t mib) {
   using Clock = std::chrono::steady_clock;
-  const int rank = comm->rank();
-  const int world = comm->world_size();
+  const int rank = comm->Rank();
+  const int world = comm->WorldSize();
   const std::int64_t cols = 128;
   const std::int64_t rows_per_rank = mib * (1 << 20) / (cols * 4);
   if (rank == 0) fs::remove_all(dir);
@@ -359,14 +359,14 @@ int main(int argc, char** argv) {
   }
   try {
     auto comm = Comm::Init(DistEnv::FromEnvironment());
-    g_rank = comm->rank();
+    g_rank = comm->Rank();
     const int rc = phase == "save"      ? Save(comm, dir, plan_type)
                    : phase == "restore" ? Restore(comm, dir, plan_type)
                                         : Bench(comm, dir, mib);
     comm->Barrier();
     if (rc != 0 || g_failures != 0) return 1;
     std::printf("PASS checkpoint_%s rank=%d world=%d plan=%s\n", phase.c_str(), g_rank,
-                comm->world_size(), plan_type.c_str());
+                comm->WorldSize(), plan_type.c_str());
     return 0;
   } catch (const std::exception& e) {
     Fail(std::string("exception: ") + e.what());

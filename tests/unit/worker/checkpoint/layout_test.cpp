@@ -104,15 +104,15 @@ TEST(Geometry, OverlapAndWeightSlice) {
   const Shard target = MakeShard(4, 0, 8, 16);   // rows [4, 12)
   const Shard saved = MakeShard(10, 0, 10, 16);  // rows [10, 20)
   const Overlap o = OverlapOf(target, saved);
-  EXPECT_FALSE(o.empty());
-  EXPECT_EQ(o.cells(), 2 * 16);
+  EXPECT_FALSE(o.Empty());
+  EXPECT_EQ(o.Cells(), 2 * 16);
   const Slice s = WeightSlice(target, saved, o);
   EXPECT_EQ(s.src_row, 0);
   EXPECT_EQ(s.dst_row, 6);
   EXPECT_EQ(s.rows, 2);
   EXPECT_EQ(s.cols, 16);
-  EXPECT_TRUE(OverlapOf(target, MakeShard(12, 0, 4, 16)).empty());
-  EXPECT_TRUE(OverlapOf(MakeShard(0, 0, 4, 8), MakeShard(0, 8, 4, 8)).empty());
+  EXPECT_TRUE(OverlapOf(target, MakeShard(12, 0, 4, 16)).Empty());
+  EXPECT_TRUE(OverlapOf(MakeShard(0, 0, 4, 8), MakeShard(0, 8, 4, 8)).Empty());
 }
 
 TEST(Geometry, ColumnBlocksMustAlign) {

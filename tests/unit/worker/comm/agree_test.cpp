@@ -88,7 +88,7 @@ TEST(AgreeStatus, ThrowAgreedKeepsClassCodeAndMessage) {
     FAIL();
   } catch (const CheckpointError& e) {
     EXPECT_STREQ(e.what(), "checkpoint save failed on rank 1: disk full");
-    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_EQ(e.Code(), ExitCode::kBadInput);
   }
   try {
     ThrowAgreed(Caught(PlannerError(PlannerError::Kind::kInsufficientStorage, "t", 7, "no"), 0),
@@ -96,24 +96,24 @@ TEST(AgreeStatus, ThrowAgreedKeepsClassCodeAndMessage) {
     FAIL();
   } catch (const PlannerError& e) {
     EXPECT_STREQ(e.what(), "no");
-    EXPECT_EQ(e.table(), "t");
-    EXPECT_EQ(e.missing_bytes(), 7);
-    EXPECT_EQ(e.exit_code(), 3);
+    EXPECT_EQ(e.Table(), "t");
+    EXPECT_EQ(e.MissingBytes(), 7);
+    EXPECT_EQ(e.ExitCode(), 3);
   }
   try {
     ThrowAgreed(Caught(std::out_of_range("index 9"), 2), "");
     FAIL();
   } catch (const InternalError& e) {
     EXPECT_STREQ(e.what(), "rank 2: index 9");
-    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_EQ(e.ExitCode(), 1);
   }
   try {
     ThrowAgreed(Caught(Error("plain", ExitCode::kCollective, "checkpoint"), 0), "");
     FAIL();
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "plain");
-    EXPECT_EQ(e.exit_code(), 4);
-    EXPECT_STREQ(e.label(), "checkpoint");
+    EXPECT_EQ(e.ExitCode(), 4);
+    EXPECT_STREQ(e.Label(), "checkpoint");
   }
   EXPECT_THROW(ThrowAgreed(Caught(InputError("row 3"), 0), ""), InputError);
   EXPECT_THROW(ThrowAgreed(Caught(ConfigError("key"), 0), ""), ConfigError);

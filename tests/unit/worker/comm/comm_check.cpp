@@ -63,7 +63,7 @@ class Checker {
     std::cout << line.str() << std::endl;
   }
 
-  bool failed() const { return failed_; }
+  bool Failed() const { return failed_; }
 
  private:
   int rank_;
@@ -107,8 +107,8 @@ float Cell(int src, int dst, std::int64_t j, std::int64_t c) {
 // Builds input/expected output of an all_to_all on 2-D float rows of `cols` columns.
 std::string CheckAllToAll2d(Comm& comm, const std::function<std::int64_t(int, int)>& rows,
                             std::int64_t cols, bool async) {
-  const int r = comm.rank();
-  const int w = comm.world_size();
+  const int r = comm.Rank();
+  const int w = comm.WorldSize();
   std::vector<std::int64_t> in_splits(w), out_splits(w);
   std::int64_t in_rows = 0, out_rows = 0;
   for (int p = 0; p < w; ++p) {
@@ -127,12 +127,12 @@ std::string CheckAllToAll2d(Comm& comm, const std::function<std::int64_t(int, in
       for (std::int64_t c = 0; c < cols; ++c) want[out_at][c] = Cell(static_cast<int>(p), r, j, c);
     }
   }
-  at::Tensor in = input.to(comm.device());
+  at::Tensor in = input.to(comm.Device());
   if (!async) return Diff("output", comm.AllToAll(in, in_splits, out_splits), want);
   // Two in flight at once, waited for in reverse order; Wait() is idempotent.
   auto first = comm.AllToAllAsync(in, in_splits, out_splits);
   auto second = comm.AllToAllAsync(in * 2, in_splits, out_splits);
-  if (!first.valid() || !second.valid()) return "PendingTensor not valid before Wait()";
+  if (!first.Valid() || !second.Valid()) return "PendingTensor not valid before Wait()";
   if (auto d = Diff("second", second.Wait(), want * 2); !d.empty()) return d;
   if (auto d = Diff("first", first.Wait(), want); !d.empty()) return d;
   return Diff("first waited again", first.Wait(), want);
@@ -146,8 +146,8 @@ std::vector<std::int64_t> UnevenSplits(int w) {
 }
 
 std::string CheckReduceScatterV(Comm& comm, const std::vector<std::int64_t>& splits, bool one_dim) {
-  const int r = comm.rank();
-  const int w = comm.world_size();
+  const int r = comm.Rank();
+  const int w = comm.WorldSize();
   std::int64_t total = 0, offset = 0;
   for (int p = 0; p < w; ++p) {
     if (p < r) offset += splits[p];
@@ -157,7 +157,7 @@ std::string CheckReduceScatterV(Comm& comm, const std::vector<std::int64_t>& spl
   const double rank_sum = w * (w - 1) / 2.0;
   if (one_dim) {
     // Rank q's row i holds q * 1000 + i; rank r gets sum_q (q * 1000 + offset + j).
-    at::Tensor in = (at::arange(total, kI64) + 1000 * r).to(comm.device());
+    at::Tensor in = (at::arange(total, kI64) + 1000 * r).to(comm.Device());
     at::Tensor want =
         (at::arange(splits[r], kI64) + offset) * w + static_cast<std::int64_t>(1000 * rank_sum);
     return Diff("int64", comm.ReduceScatterV(in, splits), want);
@@ -165,7 +165,7 @@ std::string CheckReduceScatterV(Comm& comm, const std::vector<std::int64_t>& spl
   // Rank q's cell (i, c) holds q * 1000 + i * 10 + c.
   at::Tensor in = (at::arange(total * cols, kF32).view({total, cols}) % cols +
                    (at::arange(total, kF32) * 10).unsqueeze(1) + 1000.0 * r)
-                      .to(comm.device());
+                      .to(comm.Device());
   at::Tensor want = ((at::arange(splits[r] * cols, kF32).view({splits[r], cols}) % cols +
                       ((at::arange(splits[r], kF32) + offset) * 10).unsqueeze(1)) *
                          w +
@@ -174,8 +174,8 @@ std::string CheckReduceScatterV(Comm& comm, const std::vector<std::int64_t>& spl
 }
 
 std::string CheckAllGatherV(Comm& comm, const std::vector<std::int64_t>& splits) {
-  const int r = comm.rank();
-  const int w = comm.world_size();
+  const int r = comm.Rank();
+  const int w = comm.WorldSize();
   const std::int64_t cols = 3;
   auto rows_of = [&](int p) {
     return (at::arange(splits[p] * cols, kF32).view({splits[p], cols}) + 100.0 * p);
@@ -183,14 +183,14 @@ std::string CheckAllGatherV(Comm& comm, const std::vector<std::int64_t>& splits)
   std::vector<at::Tensor> parts;
   for (int p = 0; p < w; ++p) parts.push_back(rows_of(p));
   at::Tensor want = at::cat(parts, 0);
-  return Diff("output", comm.AllGatherV(rows_of(r).to(comm.device()), splits), want);
+  return Diff("output", comm.AllGatherV(rows_of(r).to(comm.Device()), splits), want);
 }
 
 // AgreeOnFirstError (tzrec/comm/agree.hpp) over the real group: every rank gets the result, or the
 // lowest failing rank's error with its class, exit code and message.
 void RunAgreeChecks(Comm& comm, Checker& ck) {
-  const int r = comm.rank();
-  const int w = comm.world_size();
+  const int r = comm.Rank();
+  const int w = comm.WorldSize();
   ck.Run("agree_ok", [&]() -> std::string {
     const int got = tzrec::AgreeOnFirstError(comm, [&] { return 10 * r; });
     return got == 10 * r ? "" : "got " + std::to_string(got);
@@ -231,7 +231,7 @@ void RunAgreeChecks(Comm& comm, Checker& ck) {
       });
     } catch (const tzrec::InternalError& e) {
       const std::string want = "rank " + std::to_string(w - 1) + ": index 7";
-      if (e.exit_code() != 1) return "exit code " + std::to_string(e.exit_code());
+      if (e.ExitCode() != 1) return "exit code " + std::to_string(e.ExitCode());
       return e.what() == want ? "" : "message '" + std::string(e.what()) + "'";
     } catch (const std::exception& e) {
       return std::string("wrong class: ") + e.what();
@@ -240,7 +240,7 @@ void RunAgreeChecks(Comm& comm, Checker& ck) {
   });
   // The group still works after agreed errors.
   ck.Run("agree_then_collective", [&]() -> std::string {
-    at::Tensor t = at::ones({1}, kI64).to(comm.device());
+    at::Tensor t = at::ones({1}, kI64).to(comm.Device());
     comm.AllReduceSum(t);
     return t.item<std::int64_t>() == w ? "" : "sum " + std::to_string(t.item<std::int64_t>());
   });
@@ -249,9 +249,9 @@ void RunAgreeChecks(Comm& comm, Checker& ck) {
 // Collectives on fixed shapes: all_reduce (sum, max, in place on a view), broadcast, barrier,
 // all_gather.
 void RunFixedShapeChecks(Comm& comm, Checker& ck) {
-  const int r = comm.rank();
-  const int w = comm.world_size();
-  const at::Device dev = comm.device();
+  const int r = comm.Rank();
+  const int w = comm.WorldSize();
+  const at::Device dev = comm.Device();
   const double rank_sum = w * (w - 1) / 2.0;
 
   ck.Run("all_reduce_sum", [&]() -> std::string {
@@ -312,9 +312,9 @@ void RunFixedShapeChecks(Comm& comm, Checker& ck) {
 // Collectives whose per-rank sizes differ (some zero): all_to_all (2-D, 1-D, async),
 // reduce_scatter_v, all_gather_v.
 void RunVariableSizeChecks(Comm& comm, Checker& ck) {
-  const int r = comm.rank();
-  const int w = comm.world_size();
-  const at::Device dev = comm.device();
+  const int r = comm.Rank();
+  const int w = comm.WorldSize();
+  const at::Device dev = comm.Device();
 
   ck.Run("all_to_all_2d_uneven", [&]() { return CheckAllToAll2d(comm, Rows, 4, false); });
   ck.Run("all_to_all_2d_rank0_sends_nothing",
@@ -360,9 +360,9 @@ void RunVariableSizeChecks(Comm& comm, Checker& ck) {
 
 // BroadcastString (short, empty, 1 MiB) and caller mistakes, which throw before sending.
 void RunStringAndUsageChecks(Comm& comm, Checker& ck) {
-  const int r = comm.rank();
-  const int w = comm.world_size();
-  const at::Device dev = comm.device();
+  const int r = comm.Rank();
+  const int w = comm.WorldSize();
+  const at::Device dev = comm.Device();
 
   ck.Run("broadcast_string", [&]() -> std::string {
     const std::string plan = "{\"plan\": \"from rank 0\", \"tables\": [1, 2, 3]}";
@@ -405,9 +405,9 @@ void RunStringAndUsageChecks(Comm& comm, Checker& ck) {
 // DenseSync: BroadcastParameters from a root and AllReduceGradients (mean; a missing gradient
 // counts as zero), with one-parameter buckets and with the default bucket size.
 std::string CheckDenseSync(Comm& comm) {
-  const int r = comm.rank();
-  const int w = comm.world_size();
-  const at::Device dev = comm.device();
+  const int r = comm.Rank();
+  const int w = comm.WorldSize();
+  const at::Device dev = comm.Device();
   // Parameters differ per rank; three float32 ones and a float64 one (its own bucket), with a
   // 24-byte bucket so every float32 parameter is a bucket of its own (or shares one).
   const auto f64 = at::TensorOptions().dtype(at::kDouble);
@@ -467,11 +467,11 @@ std::string CheckDenseSync(Comm& comm) {
 }
 
 int RunChecks(Comm& comm) {
-  const int r = comm.rank();
-  const int w = comm.world_size();
+  const int r = comm.Rank();
+  const int w = comm.WorldSize();
   Checker ck(r);
-  std::cout << "tzrec_comm_check rank=" << r << " world=" << w << " backend=" << comm.backend_name()
-            << " device=" << comm.device() << std::endl;
+  std::cout << "tzrec_comm_check rank=" << r << " world=" << w << " backend=" << comm.BackendName()
+            << " device=" << comm.Device() << std::endl;
 
   RunFixedShapeChecks(comm, ck);
   RunVariableSizeChecks(comm, ck);
@@ -479,16 +479,16 @@ int RunChecks(Comm& comm) {
   ck.Run("dense_sync", [&]() { return CheckDenseSync(comm); });
   RunAgreeChecks(comm, ck);
   comm.Barrier();
-  return ck.failed() ? 1 : 0;
+  return ck.Failed() ? 1 : 0;
 }
 
 // The C++ rank of comm_mixed_python (its partner: mixed_rank.py).
 int RunMixed(Comm& comm) {
-  const int r = comm.rank();
-  const int w = comm.world_size();
+  const int r = comm.Rank();
+  const int w = comm.WorldSize();
   Checker ck(r);
   std::cout << "tzrec_comm_check --mixed-allreduce rank=" << r << " world=" << w
-            << " backend=" << comm.backend_name() << std::endl;
+            << " backend=" << comm.BackendName() << std::endl;
   ck.Run("mixed_all_reduce", [&]() -> std::string {
     at::Tensor t = at::arange(4, kF32) + 10.0 * (r + 1);
     comm.AllReduceSum(t);
@@ -503,13 +503,13 @@ int RunMixed(Comm& comm) {
     comm.Barrier();
     return "";
   });
-  return ck.failed() ? 1 : 0;
+  return ck.Failed() ? 1 : 0;
 }
 
 // comm_check_peer_gone: every rank but 0 leaves right after Init; rank 0's next collective must
 // fail with a CommError naming the op, the rank and the hint (and no c10 backtrace).
 int RunPeerGone(Comm& comm) {
-  if (comm.rank() != 0) return 0;
+  if (comm.Rank() != 0) return 0;
   Checker ck(0);
   ck.Run("peer_gone_error", [&]() -> std::string {
     at::Tensor t = at::ones({1024}, kF32);
@@ -527,7 +527,7 @@ int RunPeerGone(Comm& comm) {
     }
     return "AllReduceSum did not throw with the peers gone";
   });
-  return ck.failed() ? 1 : 0;
+  return ck.Failed() ? 1 : 0;
 }
 
 }  // namespace

@@ -182,7 +182,7 @@ TEST_F(EnvTest, BadBackendOverrideIsRejected) {
   }
   Set({{"TZREC_BACKEND", "gloo"}});
   auto comm = Comm::Init(DistEnv{});
-  EXPECT_EQ(comm->device(), at::Device(at::kCPU));
+  EXPECT_EQ(comm->Device(), at::Device(at::kCPU));
 }
 
 TEST(CommInit, InvalidRankIsRejected) {
@@ -206,8 +206,8 @@ TEST(CommInit, NcclWorldOneNeedsAGpu) {
   // With a GPU this is a world-1 NCCL comm on cuda:0; without, a CommError saying why.
   try {
     auto comm = Comm::Init(DistEnv{}, BackendKind::kNccl);
-    EXPECT_EQ(comm->device(), at::Device(at::kCUDA, 0));
-    EXPECT_EQ(comm->backend_name(), "none");
+    EXPECT_EQ(comm->Device(), at::Device(at::kCUDA, 0));
+    EXPECT_EQ(comm->BackendName(), "none");
   } catch (const CommError& e) {
     const std::string msg = e.what();
     EXPECT_TRUE(msg.find("CUDA device(s) are visible") != std::string::npos ||
@@ -219,61 +219,61 @@ TEST(CommInit, NcclWorldOneNeedsAGpu) {
 
 class WorldOne : public ::testing::Test {
  protected:
-  std::shared_ptr<Comm> comm = Comm::Init(DistEnv{}, BackendKind::kGloo);
-  const at::TensorOptions f32 = at::TensorOptions().dtype(at::kFloat);
-  const at::TensorOptions i64 = at::TensorOptions().dtype(at::kLong);
+  std::shared_ptr<Comm> comm_ = Comm::Init(DistEnv{}, BackendKind::kGloo);
+  const at::TensorOptions f32_ = at::TensorOptions().dtype(at::kFloat);
+  const at::TensorOptions i64_ = at::TensorOptions().dtype(at::kLong);
 };
 
 TEST_F(WorldOne, Identity) {
-  EXPECT_EQ(comm->rank(), 0);
-  EXPECT_EQ(comm->world_size(), 1);
-  EXPECT_EQ(comm->local_rank(), 0);
-  EXPECT_EQ(comm->local_world_size(), 1);
-  EXPECT_EQ(comm->backend_name(), "none");
-  EXPECT_EQ(comm->device(), at::Device(at::kCPU));
+  EXPECT_EQ(comm_->Rank(), 0);
+  EXPECT_EQ(comm_->WorldSize(), 1);
+  EXPECT_EQ(comm_->LocalRank(), 0);
+  EXPECT_EQ(comm_->LocalWorldSize(), 1);
+  EXPECT_EQ(comm_->BackendName(), "none");
+  EXPECT_EQ(comm_->Device(), at::Device(at::kCPU));
 }
 
 TEST_F(WorldOne, ReductionsAndBroadcastLeaveValues) {
-  at::Tensor t = at::arange(6, f32).view({2, 3});
-  comm->AllReduceSum(t);
-  EXPECT_TRUE(at::equal(t, at::arange(6, f32).view({2, 3})));
-  at::Tensor m = at::tensor({-3, 7, 0}, i64);
-  comm->AllReduceMax(m);
-  EXPECT_TRUE(at::equal(m, at::tensor({-3, 7, 0}, i64)));
-  comm->Broadcast(t, 0);
-  EXPECT_TRUE(at::equal(t, at::arange(6, f32).view({2, 3})));
-  EXPECT_THROW(comm->Broadcast(t, 1), CommError);
-  comm->Barrier();
+  at::Tensor t = at::arange(6, f32_).view({2, 3});
+  comm_->AllReduceSum(t);
+  EXPECT_TRUE(at::equal(t, at::arange(6, f32_).view({2, 3})));
+  at::Tensor m = at::tensor({-3, 7, 0}, i64_);
+  comm_->AllReduceMax(m);
+  EXPECT_TRUE(at::equal(m, at::tensor({-3, 7, 0}, i64_)));
+  comm_->Broadcast(t, 0);
+  EXPECT_TRUE(at::equal(t, at::arange(6, f32_).view({2, 3})));
+  EXPECT_THROW(comm_->Broadcast(t, 1), CommError);
+  comm_->Barrier();
 }
 
 TEST_F(WorldOne, GathersAndAllToAllCopyWithTheRightShapes) {
-  at::Tensor t = at::arange(12, f32).view({4, 3});
-  at::Tensor g = comm->AllGather(t);
+  at::Tensor t = at::arange(12, f32_).view({4, 3});
+  at::Tensor g = comm_->AllGather(t);
   EXPECT_EQ(g.sizes(), t.sizes());
   EXPECT_TRUE(at::equal(g, t));
   EXPECT_NE(g.data_ptr(), t.data_ptr());  // a new tensor, as for W > 1
 
-  at::Tensor a = comm->AllToAll(t, {4}, {4});
+  at::Tensor a = comm_->AllToAll(t, {4}, {4});
   EXPECT_TRUE(at::equal(a, t));
-  at::Tensor one_d = comm->AllToAll(at::arange(5, i64), {5}, {5});
-  EXPECT_TRUE(at::equal(one_d, at::arange(5, i64)));
-  at::Tensor empty = comm->AllToAll(at::empty({0, 3}, f32), {0}, {0});
+  at::Tensor one_d = comm_->AllToAll(at::arange(5, i64_), {5}, {5});
+  EXPECT_TRUE(at::equal(one_d, at::arange(5, i64_)));
+  at::Tensor empty = comm_->AllToAll(at::empty({0, 3}, f32_), {0}, {0});
   EXPECT_EQ(empty.sizes(), (std::vector<std::int64_t>{0, 3}));
 
-  PendingTensor pending = comm->AllToAllAsync(t, {4}, {4});
-  ASSERT_TRUE(pending.valid());
+  PendingTensor pending = comm_->AllToAllAsync(t, {4}, {4});
+  ASSERT_TRUE(pending.Valid());
   EXPECT_TRUE(at::equal(pending.Wait(), t));
   EXPECT_TRUE(at::equal(pending.Wait(), t));  // idempotent
-  EXPECT_FALSE(PendingTensor().valid());
+  EXPECT_FALSE(PendingTensor().Valid());
 
-  EXPECT_TRUE(at::equal(comm->ReduceScatterV(t, {4}), t));
-  EXPECT_TRUE(at::equal(comm->AllGatherV(t, {4}), t));
-  EXPECT_EQ(comm->BroadcastString("plan", 0), "plan");
-  EXPECT_EQ(comm->BroadcastString("", 0), "");
+  EXPECT_TRUE(at::equal(comm_->ReduceScatterV(t, {4}), t));
+  EXPECT_TRUE(at::equal(comm_->AllGatherV(t, {4}), t));
+  EXPECT_EQ(comm_->BroadcastString("plan", 0), "plan");
+  EXPECT_EQ(comm_->BroadcastString("", 0), "");
 }
 
 TEST_F(WorldOne, SplitMistakesAreCommErrorsNamingTheSplits) {
-  at::Tensor t = at::arange(12, f32).view({4, 3});
+  at::Tensor t = at::arange(12, f32_).view({4, 3});
   auto message = [&](const std::function<void()>& f) -> std::string {
     try {
       f();
@@ -282,41 +282,41 @@ TEST_F(WorldOne, SplitMistakesAreCommErrorsNamingTheSplits) {
     }
     return "(no error)";
   };
-  std::string msg = message([&] { comm->AllToAll(t, {3}, {3}); });
+  std::string msg = message([&] { comm_->AllToAll(t, {3}, {3}); });
   EXPECT_NE(msg.find("input_splits [3] sums to 3 rows but the tensor has 4 rows"),
             std::string::npos)
       << msg;
-  msg = message([&] { comm->AllToAll(t, {4, 0}, {4}); });
+  msg = message([&] { comm_->AllToAll(t, {4, 0}, {4}); });
   EXPECT_NE(msg.find("has 2 entries; it needs one per rank (1)"), std::string::npos) << msg;
-  msg = message([&] { comm->AllToAll(t, {4}, {-1}); });
+  msg = message([&] { comm_->AllToAll(t, {4}, {-1}); });
   EXPECT_NE(msg.find("negative"), std::string::npos) << msg;
-  msg = message([&] { comm->AllToAll(t, {4}, {2}); });
+  msg = message([&] { comm_->AllToAll(t, {4}, {2}); });
   EXPECT_NE(msg.find("must equal input_splits"), std::string::npos) << msg;
-  msg = message([&] { comm->AllGatherV(t, {3}); });
+  msg = message([&] { comm_->AllGatherV(t, {3}); });
   EXPECT_NE(msg.find("the input has 4 rows but splits [3] gives this rank 3"), std::string::npos)
       << msg;
   at::Tensor undefined;
-  msg = message([&] { comm->AllReduceSum(undefined); });
+  msg = message([&] { comm_->AllReduceSum(undefined); });
   EXPECT_NE(msg.find("undefined"), std::string::npos) << msg;
 }
 
 TEST_F(WorldOne, DenseSyncAveragesOverOneRank) {
-  at::Tensor a = at::arange(4, f32).requires_grad_(true);
-  at::Tensor b = at::ones({2, 2}, f32).requires_grad_(true);
-  a.mutable_grad() = at::full({4}, 3.0f, f32);
-  DenseSync sync(comm, {a, b}, /*bucket_bytes=*/8);
+  at::Tensor a = at::arange(4, f32_).requires_grad_(true);
+  at::Tensor b = at::ones({2, 2}, f32_).requires_grad_(true);
+  a.mutable_grad() = at::full({4}, 3.0f, f32_);
+  DenseSync sync(comm_, {a, b}, /*bucket_bytes=*/8);
   sync.BroadcastParameters();
-  EXPECT_TRUE(at::equal(a.detach(), at::arange(4, f32)));
+  EXPECT_TRUE(at::equal(a.detach(), at::arange(4, f32_)));
   sync.AllReduceGradients();
-  EXPECT_TRUE(at::equal(a.grad(), at::full({4}, 3.0f, f32)));
+  EXPECT_TRUE(at::equal(a.grad(), at::full({4}, 3.0f, f32_)));
   ASSERT_TRUE(b.grad().defined());  // undefined counts as zeros
-  EXPECT_TRUE(at::equal(b.grad(), at::zeros({2, 2}, f32)));
+  EXPECT_TRUE(at::equal(b.grad(), at::zeros({2, 2}, f32_)));
 }
 
 TEST_F(WorldOne, DenseSyncRejectsBadInput) {
-  EXPECT_THROW(DenseSync(comm, {at::arange(3, i64)}), CommError);
-  EXPECT_THROW(DenseSync(comm, {at::Tensor()}), CommError);
-  EXPECT_THROW(DenseSync(comm, {}, 0), CommError);
+  EXPECT_THROW(DenseSync(comm_, {at::arange(3, i64_)}), CommError);
+  EXPECT_THROW(DenseSync(comm_, {at::Tensor()}), CommError);
+  EXPECT_THROW(DenseSync(comm_, {}, 0), CommError);
   EXPECT_THROW(DenseSync(nullptr, {}), CommError);
 }
 

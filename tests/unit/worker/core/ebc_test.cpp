@@ -102,10 +102,10 @@ TEST(EmbeddingBagCollection, OutputOrderShapesAndPooling) {
       Opt(EmbeddingOptimizerKind::kSgd, 0.1), 5, at::kCPU);
   const auto kjt = Batch();
   const auto out = ebc.Forward(kjt);
-  EXPECT_EQ(out.keys(), (std::vector<std::string>{"u", "i", "j"}));
-  EXPECT_EQ(out.length_per_key(), (I64{3, 2, 2}));
-  EXPECT_EQ(out.values().sizes(), (std::vector<std::int64_t>{3, 7}));
-  EXPECT_TRUE(out.values().requires_grad());
+  EXPECT_EQ(out.Keys(), (std::vector<std::string>{"u", "i", "j"}));
+  EXPECT_EQ(out.LengthPerKey(), (I64{3, 2, 2}));
+  EXPECT_EQ(out.Values().sizes(), (std::vector<std::int64_t>{3, 7}));
+  EXPECT_TRUE(out.Values().requires_grad());
   ExpectClose(out["u"], ManualPool(ebc.Weight("T0"), BagsOf(kjt, "u"), false));
   ExpectClose(out["i"], ManualPool(ebc.Weight("T1"), BagsOf(kjt, "i"), true));
   ExpectClose(out["j"], ManualPool(ebc.Weight("T1"), BagsOf(kjt, "j"), true));
@@ -114,7 +114,7 @@ TEST(EmbeddingBagCollection, OutputOrderShapesAndPooling) {
   EXPECT_EQ(out["j"][1].abs().sum().item<float>(), 0.0f);
   // Initial weights are InitTableSlice of the seed.
   EXPECT_TRUE(
-      at::equal(ebc.Weight("T1"), InitTableSlice(ebc.tables()[1], 5, 0, 8, 0, 2, at::kCPU)));
+      at::equal(ebc.Weight("T1"), InitTableSlice(ebc.Tables()[1], 5, 0, 8, 0, 2, at::kCPU)));
   EXPECT_FALSE(ebc.Weight("T0").requires_grad());
 }
 
@@ -124,8 +124,8 @@ TEST(EmbeddingBagCollection, SumVersusMean) {
   EmbeddingBagCollection mean({Table("T", 8, 4, {"i"}, PoolingType::kMean)},
                               Opt(EmbeddingOptimizerKind::kSgd, 0.1), 3, at::kCPU);
   KeyedJaggedTensor kjt({"i"}, Long({0, 3, 3, 5, 1, 2}), Long({2, 1, 0, 3}));
-  const auto s = sum.Forward(kjt).values();
-  const auto m = mean.Forward(kjt).values();
+  const auto s = sum.Forward(kjt).Values();
+  const auto m = mean.Forward(kjt).Values();
   ExpectClose(m, s / at::tensor(std::vector<float>{2, 1, 1, 3}).unsqueeze(1));
 }
 
@@ -145,7 +145,7 @@ TEST(EmbeddingBagCollection, BackwardAppliesFusedAdagradLikeManualComputation) {
   const auto y = at::randn({3, 1});
 
   const auto out = ebc.Forward(kjt);
-  const auto pred = out.values().matmul(lin);
+  const auto pred = out.Values().matmul(lin);
   const auto loss = (pred - y).pow(2).mean();
   loss.backward();
 
@@ -153,7 +153,7 @@ TEST(EmbeddingBagCollection, BackwardAppliesFusedAdagradLikeManualComputation) {
   const auto dpred = (2.0 * (pred.detach() - y) / 3.0).to(at::kDouble);  // [3, 1]
   const auto dout = dpred.matmul(lin.detach().to(at::kDouble).t());      // [3, 7]
   ExpectClose(lin.grad(),
-              out.values().detach().to(at::kDouble).t().matmul(dpred));  // dense grad flows too
+              out.Values().detach().to(at::kDouble).t().matmul(dpred));  // dense grad flows too
 
   std::map<std::int64_t, std::vector<double>> g0;
   std::map<std::int64_t, std::vector<double>> g1;
@@ -205,7 +205,7 @@ TEST(EmbeddingBagCollection, SharedTableGetsGradientsOfBothFeatures) {
   const auto out = ebc.Forward(kjt);
   ExpectClose(out["a"].select(0, 1), before[1]);
   ExpectClose(out["b"].select(0, 0), before[1]);
-  out.values().sum().backward();
+  out.Values().sum().backward();
   // d(sum)/d row = number of occurrences over both features: row 1 x3, row 2 x1, row 4 x3.
   auto expected = before.clone();
   expected[1] -= 3;
@@ -221,9 +221,9 @@ TEST(EmbeddingBagCollection, WeightedIdsScaleRowsAndGradients) {
   KeyedJaggedTensor kjt({"w"}, Long({0, 3, 3}), Long({2, 1}),
                         at::tensor(std::vector<float>{2.0f, -1.0f, 0.5f}));
   const auto out = ebc.Forward(kjt);
-  ExpectClose(out.values()[0], before[0] * 2 - before[3]);
-  ExpectClose(out.values()[1], before[3] * 0.5);
-  out.values().sum().backward();
+  ExpectClose(out.Values()[0], before[0] * 2 - before[3]);
+  ExpectClose(out.Values()[1], before[3] * 0.5);
+  out.Values().sum().backward();
   auto expected = before.clone();
   expected[0] -= 0.5 * 2.0;
   expected[3] -= 0.5 * (-1.0 + 0.5);
@@ -236,12 +236,12 @@ TEST(EmbeddingBagCollection, AdamStepsEveryTableOncePerBackward) {
   KeyedJaggedTensor kjt({"x"}, Long({1}), Long({1}));
   for (int i = 0; i < 2; ++i) {
     auto out = ebc.Forward(kjt);
-    out.values().sum().backward();
+    out.Values().sum().backward();
   }
-  EXPECT_EQ(ebc.OptimizerState("A").step(), 2);
-  EXPECT_EQ(ebc.OptimizerState("Unused").step(), 2);
+  EXPECT_EQ(ebc.OptimizerState("A").Step(), 2);
+  EXPECT_EQ(ebc.OptimizerState("Unused").Step(), 2);
   // First Adam step moves by ~lr * sign(g) = -0.1 per element; second again (g constant).
-  auto before = InitTableSlice(ebc.tables()[0], 1, 0, 4, 0, 2, at::kCPU);
+  auto before = InitTableSlice(ebc.Tables()[0], 1, 0, 4, 0, 2, at::kCPU);
   ExpectClose(ebc.Weight("A")[1], before[1] - 0.2, 1e-5);
   ExpectClose(ebc.Weight("A")[0], before[0], 0);
 }
@@ -251,7 +251,7 @@ TEST(EmbeddingBagCollection, NoGradForwardDoesNotTrain) {
                              at::kCPU);
   at::NoGradGuard no_grad;
   const auto out = ebc.Forward(KeyedJaggedTensor({"x"}, Long({1}), Long({1})));
-  EXPECT_FALSE(out.values().requires_grad());
+  EXPECT_FALSE(out.Values().requires_grad());
 }
 
 TEST(EmbeddingBagCollection, BackwardAfterMoveStillUpdatesTheTables) {
@@ -260,7 +260,7 @@ TEST(EmbeddingBagCollection, BackwardAfterMoveStillUpdatesTheTables) {
   const auto before = a.Weight("T").clone();
   auto out = a.Forward(KeyedJaggedTensor({"x"}, Long({2}), Long({1})));
   EmbeddingBagCollection b = std::move(a);
-  out.values().sum().backward();
+  out.Values().sum().backward();
   ExpectClose(b.Weight("T")[2], before[2] - 1);
 }
 

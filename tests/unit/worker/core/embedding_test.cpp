@@ -208,7 +208,7 @@ void RunOptimizer(const EmbeddingOptimizerConfig& cfg, bool strided = false) {
     auto [rows, summed] = AggregateRowGradients(Long(s.ids), grads);
     state.Apply(weight, rows, summed);
   }
-  EXPECT_EQ(state.step(), 2);
+  EXPECT_EQ(state.Step(), 2);
   const Table expected = Reference(cfg, initial, steps);
   const Table got = ToTable(weight);
   for (std::size_t r = 0; r < expected.size(); ++r)
@@ -375,7 +375,7 @@ TEST(EmbeddingOptimizer, StateTensorsShapesAndRestore) {
 
   EmbeddingOptimizerState b(cfg, 4, 2, at::kCPU);
   b.LoadStateTensors(st);
-  EXPECT_EQ(b.step(), 2);
+  EXPECT_EQ(b.Step(), 2);
   ExpectClose(b.StateTensors()[0].second, st[0].second, 0);
   ExpectClose(b.StateTensors()[1].second, st[1].second, 0);
   EXPECT_THROW(b.LoadStateTensors({{"momentum1", at::zeros({3, 2})}}), std::invalid_argument);

@@ -42,12 +42,12 @@ KeyedJaggedTensor Sample(bool weighted = false) {
 
 TEST(Kjt, ConstructionOffsetsAndPerKey) {
   const auto kjt = Sample();
-  EXPECT_EQ(kjt.stride(), 3);
-  EXPECT_EQ(kjt.num_keys(), 2);
-  EXPECT_FALSE(kjt.has_weights());
-  EXPECT_EQ(Vec(kjt.offsets()), (I64{0, 1, 1, 3, 5, 6, 6}));
-  EXPECT_EQ(kjt.length_per_key(), (I64{3, 3}));
-  EXPECT_EQ(kjt.offset_per_key(), (I64{0, 3, 6}));
+  EXPECT_EQ(kjt.Stride(), 3);
+  EXPECT_EQ(kjt.NumKeys(), 2);
+  EXPECT_FALSE(kjt.HasWeights());
+  EXPECT_EQ(Vec(kjt.Offsets()), (I64{0, 1, 1, 3, 5, 6, 6}));
+  EXPECT_EQ(kjt.LengthPerKey(), (I64{3, 3}));
+  EXPECT_EQ(kjt.OffsetPerKey(), (I64{0, 3, 6}));
   EXPECT_EQ(kjt.KeyIndex("b"), 1);
   const auto b = kjt["b"];
   EXPECT_EQ(Vec(b.values), (I64{20, 21, 22}));
@@ -63,19 +63,19 @@ TEST(Kjt, ConstructionOffsetsAndPerKey) {
 TEST(Kjt, AcceptsInt32LengthsAndExplicitStride) {
   KeyedJaggedTensor kjt({"a"}, Long({5, 6}), at::tensor(std::vector<int>{0, 2}, at::kInt),
                         std::nullopt, 2);
-  EXPECT_EQ(kjt.lengths().scalar_type(), at::kLong);
-  EXPECT_EQ(kjt.stride(), 2);
-  EXPECT_EQ(kjt.length_per_key(), (I64{2}));
+  EXPECT_EQ(kjt.Lengths().scalar_type(), at::kLong);
+  EXPECT_EQ(kjt.Stride(), 2);
+  EXPECT_EQ(kjt.LengthPerKey(), (I64{2}));
 }
 
 TEST(Kjt, EmptyBatchAndNoKeys) {
   KeyedJaggedTensor empty({"a", "b"}, Long({}), Long({}));
-  EXPECT_EQ(empty.stride(), 0);
-  EXPECT_EQ(empty.length_per_key(), (I64{0, 0}));
-  EXPECT_EQ(Vec(empty.offsets()), (I64{0}));
+  EXPECT_EQ(empty.Stride(), 0);
+  EXPECT_EQ(empty.LengthPerKey(), (I64{0, 0}));
+  EXPECT_EQ(Vec(empty.Offsets()), (I64{0}));
   KeyedJaggedTensor none({}, Long({}), Long({}));
-  EXPECT_EQ(none.stride(), 0);
-  EXPECT_EQ(none.offset_per_key(), (I64{0}));
+  EXPECT_EQ(none.Stride(), 0);
+  EXPECT_EQ(none.OffsetPerKey(), (I64{0}));
 }
 
 TEST(Kjt, ValidationErrors) {
@@ -112,28 +112,28 @@ TEST(Kjt, ValidationErrors) {
 TEST(Kjt, FromOffsetsAndFromJaggedTensors) {
   auto kjt = KeyedJaggedTensor::FromOffsets({"a", "b"}, Long({10, 11, 12, 20, 21, 22}),
                                             Long({0, 1, 1, 3, 5, 6, 6}));
-  EXPECT_EQ(Vec(kjt.lengths()), (I64{1, 0, 2, 2, 1, 0}));
-  EXPECT_EQ(kjt.stride(), 3);
+  EXPECT_EQ(Vec(kjt.Lengths()), (I64{1, 0, 2, 2, 1, 0}));
+  EXPECT_EQ(kjt.Stride(), 3);
   EXPECT_THROW(KeyedJaggedTensor::FromOffsets({"a"}, Long({1}), Long({1, 1})),
                std::invalid_argument);
 
   const auto src = Sample(true);
-  auto back = KeyedJaggedTensor::FromJaggedTensors(src.keys(), src.ToJaggedTensors());
-  EXPECT_EQ(back.keys(), src.keys());
-  EXPECT_EQ(Vec(back.values()), Vec(src.values()));
-  EXPECT_EQ(Vec(back.lengths()), Vec(src.lengths()));
-  EXPECT_EQ(FVec(back.weights()), FVec(src.weights()));
-  EXPECT_EQ(back.stride(), 3);
+  auto back = KeyedJaggedTensor::FromJaggedTensors(src.Keys(), src.ToJaggedTensors());
+  EXPECT_EQ(back.Keys(), src.Keys());
+  EXPECT_EQ(Vec(back.Values()), Vec(src.Values()));
+  EXPECT_EQ(Vec(back.Lengths()), Vec(src.Lengths()));
+  EXPECT_EQ(FVec(back.Weights()), FVec(src.Weights()));
+  EXPECT_EQ(back.Stride(), 3);
 }
 
 TEST(Kjt, PermuteReordersAndRepeatsKeys) {
   const auto kjt = Sample(true);
   const auto p = kjt.Permute({1, 0, 1});
-  EXPECT_EQ(p.keys(), (std::vector<std::string>{"b", "a", "b"}));
-  EXPECT_EQ(Vec(p.lengths()), (I64{2, 1, 0, 1, 0, 2, 2, 1, 0}));
-  EXPECT_EQ(Vec(p.values()), (I64{20, 21, 22, 10, 11, 12, 20, 21, 22}));
-  EXPECT_EQ(FVec(p.weights()), (std::vector<float>{4, 5, 6, 1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(p.stride(), 3);
+  EXPECT_EQ(p.Keys(), (std::vector<std::string>{"b", "a", "b"}));
+  EXPECT_EQ(Vec(p.Lengths()), (I64{2, 1, 0, 1, 0, 2, 2, 1, 0}));
+  EXPECT_EQ(Vec(p.Values()), (I64{20, 21, 22, 10, 11, 12, 20, 21, 22}));
+  EXPECT_EQ(FVec(p.Weights()), (std::vector<float>{4, 5, 6, 1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(p.Stride(), 3);
   EXPECT_THROW(kjt.Permute({2}), std::out_of_range);
 }
 
@@ -141,14 +141,14 @@ TEST(Kjt, SplitIntoKeyGroups) {
   const auto kjt = Sample(true);
   auto parts = kjt.Split({1, 1});
   ASSERT_EQ(parts.size(), 2u);
-  EXPECT_EQ(parts[0].keys(), (std::vector<std::string>{"a"}));
-  EXPECT_EQ(Vec(parts[0].values()), (I64{10, 11, 12}));
-  EXPECT_EQ(Vec(parts[1].lengths()), (I64{2, 1, 0}));
-  EXPECT_EQ(FVec(parts[1].weights()), (std::vector<float>{4, 5, 6}));
+  EXPECT_EQ(parts[0].Keys(), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(Vec(parts[0].Values()), (I64{10, 11, 12}));
+  EXPECT_EQ(Vec(parts[1].Lengths()), (I64{2, 1, 0}));
+  EXPECT_EQ(FVec(parts[1].Weights()), (std::vector<float>{4, 5, 6}));
   auto zero = kjt.Split({0, 2});
-  EXPECT_EQ(zero[0].num_keys(), 0);
-  EXPECT_EQ(zero[0].stride(), 3);
-  EXPECT_EQ(zero[1].values().numel(), 6);
+  EXPECT_EQ(zero[0].NumKeys(), 0);
+  EXPECT_EQ(zero[0].Stride(), 3);
+  EXPECT_EQ(zero[1].Values().numel(), 6);
   EXPECT_THROW(kjt.Split({1}), std::invalid_argument);
   EXPECT_THROW(kjt.Split({3, -1}), std::invalid_argument);
 }
@@ -156,15 +156,15 @@ TEST(Kjt, SplitIntoKeyGroups) {
 TEST(Kjt, SliceBatch) {
   const auto kjt = Sample(true);
   const auto s = kjt.SliceBatch(1, 2);
-  EXPECT_EQ(s.stride(), 2);
-  EXPECT_EQ(Vec(s.lengths()), (I64{0, 2, 1, 0}));
-  EXPECT_EQ(Vec(s.values()), (I64{11, 12, 22}));
-  EXPECT_EQ(FVec(s.weights()), (std::vector<float>{2, 3, 6}));
+  EXPECT_EQ(s.Stride(), 2);
+  EXPECT_EQ(Vec(s.Lengths()), (I64{0, 2, 1, 0}));
+  EXPECT_EQ(Vec(s.Values()), (I64{11, 12, 22}));
+  EXPECT_EQ(FVec(s.Weights()), (std::vector<float>{2, 3, 6}));
   const auto first = kjt.SliceBatch(0, 1);
-  EXPECT_EQ(Vec(first.values()), (I64{10, 20, 21}));
+  EXPECT_EQ(Vec(first.Values()), (I64{10, 20, 21}));
   const auto none = kjt.SliceBatch(3, 0);
-  EXPECT_EQ(none.stride(), 0);
-  EXPECT_EQ(none.values().numel(), 0);
+  EXPECT_EQ(none.Stride(), 0);
+  EXPECT_EQ(none.Values().numel(), 0);
   EXPECT_THROW(kjt.SliceBatch(2, 2), std::out_of_range);
 }
 
@@ -172,8 +172,8 @@ TEST(Kjt, ConcatAlongKeys) {
   const auto a = Sample();
   KeyedJaggedTensor c({"c"}, Long({30, 31}), Long({0, 0, 2}));
   const auto cat = KeyedJaggedTensor::Concat({a, c});
-  EXPECT_EQ(cat.keys(), (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_EQ(cat.length_per_key(), (I64{3, 3, 2}));
+  EXPECT_EQ(cat.Keys(), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(cat.LengthPerKey(), (I64{3, 3, 2}));
   EXPECT_EQ(Vec(cat["c"].values), (I64{30, 31}));
   EXPECT_EQ(Vec(cat["c"].offsets), (I64{0, 0, 0, 2}));
   KeyedJaggedTensor other_stride({"d"}, Long({1}), Long({1, 0}));
@@ -181,14 +181,14 @@ TEST(Kjt, ConcatAlongKeys) {
   EXPECT_THROW(KeyedJaggedTensor::Concat({a, Sample(true)}), std::invalid_argument);
   // Concat of a split gives back the original.
   const auto round = KeyedJaggedTensor::Concat(Sample(true).Split({1, 1}));
-  EXPECT_EQ(Vec(round.values()), Vec(Sample().values()));
-  EXPECT_EQ(FVec(round.weights()), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(Vec(round.Values()), Vec(Sample().Values()));
+  EXPECT_EQ(FVec(round.Weights()), (std::vector<float>{1, 2, 3, 4, 5, 6}));
 }
 
 TEST(KeyedTensor, IndexingAndRegroup) {
   auto values = at::arange(10, at::kFloat).view({2, 5});
   KeyedTensor kt({"x", "y"}, {2, 3}, values);
-  EXPECT_EQ(kt.offset_per_key(), (I64{0, 2, 5}));
+  EXPECT_EQ(kt.OffsetPerKey(), (I64{0, 2, 5}));
   EXPECT_EQ(FVec(kt["y"]), (std::vector<float>{2, 3, 4, 7, 8, 9}));
   EXPECT_EQ(FVec(kt["x"]), (std::vector<float>{0, 1, 5, 6}));
   const auto r = kt.Regroup({"y", "x"});

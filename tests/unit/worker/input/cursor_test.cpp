@@ -23,7 +23,7 @@ std::vector<RowRange> Head(const std::vector<RowRange>& ranges, std::int64_t n) 
   std::vector<RowRange> out;
   for (const auto& r : ranges) {
     if (n <= 0) break;
-    const auto k = std::min(n, r.size());
+    const auto k = std::min(n, r.Size());
     out.push_back({r.begin, r.begin + k});
     n -= k;
   }
@@ -72,7 +72,7 @@ TEST(Cursor, MergeUnitesAndJsonRoundTrips) {
   EXPECT_EQ(m.total_rows, 100);
   EXPECT_EQ(m.epochs_completed, 2);
   EXPECT_EQ(m.consumed, (std::vector<RowRange>{{0, 20}, {50, 70}}));
-  EXPECT_EQ(m.consumed_rows(), 40);
+  EXPECT_EQ(m.ConsumedRows(), 40);
   const auto json = m.ToJson();
   EXPECT_EQ(json, R"({"consumed":[[0,20],[50,70]],"epochs_completed":2,"total_rows":100})");
   const auto back = DataCursor::FromJson(json);
@@ -126,7 +126,7 @@ TEST(Cursor, ResumeAtAnotherWorldSizeNeitherRepeatsNorSkips) {
     per_rank.push_back(DataCursor{total, 0, mine});
   }
   const auto merged = DataCursor::FromJson(DataCursor::Merge(per_rank).ToJson());
-  EXPECT_EQ(merged.consumed_rows(), 40);
+  EXPECT_EQ(merged.ConsumedRows(), 40);
   for (int world : {1, 2, 4}) {
     std::multiset<std::int64_t> read;
     for (int rank = 0; rank < world; ++rank) {

@@ -25,7 +25,7 @@ TEST(Parquet, TypesNullsDictionaryAndRowGroups) {
   TempDir dir;
   WriteTypedParquet(dir / "t.parquet", 0, 10, 4);  // row groups of 4, 4, 2
   auto reader = input::OpenParquet(dir / "t.parquet");
-  EXPECT_EQ(reader->num_rows(), 10);
+  EXPECT_EQ(reader->NumRows(), 10);
   EXPECT_EQ(reader->ChunkEnd(0), 4);
   EXPECT_EQ(reader->ChunkEnd(5), 8);
   EXPECT_EQ(reader->ChunkEnd(9), 10);
@@ -84,11 +84,11 @@ TEST(Parquet, RankSplitOverUnevenFilesHasNoOverlapAndNoLoss) {
     std::vector<std::int64_t> all;
     for (int rank = 0; rank < world; ++rank) {
       Dataset ds(ParquetConfig(), glob, rank, world, 2);
-      EXPECT_EQ(ds.total_rows(), 16);
-      EXPECT_EQ(ds.files().size(), 4U);
-      EXPECT_EQ(ds.rows_assigned(), 16 / world + (rank < 16 % world ? 1 : 0));
+      EXPECT_EQ(ds.TotalRows(), 16);
+      EXPECT_EQ(ds.Files().size(), 4U);
+      EXPECT_EQ(ds.RowsAssigned(), 16 / world + (rank < 16 % world ? 1 : 0));
       const auto ids = IdsOf(ReadAll(ds), "rid");
-      EXPECT_EQ(static_cast<std::int64_t>(ids.size()), ds.rows_assigned());
+      EXPECT_EQ(static_cast<std::int64_t>(ids.size()), ds.RowsAssigned());
       all.insert(all.end(), ids.begin(), ids.end());
     }
     ASSERT_EQ(all.size(), 16U) << world;
@@ -119,10 +119,10 @@ TEST(Parquet, ResumeAtAnotherWorldSizeReadsExactlyTheRest) {
   std::multiset<std::int64_t> rest;
   for (int rank = 0; rank < 2; ++rank) {
     Dataset ds(ParquetConfig(), path, rank, 2, 4, merged);
-    EXPECT_EQ(ds.rows_assigned(), rank == 0 ? 7 : 7);
+    EXPECT_EQ(ds.RowsAssigned(), rank == 0 ? 7 : 7);
     for (auto id : IdsOf(ReadAll(ds), "rid")) rest.insert(id);
     const auto done = ds.Cursor();
-    EXPECT_EQ(done.consumed_rows(), 9 + 7);
+    EXPECT_EQ(done.ConsumedRows(), 9 + 7);
   }
   EXPECT_EQ(rest.size() + seen.size(), 23U);
   for (std::int64_t r = 0; r < 23; ++r) EXPECT_EQ(rest.count(r) + seen.count(r), 1U) << r;
@@ -204,11 +204,11 @@ TEST(Parquet, CriteoLayoutReadsEveryRowOnce) {
   std::int64_t total = 0;
   for (int rank = 0; rank < 2; ++rank) {
     Dataset ds(c, path, rank, 2, 4096);
-    total = ds.total_rows();
+    total = ds.TotalRows();
     while (auto b = ds.Next()) {
       read += b->size;
       positives += b->labels.sum().item<double>();
-      ASSERT_EQ(b->sparse.values().numel(), 26 * b->size);
+      ASSERT_EQ(b->sparse.Values().numel(), 26 * b->size);
     }
   }
   EXPECT_EQ(read, total);

@@ -54,18 +54,18 @@ TEST(Csv, HeaderQuotedFieldsAndTransformsGiveExactBatches) {
             "0,3,,\"He said \"\"hi\"\"\nover two lines\",\n"
             "1,,10,plain,c");  // no newline at the end
   Dataset ds(CsvConfig(), dir / "a.csv", 0, 1, 2);
-  EXPECT_EQ(ds.total_rows(), 3);
-  EXPECT_EQ(ds.rows_assigned(), 3);
-  EXPECT_EQ(ds.sparse_feature_names(), (std::vector<std::string>{"user", "title", "tags"}));
-  EXPECT_EQ(ds.sparse_num_embeddings(), (std::vector<std::int64_t>{10, 100, 50}));
-  EXPECT_EQ(ds.dense_dim(), 1);
+  EXPECT_EQ(ds.TotalRows(), 3);
+  EXPECT_EQ(ds.RowsAssigned(), 3);
+  EXPECT_EQ(ds.SparseFeatureNames(), (std::vector<std::string>{"user", "title", "tags"}));
+  EXPECT_EQ(ds.SparseNumEmbeddings(), (std::vector<std::int64_t>{10, 100, 50}));
+  EXPECT_EQ(ds.DenseDim(), 1);
   auto b1 = ds.Next();
   ASSERT_TRUE(b1);
   EXPECT_EQ(b1->size, 2);
-  EXPECT_EQ(b1->sparse.keys(), ds.sparse_feature_names());
-  EXPECT_EQ(b1->sparse.stride(), 2);
-  EXPECT_EQ(Longs(b1->sparse.lengths()), (std::vector<std::int64_t>{1, 1, 1, 1, 2, 0}));
-  EXPECT_EQ(Longs(b1->sparse.values()),
+  EXPECT_EQ(b1->sparse.Keys(), ds.SparseFeatureNames());
+  EXPECT_EQ(b1->sparse.Stride(), 2);
+  EXPECT_EQ(Longs(b1->sparse.Lengths()), (std::vector<std::int64_t>{1, 1, 1, 1, 2, 0}));
+  EXPECT_EQ(Longs(b1->sparse.Values()),
             (std::vector<std::int64_t>{7, 3, H("Hello, world", 100),
                                        H("He said \"hi\"\nover two lines", 100), H("a", 50),
                                        H("b", 50)}));
@@ -77,8 +77,8 @@ TEST(Csv, HeaderQuotedFieldsAndTransformsGiveExactBatches) {
   auto b2 = ds.Next();
   ASSERT_TRUE(b2);
   EXPECT_EQ(b2->size, 1);
-  EXPECT_EQ(Longs(b2->sparse.lengths()), (std::vector<std::int64_t>{0, 1, 1}));
-  EXPECT_EQ(Longs(b2->sparse.values()), (std::vector<std::int64_t>{H("plain", 100), H("c", 50)}));
+  EXPECT_EQ(Longs(b2->sparse.Lengths()), (std::vector<std::int64_t>{0, 1, 1}));
+  EXPECT_EQ(Longs(b2->sparse.Values()), (std::vector<std::int64_t>{H("plain", 100), H("c", 50)}));
   EXPECT_EQ(Floats(b2->dense), (std::vector<float>{10.0F}));
   EXPECT_FALSE(ds.Next());
   EXPECT_FALSE(ds.Next());
@@ -124,7 +124,7 @@ TEST(Csv, CriteoTsvLineWithEmptyFields) {
   auto b = ds.Next();
   ASSERT_TRUE(b);
   ASSERT_EQ(b->size, 3);
-  EXPECT_EQ(ds.dense_dim(), 13);
+  EXPECT_EQ(ds.DenseDim(), 13);
   EXPECT_EQ(Floats(b->labels), (std::vector<float>{0, 1, 1}));
   const auto dense = Floats(b->dense);
   EXPECT_FLOAT_EQ(dense[0], static_cast<float>(std::log(1.0 + 3)));
@@ -133,7 +133,7 @@ TEST(Csv, CriteoTsvLineWithEmptyFields) {
   EXPECT_FLOAT_EQ(dense[12], static_cast<float>(std::log(2.0 + 3)));
   for (int k = 0; k < 13; ++k) EXPECT_FLOAT_EQ(dense[13 + k], static_cast<float>(std::log(3.0)));
   EXPECT_FLOAT_EQ(dense[26], static_cast<float>(std::log(7.0 + 3)));
-  const auto lengths = Longs(b->sparse.lengths());  // [26 * 3], feature-major
+  const auto lengths = Longs(b->sparse.Lengths());  // [26 * 3], feature-major
   ASSERT_EQ(lengths.size(), 78U);
   for (int f = 0; f < 26; ++f) {
     EXPECT_EQ(lengths[static_cast<std::size_t>(f * 3)], f == 21 ? 0 : 1) << f;
@@ -163,7 +163,7 @@ TEST(Csv, RealCriteo10kSplitOverThreeRanks) {
   std::int64_t rows = 0;
   for (int rank = 0; rank < 3; ++rank) {
     Dataset ds(CriteoConfig(), found, rank, 3, 1000);
-    EXPECT_EQ(ds.total_rows(), 10000);
+    EXPECT_EQ(ds.TotalRows(), 10000);
     for (auto& b : ReadAll(ds)) {
       rows += b.size;
       positives += b.labels.sum().item<double>();

@@ -82,7 +82,7 @@ TEST(Hash, IntsAndIntegralFloatsHashAsTheirDecimalText) {
   auto fc = IdFeature("c1");
   fc.mutable_id_feature()->set_hash_bucket_size(1000);
   const FeatureTransform t = Fg(fc);
-  EXPECT_EQ(t.table_size(), 1000);
+  EXPECT_EQ(t.TableSize(), 1000);
   const auto expect = static_cast<std::int64_t>(Fnv1a64("12") % 1000);
   EXPECT_EQ(Ids(t, Cell::Int(12)), std::vector<std::int64_t>{expect});
   EXPECT_EQ(Ids(t, Cell::String("12")), std::vector<std::int64_t>{expect});
@@ -131,7 +131,7 @@ TEST(Transform, VocabListIndexPlusTwoOovOneEmptyZero) {
   auto fc = IdFeature("gender");
   for (const char* v : {"M", "F", "U"}) fc.mutable_id_feature()->add_vocab_list(v);
   const FeatureTransform t = Fg(fc);
-  EXPECT_EQ(t.table_size(), 5);
+  EXPECT_EQ(t.TableSize(), 5);
   EXPECT_EQ(Ids(t, Cell::String("M")), std::vector<std::int64_t>{2});
   EXPECT_EQ(Ids(t, Cell::String("U")), std::vector<std::int64_t>{4});
   EXPECT_EQ(Ids(t, Cell::String("X")), std::vector<std::int64_t>{1});
@@ -158,8 +158,8 @@ TEST(Transform, BoundariesBucketiseWithUpperBound) {
   for (float b : {1.0F, 2.0F, 5.0F}) fc.mutable_raw_feature()->add_boundaries(b);
   fc.mutable_raw_feature()->set_default_value("1.5");
   const FeatureTransform t = Fg(fc);
-  EXPECT_TRUE(t.sparse());
-  EXPECT_EQ(t.table_size(), 4);
+  EXPECT_TRUE(t.Sparse());
+  EXPECT_EQ(t.TableSize(), 4);
   EXPECT_EQ(Ids(t, Cell::Float(0.0)), std::vector<std::int64_t>{0});
   EXPECT_EQ(Ids(t, Cell::Float(1.0)), std::vector<std::int64_t>{1});
   EXPECT_EQ(Ids(t, Cell::String("1.5")), std::vector<std::int64_t>{1});
@@ -181,8 +181,8 @@ TEST(Transform, DenseNormalizers) {
   auto fc = RawFeature("x");
   auto* raw = fc.mutable_raw_feature();
   const FeatureTransform plain = Fg(fc);
-  EXPECT_FALSE(plain.sparse());
-  EXPECT_EQ(plain.dense_dim(), 1);
+  EXPECT_FALSE(plain.Sparse());
+  EXPECT_EQ(plain.DenseDim(), 1);
   EXPECT_FLOAT_EQ(Dense(plain, Cell::String("2.5")), 2.5F);
   EXPECT_FLOAT_EQ(Dense(plain, Cell::Null()), 0.0F);
   raw->set_normalizer("method=log1p");
@@ -252,7 +252,7 @@ TEST(Transform, DenseValueDimSplitsTheCell) {
   fc.mutable_raw_feature()->set_default_value("9");
   fc.mutable_raw_feature()->set_separator(",");
   const FeatureTransform t = Fg(fc);
-  EXPECT_EQ(t.dense_dim(), 3);
+  EXPECT_EQ(t.DenseDim(), 3);
   float out[3];
   t.WriteDense(Cell::String("1,2.5,-1"), out);
   EXPECT_FLOAT_EQ(out[0], 1.0F);
@@ -296,8 +296,8 @@ TEST(Transform, FgNoneSplitsByMultivalSep) {
   fc.mutable_id_feature()->set_hash_bucket_size(100);
   fc.mutable_id_feature()->set_separator("|");  // FG_NORMAL / FG_DAG only
   const FeatureTransform t(fc, none);
-  EXPECT_TRUE(t.sparse());
-  EXPECT_EQ(t.table_size(), 100);
+  EXPECT_TRUE(t.Sparse());
+  EXPECT_EQ(t.TableSize(), 100);
   EXPECT_EQ(Ids(t, Cell::String("3\x03"
                                 "7\x03"
                                 "99")),
@@ -336,7 +336,7 @@ TEST(Transform, FgNoneSplitsByMultivalSep) {
   auto vocab = IdFeature("g");
   for (const char* v : {"M", "F"}) vocab.mutable_id_feature()->add_vocab_list(v);
   const FeatureTransform encoded(vocab, none);
-  EXPECT_EQ(encoded.table_size(), 4);
+  EXPECT_EQ(encoded.TableSize(), 4);
   EXPECT_EQ(Ids(encoded, Cell::String("3")), std::vector<std::int64_t>{3});
   EXPECT_NE(ErrorOf([&] { Ids(encoded, Cell::String("M")); }).find("'M' is not an integer"),
             std::string::npos);
@@ -348,7 +348,7 @@ TEST(Transform, FgNoneSplitsByMultivalSep) {
   raw.mutable_raw_feature()->set_normalizer("method=log1p");
   raw.mutable_raw_feature()->set_default_value("7");
   const FeatureTransform dense(raw, none);
-  EXPECT_FALSE(dense.sparse());
+  EXPECT_FALSE(dense.Sparse());
   EXPECT_FLOAT_EQ(Dense(dense, Cell::String("2.5")), 2.5F);
   EXPECT_FLOAT_EQ(Dense(dense, Cell::Float(-0.5)), -0.5F);
   EXPECT_FLOAT_EQ(Dense(dense, Cell::Null()), 0.0F);
@@ -361,8 +361,8 @@ TEST(Transform, FgNoneSplitsByMultivalSep) {
   raw.mutable_raw_feature()->set_value_dim(1);
   for (float b : {1.0F, 2.0F, 5.0F}) raw.mutable_raw_feature()->add_boundaries(b);
   const FeatureTransform buckets(raw, none);
-  EXPECT_TRUE(buckets.sparse());
-  EXPECT_EQ(buckets.table_size(), 4);
+  EXPECT_TRUE(buckets.Sparse());
+  EXPECT_EQ(buckets.TableSize(), 4);
   EXPECT_EQ(Ids(buckets, Cell::String("3")), std::vector<std::int64_t>{3});  // not bucketised
   EXPECT_NE(ErrorOf([&] { Ids(buckets, Cell::Int(4)); }).find("id 4 is outside"),
             std::string::npos);

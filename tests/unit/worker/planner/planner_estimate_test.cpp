@@ -75,11 +75,11 @@ TEST(PlannerNames, OptimizersAndDevices) {
 TEST(PlannerNames, PlannerErrorExitsWithNoPlan) {
   const PlannerError error(PlannerError::Kind::kInsufficientStorage, "t", 7, "too big");
   const Error& base = error;  // tzrec::Error (include/tzrec/error.hpp)
-  EXPECT_EQ(base.code(), ExitCode::kNoPlan);
-  EXPECT_EQ(base.exit_code(), 3);
+  EXPECT_EQ(base.Code(), ExitCode::kNoPlan);
+  EXPECT_EQ(base.ExitCode(), 3);
   EXPECT_STREQ(base.what(), "too big");
-  EXPECT_EQ(error.table(), "t");
-  EXPECT_EQ(error.missing_bytes(), 7);
+  EXPECT_EQ(error.Table(), "t");
+  EXPECT_EQ(error.MissingBytes(), 7);
 }
 
 TEST(PlannerNames, FormatBytes) {
@@ -129,7 +129,7 @@ TEST(PlannerTopology, ValidateRejectsBadShapes) {
   topo.device = ComputeDevice::kCuda;
   topo.hbm_cap = 0;
   EXPECT_THROW(topo.Validate(), std::invalid_argument);
-  EXPECT_EQ(Cpu(8, 4).num_hosts(), 2);
+  EXPECT_EQ(Cpu(8, 4).NumHosts(), 2);
 }
 
 TEST(PlannerTopology, FromEnvironmentReadsBandwidthsAndRam) {
@@ -380,8 +380,8 @@ TEST(PlannerEstimates, Reservation) {
     ReservedCapacity(Cpu(2, 2, 50000), tables, options);
     FAIL() << "expected PlannerError";
   } catch (const PlannerError& e) {
-    EXPECT_EQ(e.kind(), PlannerError::Kind::kInsufficientStorage);
-    EXPECT_EQ(e.missing_bytes(), 88000 + 6000 - 50000);
+    EXPECT_EQ(e.Kind(), PlannerError::Kind::kInsufficientStorage);
+    EXPECT_EQ(e.MissingBytes(), 88000 + 6000 - 50000);
   }
 }
 

@@ -158,9 +158,9 @@ TEST(PlannerPlan, ImpossibleTableNamesItAndMissingBytes) {
     Plan(Cpu(1, 1, 1 << 20), tables, PlannerOptions{});
     FAIL() << "expected PlannerError";
   } catch (const PlannerError& e) {
-    EXPECT_EQ(e.kind(), PlannerError::Kind::kInsufficientStorage);
-    EXPECT_EQ(e.table(), "huge");
-    EXPECT_EQ(e.missing_bytes(), 6'836'864 - 884'736);
+    EXPECT_EQ(e.Kind(), PlannerError::Kind::kInsufficientStorage);
+    EXPECT_EQ(e.Table(), "huge");
+    EXPECT_EQ(e.MissingBytes(), 6'836'864 - 884'736);
     const std::string what = e.what();
     EXPECT_NE(what.find("'huge' (100000 x 16, fp32)"), std::string::npos) << what;
     EXPECT_NE(what.find("6.5 MiB"), std::string::npos) << what;    // needed
@@ -178,9 +178,9 @@ TEST(PlannerPlan, StrictConstraintsNamesAllowedTypes) {
     Plan(Cpu(4, 4, 1LL << 30), {big}, options);
     FAIL() << "expected PlannerError";
   } catch (const PlannerError& e) {
-    EXPECT_EQ(e.kind(), PlannerError::Kind::kStrictConstraints);
-    EXPECT_EQ(e.table(), "big");
-    EXPECT_GT(e.missing_bytes(), 0);
+    EXPECT_EQ(e.Kind(), PlannerError::Kind::kStrictConstraints);
+    EXPECT_EQ(e.Table(), "big");
+    EXPECT_GT(e.MissingBytes(), 0);
     const std::string what = e.what();
     EXPECT_NE(what.find("allows only table_wise, data_parallel"), std::string::npos) << what;
     EXPECT_NE(what.find("allow column_wise, row_wise, table_row_wise"), std::string::npos) << what;
@@ -199,9 +199,9 @@ TEST(PlannerPlan, TablesThatFitAloneButNotTogether) {
     Plan(Cpu(2, 2, 5LL << 20), tables, options);
     FAIL() << "expected PlannerError";
   } catch (const PlannerError& e) {
-    EXPECT_EQ(e.kind(), PlannerError::Kind::kInsufficientStorage);
-    EXPECT_FALSE(e.table().empty());
-    EXPECT_GT(e.missing_bytes(), 0);
+    EXPECT_EQ(e.Kind(), PlannerError::Kind::kInsufficientStorage);
+    EXPECT_FALSE(e.Table().empty());
+    EXPECT_GT(e.MissingBytes(), 0);
     EXPECT_NE(std::string(e.what()).find("in all"), std::string::npos) << e.what();
   }
   // Two of them fit.

@@ -205,9 +205,9 @@ std::string CheckOne(const Args& args, const std::shared_ptr<tzrec::Comm>& comm,
                      const tzrec::Topology& topo,
                      const std::vector<tzrec::EmbeddingBagConfig>& tables,
                      const std::string& plan_name, const std::string& opt_name) {
-  const int rank = comm->rank();
-  const int world = comm->world_size();
-  const at::Device device = comm->device();
+  const int rank = comm->Rank();
+  const int world = comm->WorldSize();
+  const at::Device device = comm->Device();
   const std::int64_t local_batch = args.global_batch / world;
   std::string problem;
   std::vector<tzrec::TableSpec> specs;
@@ -234,7 +234,7 @@ std::string CheckOne(const Args& args, const std::shared_ptr<tzrec::Comm>& comm,
     const at::Tensor local_labels = labels.narrow(0, rank * local_batch, local_batch).to(device);
     // Sharded step.
     const tzrec::KeyedTensor kt = sharded.Forward(local);
-    at::Tensor loss = dense.Loss(kt.values(), local_labels);
+    at::Tensor loss = dense.Loss(kt.Values(), local_labels);
     loss.backward();
     sync.AllReduceGradients();
     dense.Step(0.1);
@@ -244,13 +244,13 @@ std::string CheckOne(const Args& args, const std::shared_ptr<tzrec::Comm>& comm,
     // Reference step.
     std::vector<at::Tensor> ref_parts;
     const tzrec::KeyedJaggedTensor global_dev = global.To(device);
-    for (auto& ebc : reference) ref_parts.push_back(ebc.Forward(global_dev).values());
+    for (auto& ebc : reference) ref_parts.push_back(ebc.Forward(global_dev).Values());
     const at::Tensor ref_values = at::cat(ref_parts, 1);
     at::Tensor ref_loss = ref_dense.Loss(ref_values, labels.to(device));
     ref_loss.backward();
     ref_dense.Step(0.1);
     const std::string s = std::to_string(step);
-    problem = Compare("step " + s + " pooled output", kt.values(),
+    problem = Compare("step " + s + " pooled output", kt.Values(),
                       ref_values.narrow(0, rank * local_batch, local_batch));
     if (problem.empty()) problem = Compare("step " + s + " loss", global_loss, ref_loss.view({1}));
   }
@@ -280,8 +280,8 @@ int main(int argc, char** argv) {
     std::cerr << "tzrec_sharding_check: set-up failed: " << e.what() << '\n';
     return 2;
   }
-  const int rank = comm->rank();
-  const int world = comm->world_size();
+  const int rank = comm->Rank();
+  const int world = comm->WorldSize();
   if (args.global_batch % world != 0) {
     std::cerr << "tzrec_sharding_check: --global-batch " << args.global_batch
               << " is not divisible by the world size " << world << '\n';
@@ -291,7 +291,7 @@ int main(int argc, char** argv) {
   tzrec::Topology topo;
   topo.world_size = world;
   topo.local_world_size =
-      args.local_world_size > 0 ? args.local_world_size : comm->local_world_size();
+      args.local_world_size > 0 ? args.local_world_size : comm->LocalWorldSize();
   topo.device = args.device == "cuda" ? tzrec::ComputeDevice::kCuda : tzrec::ComputeDevice::kCpu;
   if (topo.device == tzrec::ComputeDevice::kCuda) topo.hbm_cap = 8LL << 30;
   topo.ddr_cap = 8LL << 30;

@@ -150,7 +150,7 @@ TEST(DenseOptimizer, AdamTwoStepsAndLearningRateChange) {
   EXPECT_NEAR(f.At(0), 0.9, 1e-6);
   EXPECT_NEAR(f.At(1), 2.1, 1e-6);
   opt.SetLearningRate(0.05);
-  EXPECT_DOUBLE_EQ(opt.learning_rate(), 0.05);
+  EXPECT_DOUBLE_EQ(opt.LearningRate(), 0.05);
   opt.Step();
   EXPECT_NEAR(f.At(0), 0.85, 1e-6);
   EXPECT_NEAR(f.At(1), 2.15, 1e-6);

@@ -125,13 +125,13 @@ TEST(PredictOutput, ParquetColumnTypes) {
                  {{K::kInt, 3, 0, ""}}});
   writer->Close();
   auto reader = input::OpenParquet(path);
-  ASSERT_EQ(reader->num_rows(), 2);
-  EXPECT_EQ(reader->column_names(), (std::vector<std::string>{"probs", "id", "x", "s"}));
+  ASSERT_EQ(reader->NumRows(), 2);
+  EXPECT_EQ(reader->ColumnNames(), (std::vector<std::string>{"probs", "id", "x", "s"}));
   const input::ColumnBlock b = reader->Read(0, 2, {0, 1, 2, 3});
   EXPECT_EQ(b.columns[0][1].kind, input::Cell::Kind::kFloat);
   EXPECT_EQ(b.columns[0][1].d, 0.25);
   EXPECT_EQ(b.columns[1][0].i, 7);
-  EXPECT_TRUE(b.columns[1][1].is_null());
+  EXPECT_TRUE(b.columns[1][1].IsNull());
   EXPECT_EQ(b.columns[2][0].kind, input::Cell::Kind::kFloat);  // ints and floats: double
   EXPECT_EQ(b.columns[2][0].d, 1.0);
   EXPECT_EQ(b.columns[3][1].s, "3");  // any text: string

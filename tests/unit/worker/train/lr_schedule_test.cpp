@@ -47,7 +47,7 @@ TEST(LrSchedule, ExponentialDecayByHand) {
   EXPECT_DOUBLE_EQ(s.LearningRate(44, 0), 0.1);               // 0.0625 < min 0.1
   o.staircase = false;
   EXPECT_DOUBLE_EQ(LrSchedule(o, 1.0).LearningRate(9, 0), std::pow(0.5, 0.5));  // p = 5/10
-  EXPECT_FALSE(s.by_epoch());
+  EXPECT_FALSE(s.ByEpoch());
 }
 
 TEST(LrSchedule, ManualStepByHandAndByEpoch) {
@@ -94,7 +94,7 @@ TEST(LrSchedule, ZeroBaseLrStaysZeroAndConstantIsByEpoch) {
   o.learning_rates = {0.5};
   EXPECT_DOUBLE_EQ(LrSchedule(o, 0.0).LearningRate(5, 0), 0.0);
   const LrSchedule constant(LrScheduleOptions{}, 0.3);
-  EXPECT_TRUE(constant.by_epoch());
+  EXPECT_TRUE(constant.ByEpoch());
   EXPECT_DOUBLE_EQ(constant.LearningRate(1000, 7), 0.3);
 }
 

@@ -131,7 +131,7 @@ TEST(Mlp, DefaultOptionsAreReluLinearWithTodaysInit) {
   for (int i = 0; i < 2; ++i) ref = at::relu(at::linear(ref, expected[2 * i], expected[2 * i + 1]));
   EXPECT_TRUE(at::equal(m.mlp.Forward(x, true), ref));
   EXPECT_TRUE(at::equal(m.mlp.Forward(x, false), ref));
-  EXPECT_EQ(m.mlp.out_dim(), 3);
+  EXPECT_EQ(m.mlp.OutDim(), 3);
 }
 
 struct ActCase {

@@ -105,7 +105,7 @@ Inputs MakeInputs(std::int64_t batch) {
 
 TEST(Model, DeepFmWithFinalMatchesTheFormula) {
   auto model = DenseModel::Create(DeepFmConfig(true, true), 3, at::kCPU);
-  auto p = ByName(model->parameters());
+  auto p = ByName(model->Parameters());
   const Inputs in = MakeInputs(6);
   const at::Tensor y_wide = (in.aw.sum(1) + in.bw.sum(1)).unsqueeze(1);
   const at::Tensor deep =
@@ -120,7 +120,7 @@ TEST(Model, DeepFmWithFinalMatchesTheFormula) {
 
 TEST(Model, DeepFmWithoutFinalMatchesTheFormula) {
   auto model = DenseModel::Create(DeepFmConfig(false, false), 3, at::kCPU);
-  auto p = ByName(model->parameters());
+  auto p = ByName(model->Parameters());
   EXPECT_EQ(p.count("final_mlp.mlp.0.perceptron.0.weight"), 0U);
   const Inputs in = MakeInputs(5);
   const at::Tensor deep =
@@ -148,7 +148,7 @@ TEST(Model, DlrmWithOnlyASparseGroupMatchesTheFormula) {
     m->mutable_final()->add_hidden_units(4);
     m->set_arch_with_sparse(with_sparse);
     auto model = DenseModel::Create(c, 5, at::kCPU);
-    auto p = ByName(model->parameters());
+    auto p = ByName(model->Parameters());
     EXPECT_EQ(p.count("dense_mlp.mlp.0.perceptron.0.weight"), 0U);
     at::manual_seed(3);
     const at::Tensor a = at::randn({4, 3}), b = at::randn({4, 3}), w = at::randn({4, 3});
@@ -176,11 +176,11 @@ TEST(Model, MlpOptionsReachTheModelsWithTheirBuffers) {
   tower->mutable_mlp()->add_dropout_ratio(0.5);
   c.mutable_model_config()->mutable_multi_tower()->mutable_final()->add_hidden_units(2);
   auto model = DenseModel::Create(c, 1, at::kCPU);
-  auto b = ByName(model->buffers());
+  auto b = ByName(model->Buffers());
   const std::string bn = "towers.g.mlp.0.perceptron.1.";
   ASSERT_EQ(b.count(bn + "running_mean"), 1U);
   ASSERT_EQ(b.count(bn + "num_batches_tracked"), 1U);
-  auto p = ByName(model->parameters());
+  auto p = ByName(model->Parameters());
   EXPECT_EQ(p.count("towers.g.mlp.0.perceptron.0.bias"), 0U);  // no Linear bias with use_bn
   EXPECT_EQ(p.count(bn + "weight"), 1U);
   at::manual_seed(2);
