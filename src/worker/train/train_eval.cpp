@@ -22,6 +22,7 @@
 #include "tzrec/planner/planner.hpp"
 #include "tzrec/sharding/collective_plan.hpp"
 #include "tzrec/sharding/sharded_ebc.hpp"
+#include "tzrec/train/loss.hpp"
 #include "tzrec/train/model.hpp"
 #include "tzrec/train/train.hpp"
 
@@ -226,6 +227,7 @@ class Trainer {
                                  std::nullopt, 0);
     b.dense = at::zeros({0, ds.dense_dim()});
     b.labels = at::zeros({0});
+    if (config_.data_config().sample_weight_fields_size() > 0) b.sample_weights = at::zeros({0});
     if (!GroupedAucKey(config_).empty()) b.group_ids = at::zeros({0}, at::kLong);
     return b;
   }
@@ -259,8 +261,10 @@ class Trainer {
   void Train(CheckpointManager& ckpt, const std::optional<DataCursor>& resume) {
     const auto& tc = config_.train_config();
     const std::int64_t batch = config_.data_config().batch_size();
-    Dataset ds = GuardInput(
-        [&] { return Dataset(config_, config_.train_input_path(), rank_, world_, batch, resume); });
+    Dataset ds = GuardInput([&] {
+      return Dataset(config_, config_.train_input_path(), rank_, world_, batch, resume,
+                     /*train=*/true);
+    });
     const std::int64_t epochs = NumEpochs(config_);
     // Steps still to run: this epoch's remaining rows (a resumed rank may hold fewer), then full
     // epochs; recomputed when an epoch starts.
@@ -313,7 +317,9 @@ class Trainer {
   void TrainStep(const Fetched& cur, Progress& p) {
     ApplySchedules();
     at::Tensor logits = Logits(cur, /*training=*/true);
-    at::Tensor loss = at::binary_cross_entropy_with_logits(logits, cur.batch.labels.to(device_));
+    const at::Tensor& w = cur.batch.sample_weights;
+    at::Tensor loss =
+        BceWithLogitsLoss(logits, cur.batch.labels.to(device_), w.defined() ? w.to(device_) : w);
     p.last_loss = loss.item<double>();
     at::Tensor scaled = loss / static_cast<double>(accumulation_);
     if (scale_ > 0) {
@@ -458,6 +464,7 @@ class Trainer {
     std::vector<at::Tensor> scores;
     std::vector<at::Tensor> labels;
     std::vector<at::Tensor> groups;
+    std::vector<at::Tensor> weights;
     std::int64_t steps = 0;
     const auto t0 = std::chrono::steady_clock::now();
     while (config_.eval_config().num_steps() <= 0 || steps < config_.eval_config().num_steps()) {
@@ -466,6 +473,7 @@ class Trainer {
       scores.push_back(at::sigmoid(Logits(*f, /*training=*/false)).to(at::kCPU));
       labels.push_back(f->batch.labels.to(at::kCPU));
       if (f->batch.group_ids.defined()) groups.push_back(f->batch.group_ids.to(at::kCPU));
+      if (f->batch.sample_weights.defined()) weights.push_back(f->batch.sample_weights);
       ++steps;
     }
     const at::Tensor s = scores.empty() ? at::zeros({0}) : at::cat(scores);
@@ -473,11 +481,10 @@ class Trainer {
     const at::Tensor all_s = GatherV(s.to(at::kFloat));
     const at::Tensor all_l = GatherV(l.to(at::kFloat));
     eval_auc_ = Auc(all_s, all_l, AucThresholds(config_));
-    const double loss =
-        all_s.numel() == 0
-            ? NAN
-            : at::binary_cross_entropy(all_s.clamp(1e-7, 1 - 1e-7), all_l).item<double>();
-    eval_loss_ = loss;
+    const bool weighted = config_.data_config().sample_weight_fields_size() > 0;
+    const at::Tensor all_w =
+        weighted ? GatherV(weights.empty() ? at::zeros({0}) : at::cat(weights)) : at::Tensor();
+    eval_loss_ = EvalBceLoss(all_s, all_l, all_w);
     eval_samples_ = all_s.numel();
     if (!GroupedAucKey(config_).empty()) {
       const at::Tensor g = groups.empty() ? at::zeros({0}, at::kLong) : at::cat(groups);

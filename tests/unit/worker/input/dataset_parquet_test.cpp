@@ -127,7 +127,7 @@ TEST(Parquet, ResumeAtAnotherWorldSizeReadsExactlyTheRest) {
   EXPECT_EQ(rest.size() + seen.size(), 23U);
   for (std::int64_t r = 0; r < 23; ++r) EXPECT_EQ(rest.count(r) + seen.count(r), 1U) << r;
   // A cursor of other data is refused.
-  DataCursor other{99, 0, {}};
+  DataCursor other{99, 0, {}, {}};
   const auto e = ErrorOf([&] { Dataset ds(ParquetConfig(), path, 0, 1, 4, other); });
   EXPECT_NE(e.find("99 rows"), std::string::npos) << e;
   EXPECT_NE(e.find("hold 23"), std::string::npos) << e;
@@ -214,6 +214,44 @@ TEST(Parquet, CriteoLayoutReadsEveryRowOnce) {
   EXPECT_EQ(read, total);
   EXPECT_EQ(total, rows);
   EXPECT_EQ(positives, expect_positives);
+}
+
+// label_fields: every entry is read (Batch::all_labels, Batch::labels the first);
+// sample_weight_fields[0] into Batch::sample_weights; a missing weight names the column and row.
+TEST(Dataset, ReadsEveryLabelAndTheSampleWeight) {
+  TempDir dir;
+  WriteParquet(
+      dir / "w.parquet", {"clk", "buy", "w", "u"},
+      {Int64s({1, 0, 1}), Doubles({0.5, 1.0, 0.0}), Doubles({2.0, 0.5, 3.0}), Int64s({3, 4, 5})},
+      2);
+  PipelineConfig c = FgConfig(protos::ParquetDataset);
+  c.mutable_data_config()->clear_label_fields();
+  c.mutable_data_config()->add_label_fields("clk");
+  c.mutable_data_config()->add_label_fields("buy");
+  c.mutable_data_config()->add_sample_weight_fields("w");
+  auto u = Id("u", "u");
+  u.mutable_id_feature()->set_num_buckets(10);
+  *c.add_feature_configs() = u;
+  Dataset ds(c, dir / "w.parquet", 0, 1, 8);
+  const auto batches = ReadAll(ds);
+  ASSERT_EQ(batches.size(), 1U);
+  const Batch& b = batches[0];
+  ASSERT_EQ(b.all_labels.size(), 2U);
+  EXPECT_EQ(Floats(b.labels), (std::vector<float>{1, 0, 1}));
+  EXPECT_EQ(Floats(b.all_labels[0]), (std::vector<float>{1, 0, 1}));
+  EXPECT_EQ(Floats(b.all_labels[1]), (std::vector<float>{0.5F, 1, 0}));
+  EXPECT_EQ(Floats(b.sample_weights), (std::vector<float>{2, 0.5F, 3}));
+
+  WriteText(dir / "w.csv", "clk,w,u\n1,2.5,3\n0,,4\n");
+  c.mutable_data_config()->set_dataset_type(protos::CsvDataset);
+  c.mutable_data_config()->clear_label_fields();
+  c.mutable_data_config()->add_label_fields("clk");
+  const auto e = ErrorOf([&] {
+    Dataset t(c, dir / "w.csv", 0, 1, 8);
+    ReadAll(t);
+  });
+  EXPECT_NE(e.find("sample weight 'w' is missing"), std::string::npos) << e;
+  EXPECT_NE(e.find("w.csv row 1"), std::string::npos) << e;
 }
 
 }  // namespace
