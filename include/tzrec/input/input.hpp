@@ -7,7 +7,10 @@
 // Rows. The files matching input_path (comma-separated globs, all matches sorted by name, each file
 // once) are concatenated; their rows are numbered 0..total-1 in that order ("global rows").
 // Parquet: the row counts come from the file metadata, and only the row groups holding a rank's
-// rows and only the needed columns are read. Text: one quote-aware record count per file; empty
+// rows and only the needed columns are read. A list<...> column (list<int64>, list<string>, list<double>,
+// ...; TorchEasyRec's ARRAY_* types) is a multi-value cell: an id feature maps every non-null item
+// (an item is one value, never split again), a raw feature takes value_dim items (null items:
+// default_value; another length is an error). Text: one quote-aware record count per file; empty
 // lines are not rows; with_header: the first record names the columns, else
 // data_config.input_fields does.
 //

@@ -142,6 +142,9 @@ class Dataset::Impl::Builder {
         throw InputError(std::string(what) + " '" + name + "' value " + input::Describe(cell) +
                          " is not a number; " + what + "s must be numbers");
       }
+      case Cell::Kind::kList:
+        throw InputError(std::string(what) + " '" + name + "' value " + input::Describe(cell) +
+                         " is a list; " + what + "s must be one number per row");
       case Cell::Kind::kNull:
         break;
     }

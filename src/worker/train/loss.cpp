@@ -1,6 +1,7 @@
 // BCE with TorchEasyRec's sample weights (include/tzrec/train/loss.hpp).
 #include "tzrec/train/loss.hpp"
 
+#include <ATen/TensorOperators.h>
 #include <ATen/ops/binary_cross_entropy.h>
 #include <ATen/ops/binary_cross_entropy_with_logits.h>
 #include <ATen/ops/where.h>
