@@ -188,6 +188,25 @@ def test_exact_continuation_with_shuffle(tmp_path, criteo, small_dlrm):
 
 
 @pytest.mark.needs_shared_data
+def test_sample_weights_weight_the_loss(tmp_path, criteo, small_dlrm):
+    # sample_weight_fields: the label column as the weight keeps only the positives' loss (their
+    # weight 1 / mean), so the weighted run trains differently; the same column as the second
+    # label_fields entry is read and ignored by the single-task model (identical to the plain run).
+    n = 10
+    plain, weighted, labels = tmp_path / "plain", tmp_path / "weighted", tmp_path / "labels"
+    small_job(small_dlrm, criteo, plain, 2, steps_edit(n))
+    small_job(small_dlrm, criteo, weighted, 2,
+              steps_edit(n, **{"data_config.sample_weight_fields": ["label"]}))
+    small_job(small_dlrm, criteo, labels, 2,
+              steps_edit(n, **{"data_config.label_fields": ["label", "int_1"]}))
+    mp, mw, ml = metrics(plain), metrics(weighted), metrics(labels)
+    assert mw["train_loss"] != pytest.approx(mp["train_loss"], abs=1e-4), (mp, mw)
+    assert mw["eval_loss"] != pytest.approx(mp["eval_loss"], abs=1e-4), (mp, mw)
+    assert ml["train_loss"] == pytest.approx(mp["train_loss"], abs=1e-6), (mp, ml)
+    assert ml["eval_auc"] == pytest.approx(mp["eval_auc"], abs=1e-6), (mp, ml)
+
+
+@pytest.mark.needs_shared_data
 def test_exact_continuation_across_epochs(tmp_path, criteo, small_dlrm):
     # num_epochs 2 straight == num_epochs 1, then --continue_train with num_epochs 2 (the finished
     # run's checkpoint sits at the epoch end: the resumed run must start epoch 2, not stop).
