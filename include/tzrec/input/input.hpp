@@ -7,7 +7,8 @@
 // Rows. The files matching input_path (comma-separated globs, all matches sorted by name, each file
 // once) are concatenated; their rows are numbered 0..total-1 in that order ("global rows").
 // Parquet: the row counts come from the file metadata, and only the row groups holding a rank's
-// rows and only the needed columns are read. A list<...> column (list<int64>, list<string>, list<double>,
+// rows and only the needed columns are read. A list<...> column (list<int64>, list<string>,
+// list<double>,
 // ...; TorchEasyRec's ARRAY_* types) is a multi-value cell: an id feature maps every non-null item
 // (an item is one value, never split again), a raw feature takes value_dim items (null items:
 // default_value; another length is an error). Text: one quote-aware record count per file; empty
@@ -57,8 +58,9 @@
 // Shuffle: see Dataset::Dataset.
 //
 // Thread-safety: a Dataset is used by one thread (Next/StartNextEpoch/Cursor); it owns one
-// background reader thread while num_workers >= 1 (num_workers == 0: batches are built inside
-// Next()). DataCursor and RowRange are plain values.
+// background thread while num_workers >= 1 and, for num_workers N >= 2, N reader threads with
+// their own file readers (num_workers == 0: batches are built inside Next()). The batches and
+// their order do not depend on num_workers. DataCursor and RowRange are plain values.
 #pragma once
 
 #include <ATen/Tensor.h>

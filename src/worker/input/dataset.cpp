@@ -172,14 +172,15 @@ bool Dataset::Impl::Producer::LoadBlock() {
   const auto it = std::upper_bound(impl->file_starts.begin(), impl->file_starts.end(), row);
   const auto f = static_cast<std::size_t>(it - impl->file_starts.begin()) - 1;
   if (file_idx != f) {
-    if (file_idx < impl->files.size()) impl->files[file_idx].reader->Release();
+    if (file_idx < impl->files.size()) Reader(file_idx).Release();
     file_idx = f;
   }
   auto& file = impl->files[f];
+  input::TableReader& reader = Reader(f);
   const std::int64_t local = row - file.start;
   const std::int64_t end =
-      std::min({ranges[range_idx].end - file.start, file.rows, file.reader->ChunkEnd(local)});
-  block = file.reader->Read(local, end, file.column_index);
+      std::min({ranges[range_idx].end - file.start, file.rows, reader.ChunkEnd(local)});
+  block = reader.Read(local, end, file.column_index);
   block_start = row;
   block_pos = 0;
   row += end - local;
@@ -259,14 +260,14 @@ std::vector<RowRange> Dataset::Impl::ConsumedThisEpoch() const {
 // `emitter.buffer`, at most shuffle_buffer_size of them).
 std::optional<Dataset::Impl::Item> Dataset::Impl::Emit() {
   if (!shuffle) {
-    auto batch = producer->NextBatch();
+    auto batch = NextBuilt();
     if (!batch) return std::nullopt;
     return Item{std::move(*batch), emitter.count++};
   }
   if (emitter.next >= emitter.order.size()) return std::nullopt;
   const std::int64_t target = emitter.order[emitter.next];
   while (emitter.buffer.count(target) == 0) {
-    auto batch = producer->NextBatch();
+    auto batch = NextBuilt();
     if (!batch || emitter.built_next >= emitter.built.size()) {
       throw InternalError("Dataset shuffle: the reader ran out of batches before batch " +
                           std::to_string(target) + " of the epoch's order");

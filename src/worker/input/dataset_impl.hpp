@@ -90,17 +90,41 @@ struct Dataset::Impl {
     std::int64_t block_pos = 0;
     bool finished = false;
     std::size_t file_idx = static_cast<std::size_t>(-1);  // file read last
+    // Parallel readers: this producer's own reader per file (opened when first read), so reader
+    // threads share no TableReader; else the files' readers.
+    bool own_readers = false;
+    std::vector<std::unique_ptr<input::TableReader>> own;
 
     ~Producer() {
-      if (file_idx < impl->files.size()) impl->files[file_idx].reader->Release();
+      if (file_idx < impl->files.size()) Reader(file_idx).Release();
     }
 
-    Producer(Impl* owner, std::vector<RowRange> r) : impl(owner), ranges(std::move(r)) {
+    Producer(Impl* owner, std::vector<RowRange> r, bool own_files = false)
+        : impl(owner), ranges(std::move(r)), own_readers(own_files) {
       if (!ranges.empty()) row = ranges.front().begin;
+      if (own_readers) own.resize(impl->files.size());
     }
+    input::TableReader& Reader(std::size_t f);
     bool LoadBlock();
     std::optional<Batch> NextBatch();
   };
+  // num_workers >= 2: that many reader threads ("lanes"); lane t builds the batches t, t + N,
+  // t + 2N, ... of the producer stream with its own readers, and NextBuilt() takes them back in
+  // stream order, so the batches and their order do not depend on num_workers (reader_pool.cpp).
+  struct Lane {
+    std::unique_ptr<Producer> producer;
+    std::deque<Batch> queue;  // at most 2 batches ahead
+    bool done = false;
+    std::exception_ptr error;
+  };
+  std::vector<Lane> lanes;
+  std::vector<std::thread> lane_threads;
+  std::size_t lane_next = 0;  // the stream position NextBuilt() returns next
+  void StartLanes(const std::vector<RowRange>& ranges);
+  void RunLane(std::size_t t);
+  void StopLanes();
+  // The producer stream's next batch: from the lanes, or the producer itself.
+  std::optional<Batch> NextBuilt();
   // A built batch and its index in the epoch's batch stream.
   struct Item {
     Batch batch;
@@ -138,15 +162,20 @@ struct Dataset::Impl {
   }
 
   void Start(std::vector<RowRange> ranges) {
-    producer = std::make_unique<Producer>(this, std::move(ranges));
     emitter.next = 0;
     emitter.built_next = 0;
     emitter.buffer.clear();
     emitter.count = 0;
     queue.clear();
     producer_done = false;
-    stop = false;
+    stop = false;  // before the lanes start: they stop when they see it set
     error = nullptr;
+    if (num_workers >= 2) {
+      producer.reset();
+      StartLanes(ranges);
+    } else {
+      producer = std::make_unique<Producer>(this, std::move(ranges));
+    }
     if (num_workers >= 1) thread = std::thread([this] { Run(); });
   }
 
@@ -157,6 +186,7 @@ struct Dataset::Impl {
     }
     cv.notify_all();
     if (thread.joinable()) thread.join();
+    StopLanes();
     queue.clear();
   }
 
@@ -177,6 +207,7 @@ struct Dataset::Impl {
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(mu);
+      if (stop) return;  // stopped while waiting for a lane
       error = std::current_exception();
       producer_done = true;
       cv.notify_all();

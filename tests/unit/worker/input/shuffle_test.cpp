@@ -180,5 +180,44 @@ TEST(Shuffle, CursorJsonKeepsTheReplay) {
                std::invalid_argument);
 }
 
+// num_workers >= 2 runs that many reader threads, each with its own file readers: the batches and
+// their order are the same for every num_workers (plain and shuffled, with drop_remainder, and on
+// CSV), and so is a resume.
+TEST(Dataset, ParallelReadersKeepTheBatchesAndTheirOrder) {
+  TempDir dir;
+  const std::string path = WriteFiles(dir);
+  std::string csv = "rid,label,f,s,ls,d\n";
+  for (int i = 0; i < 53; ++i) csv += std::to_string(i) + ",1,0.5,s,x,y\n";
+  WriteText(dir / "t.csv", csv);
+  for (const bool shuffle : {false, true}) {
+    for (const bool drop : {false, true}) {
+      for (const bool text : {false, true}) {
+        std::vector<std::vector<std::int64_t>> reference;
+        for (const std::int64_t workers : {0, 1, 2, 3, 5}) {
+          auto c = ShuffleConfig(workers);
+          c.mutable_data_config()->set_shuffle(shuffle);
+          c.mutable_data_config()->set_drop_remainder(drop);
+          if (text) c.mutable_data_config()->set_dataset_type(protos::CsvDataset);
+          Dataset ds(c, text ? dir / "t.csv" : path, 1, 2, 4, std::nullopt, true);
+          auto rows = Rows(ReadAll(ds));
+          ds.StartNextEpoch();
+          for (auto& b : Rows(ReadAll(ds))) rows.push_back(std::move(b));
+          if (workers == 0) {
+            reference = rows;
+            EXPECT_FALSE(rows.empty());
+          } else {
+            EXPECT_EQ(rows, reference) << workers << " " << shuffle << " " << drop << " " << text;
+          }
+        }
+      }
+    }
+  }
+  // Stopping mid-epoch with reader threads blocked on full queues joins them.
+  Dataset early(ShuffleConfig(4), path, 0, 1, 2, std::nullopt, true);
+  ASSERT_TRUE(early.Next());
+  early.StartNextEpoch();
+  ASSERT_TRUE(early.Next());
+}
+
 }  // namespace
 }  // namespace tzrec
