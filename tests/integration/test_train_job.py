@@ -164,6 +164,49 @@ def test_exact_continuation_same_world_size(tmp_path, criteo, small_dlrm):
 
 
 @pytest.mark.needs_shared_data
+def test_exact_continuation_with_shuffle(tmp_path, criteo, small_dlrm):
+    # data_config.shuffle: the checkpoint at step n sits mid shuffle buffer; the resumed run replays
+    # the epoch's seeded batch order and skips the n batches trained, so it equals the straight run.
+    n = 10
+    shuffle = {"data_config.shuffle": True, "data_config.shuffle_buffer_size": 8}
+    straight, resumed, plain = tmp_path / "straight", tmp_path / "resumed", tmp_path / "plain"
+    small_job(small_dlrm, criteo, straight, 2, steps_edit(2 * n, save_every=n, **shuffle))
+    small_job(small_dlrm, criteo, resumed, 2, steps_edit(n, save_every=n, **shuffle))
+    proc = small_job(small_dlrm, criteo, resumed, 2, steps_edit(2 * n, save_every=n, **shuffle),
+                     continue_train=True)
+    assert f"restored {resumed / f'model.ckpt-{n}'} (step {n}" in proc.stdout, details(proc)
+    compare_checkpoints(checkpoints(straight)[2 * n], checkpoints(resumed)[2 * n])
+    ms, mr = metrics(straight), metrics(resumed)
+    assert mr["train_loss"] == pytest.approx(ms["train_loss"], abs=1e-6), (ms, mr)
+    assert mr["eval_auc"] == pytest.approx(ms["eval_auc"], abs=1e-6), (ms, mr)
+    cs = consumed_ranges(ckpt_metadata(checkpoints(straight)[2 * n]))
+    assert cs == consumed_ranges(ckpt_metadata(checkpoints(resumed)[2 * n]))
+    assert rows_in(cs) == 2 * n * BATCH * 2, cs
+    # Shuffled, the rows trained are not each rank's first 2n batches.
+    small_job(small_dlrm, criteo, plain, 2, steps_edit(2 * n, save_every=2 * n))
+    assert consumed_ranges(ckpt_metadata(checkpoints(plain)[2 * n])) != cs
+
+
+@pytest.mark.needs_shared_data
+def test_sample_weights_weight_the_loss(tmp_path, criteo, small_dlrm):
+    # sample_weight_fields: the label column as the weight keeps only the positives' loss (their
+    # weight 1 / mean), so the weighted run trains differently; the same column as the second
+    # label_fields entry is read and ignored by the single-task model (identical to the plain run).
+    n = 10
+    plain, weighted, labels = tmp_path / "plain", tmp_path / "weighted", tmp_path / "labels"
+    small_job(small_dlrm, criteo, plain, 2, steps_edit(n))
+    small_job(small_dlrm, criteo, weighted, 2,
+              steps_edit(n, **{"data_config.sample_weight_fields": ["label"]}))
+    small_job(small_dlrm, criteo, labels, 2,
+              steps_edit(n, **{"data_config.label_fields": ["label", "int_1"]}))
+    mp, mw, ml = metrics(plain), metrics(weighted), metrics(labels)
+    assert mw["train_loss"] != pytest.approx(mp["train_loss"], abs=1e-4), (mp, mw)
+    assert mw["eval_loss"] != pytest.approx(mp["eval_loss"], abs=1e-4), (mp, mw)
+    assert ml["train_loss"] == pytest.approx(mp["train_loss"], abs=1e-6), (mp, ml)
+    assert ml["eval_auc"] == pytest.approx(mp["eval_auc"], abs=1e-6), (mp, ml)
+
+
+@pytest.mark.needs_shared_data
 def test_exact_continuation_across_epochs(tmp_path, criteo, small_dlrm):
     # num_epochs 2 straight == num_epochs 1, then --continue_train with num_epochs 2 (the finished
     # run's checkpoint sits at the epoch end: the resumed run must start epoch 2, not stop).

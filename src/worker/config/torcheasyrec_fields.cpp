@@ -67,11 +67,6 @@ const std::vector<TorchEasyRecField> kFields = {
      "tzrec_train evaluates the latest checkpoint (evaluator_type \"latest\"); remove the field"},
 
     {"tzrec.protos.DataConfig", "fg_encoded", "deprecated in TorchEasyRec; use fg_mode"},
-    {"tzrec.protos.DataConfig", "sample_weight_fields", "sample weights are not implemented yet"},
-    {"tzrec.protos.DataConfig", "shuffle",
-     "shuffling is not implemented yet; shuffle the data before training"},
-    {"tzrec.protos.DataConfig", "shuffle_buffer_size",
-     "shuffling is not implemented yet; shuffle the data before training"},
     {"tzrec.protos.DataConfig", "sample_mask_prob", "sample masking is not implemented"},
     {"tzrec.protos.DataConfig", "negative_sample_mask_prob", kSampler},
     {"tzrec.protos.DataConfig", "force_base_data_group", kSampler},

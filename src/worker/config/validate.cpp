@@ -140,10 +140,14 @@ void ValidateData(const protos::DataConfig& data) {
           "data_config.dataset_type: " + type +
               " is a TorchEasyRec reader that tzrec_train does not support; use ParquetDataset "
               "or CsvDataset");
-  Require(data.label_fields_size() == 1,
-          "data_config.label_fields: " + std::to_string(data.label_fields_size()) +
-              " labels; tzrec_train's models train on exactly one label, e.g. label_fields: "
-              "\"clk\"");
+  Require(data.label_fields_size() >= 1,
+          "data_config.label_fields: empty; name the label column, e.g. label_fields: \"clk\" "
+          "(with several, tzrec_train's single-task models train on the first, as TorchEasyRec)");
+  Require(data.sample_weight_fields_size() <= 1,
+          "data_config.sample_weight_fields: " + std::to_string(data.sample_weight_fields_size()) +
+              " fields; tzrec_train's single-task models weight the loss by one column (the "
+              "first, as TorchEasyRec's rank models); per-task weights of multi-task models are "
+              "not supported: keep one field");
   Require(data.fg_mode() != protos::FG_BUCKETIZE,
           "data_config.fg_mode: FG_BUCKETIZE is not supported; use FG_NONE (encoded input) or "
           "FG_DAG (tzrec_train runs the feature generation)");
@@ -166,6 +170,11 @@ void ValidateData(const protos::DataConfig& data) {
       Require(columns.count(label) == 1, "data_config.label_fields: '" + label +
                                              "' is not one of data_config.input_fields" +
                                              Suggest(label, names));
+    }
+    for (const std::string& weight : data.sample_weight_fields()) {
+      Require(columns.count(weight) == 1, "data_config.sample_weight_fields: '" + weight +
+                                              "' is not one of data_config.input_fields" +
+                                              Suggest(weight, names));
     }
   }
 }

@@ -34,6 +34,16 @@ std::string_view CellText(const Cell& cell, std::string* buffer) {
       return {};
     case Cell::Kind::kString:
       return cell.s;
+    case Cell::Kind::kList: {
+      std::string out;
+      std::string item;
+      for (std::int64_t k = 0; k < cell.i; ++k) {
+        if (k > 0) out += ',';
+        out += CellText(cell.items[k], &item);
+      }
+      *buffer = std::move(out);
+      return *buffer;
+    }
     case Cell::Kind::kInt:
       res = std::to_chars(tmp, tmp + sizeof(tmp), cell.i);
       break;
@@ -56,6 +66,18 @@ std::string Describe(const Cell& cell) {
       return "null";
     case Cell::Kind::kString:
       return "'" + std::string(cell.s) + "'";
+    case Cell::Kind::kList: {
+      std::string out = "[";
+      for (std::int64_t k = 0; k < cell.i; ++k) {
+        if (k > 0) out += ", ";
+        if (k == 8) {
+          out += "... (" + std::to_string(cell.i) + " items)";
+          break;
+        }
+        out += Describe(cell.items[k]);
+      }
+      return out + "]";
+    }
     default:
       return std::string(CellText(cell, &buffer));
   }

@@ -10,17 +10,21 @@
 namespace tzrec::input {
 
 // A value of one row and column. Strings view memory owned by the ColumnBlock that holds the cell.
+// kList (a Parquet list<...> cell): `i` items at `items`, each a scalar cell (null, int, float or
+// string), owned by the ColumnBlock too.
 struct Cell {
-  enum class Kind : std::uint8_t { kNull, kInt, kFloat, kString };
+  enum class Kind : std::uint8_t { kNull, kInt, kFloat, kString, kList };
   Kind kind = Kind::kNull;
   std::int64_t i = 0;
   double d = 0.0;
   std::string_view s;
+  const Cell* items = nullptr;
 
   static Cell Null() { return {}; }
-  static Cell Int(std::int64_t v) { return {Kind::kInt, v, 0.0, {}}; }
-  static Cell Float(double v) { return {Kind::kFloat, 0, v, {}}; }
-  static Cell String(std::string_view v) { return {Kind::kString, 0, 0.0, v}; }
+  static Cell Int(std::int64_t v) { return {Kind::kInt, v, 0.0, {}, nullptr}; }
+  static Cell Float(double v) { return {Kind::kFloat, 0, v, {}, nullptr}; }
+  static Cell String(std::string_view v) { return {Kind::kString, 0, 0.0, v, nullptr}; }
+  static Cell List(const Cell* first, std::int64_t n) { return {Kind::kList, n, 0.0, {}, first}; }
   bool IsNull() const { return kind == Kind::kNull; }
 };
 
@@ -28,7 +32,8 @@ struct Cell {
 std::uint64_t Fnv1a64(std::string_view text);
 
 // The text a cell hashes as: strings as they are, integers in decimal, integral floats (|x| < 2^63)
-// as integers ("3" for 3.0), other floats in their shortest round-trip form. Null: "".
+// as integers ("3" for 3.0), other floats in their shortest round-trip form. Null: "". A list:
+// its items' texts joined by ','.
 // Writes into `buffer` when it has to format; the result views `buffer` or the cell.
 std::string_view CellText(const Cell& cell, std::string* buffer);
 

@@ -7,6 +7,56 @@
 #include "tzrec/input/input.hpp"
 
 namespace tzrec {
+namespace {
+
+// [[begin, end], ...] within [0, total_rows); `what` names the field in errors.
+std::vector<RowRange> ParseRanges(const nlohmann::json& list, std::int64_t total_rows,
+                                  const std::string& what) {
+  if (!list.is_array()) {
+    throw std::invalid_argument("data cursor: '" + what + "' is not an array of [begin, end]");
+  }
+  std::vector<RowRange> ranges;
+  for (const auto& r : list) {
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer()) {
+      throw std::invalid_argument("data cursor: " + what + " entry " + r.dump() +
+                                  " is not [begin, end] with integers");
+    }
+    RowRange range{r[0].get<std::int64_t>(), r[1].get<std::int64_t>()};
+    if (range.begin < 0 || range.begin > range.end || range.end > total_rows) {
+      throw std::invalid_argument("data cursor: " + what + " range [" +
+                                  std::to_string(range.begin) + ", " + std::to_string(range.end) +
+                                  ") is not within [0, " + std::to_string(total_rows) +
+                                  ") or has begin > end");
+    }
+    ranges.push_back(range);
+  }
+  return NormalizeRanges(std::move(ranges));
+}
+
+// The "shuffle" object of a cursor.
+DataCursor::Replay ParseReplay(const nlohmann::json& j, std::int64_t total_rows) {
+  if (!j.is_object() || !j.contains("world") || !j["world"].is_number_integer() ||
+      j["world"].get<std::int64_t>() < 1 || !j.contains("epoch_base") || !j.contains("batches") ||
+      !j["batches"].is_array() || j["batches"].size() != j["world"].get<std::size_t>()) {
+    throw std::invalid_argument(
+        "data cursor: 'shuffle' must be {\"world\": W >= 1, \"epoch_base\": [[begin, end], "
+        "...], \"batches\": [W integers]}, got " +
+        j.dump());
+  }
+  DataCursor::Replay r;
+  r.world = j["world"].get<int>();
+  r.epoch_base = ParseRanges(j["epoch_base"], total_rows, "shuffle.epoch_base");
+  for (const auto& b : j["batches"]) {
+    if (!b.is_number_integer() || b.get<std::int64_t>() < -1) {
+      throw std::invalid_argument("data cursor: shuffle.batches entry " + b.dump() +
+                                  " is not an integer >= -1");
+    }
+    r.batches.push_back(b.get<std::int64_t>());
+  }
+  return r;
+}
+
+}  // namespace
 
 std::vector<RowRange> NormalizeRanges(std::vector<RowRange> ranges) {
   std::erase_if(ranges, [](const RowRange& r) { return r.end <= r.begin; });
@@ -30,6 +80,12 @@ std::string DataCursor::ToJson() const {
   auto ranges = nlohmann::json::array();
   for (const auto& r : consumed) ranges.push_back({r.begin, r.end});
   j["consumed"] = std::move(ranges);
+  if (replay) {
+    auto base = nlohmann::json::array();
+    for (const auto& r : replay->epoch_base) base.push_back({r.begin, r.end});
+    j["shuffle"] = {
+        {"world", replay->world}, {"epoch_base", std::move(base)}, {"batches", replay->batches}};
+  }
   return j.dump();
 }
 
@@ -63,23 +119,37 @@ DataCursor DataCursor::FromJson(const std::string& json) {
     throw std::invalid_argument(
         "data cursor: 'consumed' is missing or not an array of [begin, end]");
   }
-  std::vector<RowRange> ranges;
-  for (const auto& r : j["consumed"]) {
-    if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer()) {
-      throw std::invalid_argument("data cursor: consumed entry " + r.dump() +
-                                  " is not [begin, end] with integers");
-    }
-    RowRange range{r[0].get<std::int64_t>(), r[1].get<std::int64_t>()};
-    if (range.begin < 0 || range.begin > range.end || range.end > c.total_rows) {
-      throw std::invalid_argument("data cursor: consumed range [" + std::to_string(range.begin) +
-                                  ", " + std::to_string(range.end) + ") is not within [0, " +
-                                  std::to_string(c.total_rows) + ") or has begin > end");
-    }
-    ranges.push_back(range);
-  }
-  c.consumed = NormalizeRanges(std::move(ranges));
+  c.consumed = ParseRanges(j["consumed"], c.total_rows, "consumed");
+  if (j.contains("shuffle")) c.replay = ParseReplay(j["shuffle"], c.total_rows);
   return c;
 }
+
+namespace {
+
+// The ranks' replays as one (see DataCursor::Merge), or nullopt.
+std::optional<DataCursor::Replay> MergeReplays(const std::vector<DataCursor>& per_rank) {
+  std::optional<DataCursor::Replay> out;
+  for (const auto& c : per_rank) {
+    if (!c.replay) return std::nullopt;
+    if (!out) {
+      out = c.replay;
+      continue;
+    }
+    if (c.replay->world != out->world || c.replay->epoch_base != out->epoch_base ||
+        c.replay->batches.size() != out->batches.size()) {
+      return std::nullopt;
+    }
+    for (std::size_t r = 0; r < out->batches.size(); ++r) {
+      const std::int64_t v = c.replay->batches[r];
+      if (v < 0) continue;
+      if (out->batches[r] >= 0 && out->batches[r] != v) return std::nullopt;
+      out->batches[r] = v;
+    }
+  }
+  return out;
+}
+
+}  // namespace
 
 DataCursor DataCursor::Merge(const std::vector<DataCursor>& per_rank) {
   if (per_rank.empty()) throw std::invalid_argument("DataCursor::Merge: no cursors to merge");
@@ -100,6 +170,7 @@ DataCursor DataCursor::Merge(const std::vector<DataCursor>& per_rank) {
     all.insert(all.end(), c.consumed.begin(), c.consumed.end());
   }
   out.consumed = NormalizeRanges(std::move(all));
+  out.replay = MergeReplays(per_rank);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <parquet/metadata.h>
 
 #include <algorithm>
+#include <deque>
 #include <stdexcept>
 #include <utility>
 
@@ -28,18 +29,56 @@ void FillCells(const arrow::Array& array, std::int64_t offset, std::int64_t n, C
   }
 }
 
+// The items of list cells (Cell::items points into them); deque: growing keeps them in place.
+using ListStore = std::deque<std::vector<Cell>>;
+
+// A block's memory: the row group's table (string views) and the list items.
+struct BlockMemory {
+  std::shared_ptr<arrow::Table> table;
+  ListStore lists;
+};
+
 void AppendCells(const arrow::Array& array, std::int64_t offset, std::int64_t n, Cell* out,
-                 const std::string& column, const std::string& path);
+                 const std::string& column, const std::string& path, ListStore* lists);
 
 Cell CellAt(const arrow::Array& array, std::int64_t i, const std::string& column,
-            const std::string& path) {
+            const std::string& path, ListStore* lists) {
   Cell cell;
-  AppendCells(array, i, 1, &cell, column, path);
+  AppendCells(array, i, 1, &cell, column, path, lists);
   return cell;
 }
 
+bool IsList(arrow::Type::type id) {
+  return id == arrow::Type::LIST || id == arrow::Type::LARGE_LIST ||
+         id == arrow::Type::FIXED_SIZE_LIST;
+}
+
+// Rows [offset, offset + n) (n >= 1) of a list<scalar> column: each a Cell::List over its items.
+template <typename ListT>
+void FillLists(const arrow::Array& array, std::int64_t offset, std::int64_t n, Cell* out,
+               const std::string& column, const std::string& path, ListStore* lists) {
+  const auto& a = static_cast<const ListT&>(array);
+  const auto& values = *a.values();
+  if (IsList(values.type_id())) {
+    throw InputError("ParquetDataset: " + path + ": column '" + column + "' has type " +
+                     array.type()->ToString() +
+                     ": lists of lists are not supported (list<int64>, list<string>, "
+                     "list<double>, ... are); flatten the column");
+  }
+  const std::int64_t first = a.value_offset(offset);
+  const std::int64_t last = a.value_offset(offset + n - 1) + a.value_length(offset + n - 1);
+  auto& items = lists->emplace_back(static_cast<std::size_t>(last - first));
+  if (last > first) AppendCells(values, first, last - first, items.data(), column, path, lists);
+  for (std::int64_t k = 0; k < n; ++k) {
+    const std::int64_t i = offset + k;
+    out[k] = a.IsNull(i)
+                 ? Cell::Null()
+                 : Cell::List(items.data() + (a.value_offset(i) - first), a.value_length(i));
+  }
+}
+
 void AppendCells(const arrow::Array& array, std::int64_t offset, std::int64_t n, Cell* out,
-                 const std::string& column, const std::string& path) {
+                 const std::string& column, const std::string& path, ListStore* lists) {
   auto as_int = [](const auto& a, std::int64_t i) {
     return Cell::Int(static_cast<std::int64_t>(a.Value(i)));
   };
@@ -88,16 +127,22 @@ void AppendCells(const arrow::Array& array, std::int64_t offset, std::int64_t n,
       const auto& dict = *d.dictionary();
       for (std::int64_t k = 0; k < n; ++k) {
         const std::int64_t i = offset + k;
-        out[k] = d.IsNull(i) ? Cell::Null() : CellAt(dict, d.GetValueIndex(i), column, path);
+        out[k] = d.IsNull(i) ? Cell::Null() : CellAt(dict, d.GetValueIndex(i), column, path, lists);
       }
       return;
     }
+    case arrow::Type::LIST:
+      return FillLists<arrow::ListArray>(array, offset, n, out, column, path, lists);
+    case arrow::Type::LARGE_LIST:
+      return FillLists<arrow::LargeListArray>(array, offset, n, out, column, path, lists);
+    case arrow::Type::FIXED_SIZE_LIST:
+      return FillLists<arrow::FixedSizeListArray>(array, offset, n, out, column, path, lists);
     default:
       throw InputError("ParquetDataset: " + path + ": column '" + column + "' has type " +
                        array.type()->ToString() +
                        ", which the reader does not support (supported: bool, int8-64, "
                        "uint8-64, float, double, string, large_string, binary, dictionary "
-                       "of those); convert the column");
+                       "of those, and lists of them); convert the column");
   }
 }
 
@@ -117,7 +162,12 @@ class ParquetReader final : public TableReader {
     }
     for (const auto& field : reader_->manifest().schema_fields) {
       columns_.push_back(field.field->name());
-      leaf_index_.push_back(field.column_index);  // -1 for nested columns
+      int leaf = field.column_index;  // -1 for nested columns
+      if (leaf < 0 && IsList(field.field->type()->id()) && field.children.size() == 1 &&
+          field.children[0].children.empty()) {
+        leaf = field.children[0].column_index;  // list<scalar>: its one leaf
+      }
+      leaf_index_.push_back(leaf);
     }
   }
 
@@ -151,8 +201,9 @@ class ParquetReader final : public TableReader {
         if (leaf < 0) {
           throw InputError("ParquetDataset: " + path_ + ": column '" +
                            columns_[static_cast<std::size_t>(c)] +
-                           "' is nested (list/struct/map), which the reader does not "
-                           "support; store it as a string joined by the feature separator");
+                           "' is nested (struct, map or a list of lists), which the reader "
+                           "does not support; store it as list<scalar> or as a string joined "
+                           "by the feature separator");
         }
         leaves.push_back(leaf);
       }
@@ -165,6 +216,8 @@ class ParquetReader final : public TableReader {
       cached_group_ = g;
       cached_columns_ = columns;
     }
+    auto memory = std::make_shared<BlockMemory>();
+    memory->table = table_;
     const std::int64_t local = begin - row_group_starts_[g];
     const std::int64_t n = end - begin;
     for (std::size_t c = 0; c < columns.size(); ++c) {
@@ -179,7 +232,8 @@ class ParquetReader final : public TableReader {
         const std::int64_t lo = std::max(local + done, chunk_start);
         const std::int64_t hi = std::min(local + n, chunk_start + len);
         if (lo < hi) {
-          AppendCells(*chunk, lo - chunk_start, hi - lo, cells.data() + (lo - local), name, path_);
+          AppendCells(*chunk, lo - chunk_start, hi - lo, cells.data() + (lo - local), name, path_,
+                      &memory->lists);
           done = hi - local;
         }
         chunk_start += len;
@@ -190,7 +244,7 @@ class ParquetReader final : public TableReader {
                          " column '" + name + "' holds fewer rows than its metadata says");
       }
     }
-    block.keep_alive = table_;
+    block.keep_alive = memory;
     return block;
   }
 

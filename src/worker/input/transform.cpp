@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string_view>
 
@@ -178,6 +179,20 @@ void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* ou
   if (kind_ == IdKind::kDense) {
     throw std::logic_error("feature '" + name_ + "' is dense; AppendIds called");
   }
+  if (cell.kind == Cell::Kind::kList) {  // each item one value (not split again), nulls skipped
+    for (std::int64_t k = 0; k < cell.i; ++k) {
+      const Cell& item = cell.items[k];
+      if (item.kind == Cell::Kind::kNull) continue;
+      if (item.kind != Cell::Kind::kString) {
+        out->push_back(MapToken({}, &item));
+      } else if (item.s.empty()) {
+        if (kind_ == IdKind::kVocab) out->push_back(0);
+      } else {
+        out->push_back(MapToken(item.s, nullptr));
+      }
+    }
+    return;
+  }
   if (cell.kind != Cell::Kind::kString) {
     out->push_back(MapToken({}, &cell));
     return;
@@ -215,6 +230,8 @@ void FeatureTransform::RawValues(const Cell& cell, double* out) const {
       return;
     case Cell::Kind::kString:
       break;
+    case Cell::Kind::kList:
+      return ListValues(cell, out);
   }
   if (value_dim_ == 1) {
     const auto v = ParseDouble(cell.s);
@@ -240,6 +257,39 @@ void FeatureTransform::RawValues(const Cell& cell, double* out) const {
     throw InputError("feature '" + name_ + "': value " + Describe(cell) + " holds " +
                      std::to_string(n) + " values separated by '" + separator_ +
                      "' but value_dim=" + std::to_string(value_dim_));
+  }
+}
+
+void FeatureTransform::ListValues(const Cell& cell, double* out) const {
+  if (cell.i != value_dim_) {
+    throw InputError("feature '" + name_ + "': list " + Describe(cell) + " holds " +
+                     std::to_string(cell.i) +
+                     " values but value_dim=" + std::to_string(value_dim_));
+  }
+  for (std::int64_t k = 0; k < cell.i; ++k) {
+    const Cell& item = cell.items[k];
+    std::optional<double> v;
+    switch (item.kind) {
+      case Cell::Kind::kNull:
+        v = default_value_;
+        break;
+      case Cell::Kind::kInt:
+        v = static_cast<double>(item.i);
+        break;
+      case Cell::Kind::kFloat:
+        v = item.d;
+        break;
+      case Cell::Kind::kString:
+        v = ParseDouble(Trim(item.s));
+        break;
+      case Cell::Kind::kList:
+        break;
+    }
+    if (!v) {
+      throw InputError("feature '" + name_ + "': raw value " + Describe(item) + " (in " +
+                       Describe(cell) + ") is not a number; fix the data or make it an id_feature");
+    }
+    out[k] = *v;
   }
 }
 

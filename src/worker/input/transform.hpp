@@ -57,6 +57,9 @@ class FeatureTransform {
   std::int64_t Bucketize(double x) const;
   // value_dim numbers (raw features): default_value when missing.
   void RawValues(const Cell& cell, double* out) const;
+  // A list cell's items as value_dim numbers (null items: default_value); another length is an
+  // error naming the feature.
+  void ListValues(const Cell& cell, double* out) const;
   // Calls sink(k, normalizer(value k)) for the cell's value_dim raw values, k = 0 .. value_dim-1.
   template <typename Sink>
   void ForEachNormalized(const Cell& cell, Sink sink) const {

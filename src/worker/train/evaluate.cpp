@@ -3,7 +3,6 @@
 // JSON line {"global_step", sorted metrics} appended per evaluation) and tzrec/models/rank_model.py
 // (metric names "auc", "grouped_auc"; the loss metric named after the loss,
 // "binary_cross_entropy").
-#include <ATen/ops/binary_cross_entropy.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/sigmoid.h>
@@ -17,6 +16,7 @@
 
 #include "dist_model.hpp"
 #include "train_common.hpp"
+#include "tzrec/train/loss.hpp"
 #include "tzrec/train/metrics.hpp"
 
 namespace tzrec {
@@ -56,6 +56,7 @@ EvalResult Evaluate(DistModel& model, const PipelineConfig& config, const std::s
   std::vector<at::Tensor> scores;
   std::vector<at::Tensor> labels;
   std::vector<at::Tensor> groups;
+  std::vector<at::Tensor> weights;
   std::int64_t steps = 0;
   const auto t0 = std::chrono::steady_clock::now();
   while (config.eval_config().num_steps() <= 0 || steps < config.eval_config().num_steps()) {
@@ -64,6 +65,7 @@ EvalResult Evaluate(DistModel& model, const PipelineConfig& config, const std::s
     scores.push_back(at::sigmoid(DenseLogits(model, config, *f, /*training=*/false)).to(at::kCPU));
     labels.push_back(f->batch.labels.to(at::kCPU));
     if (f->batch.group_ids.defined()) groups.push_back(f->batch.group_ids.to(at::kCPU));
+    if (f->batch.sample_weights.defined()) weights.push_back(f->batch.sample_weights);
     ++steps;
   }
   const at::Tensor s = scores.empty() ? at::zeros({0}) : at::cat(scores);
@@ -72,9 +74,10 @@ EvalResult Evaluate(DistModel& model, const PipelineConfig& config, const std::s
   const at::Tensor all_l = GatherV(model, l.to(at::kFloat));
   EvalResult r;
   r.auc = Auc(all_s, all_l, AucThresholds(config));
-  r.loss = all_s.numel() == 0
-               ? NAN
-               : at::binary_cross_entropy(all_s.clamp(1e-7, 1 - 1e-7), all_l).item<double>();
+  const bool weighted = config.data_config().sample_weight_fields_size() > 0;
+  const at::Tensor all_w = weighted ? GatherV(model, weights.empty() ? at::zeros({0}) : at::cat(weights))
+                                    : at::Tensor();
+  r.loss = EvalBceLoss(all_s, all_l, all_w);
   r.samples = all_s.numel();
   if (!GroupedAucKey(config).empty()) {
     const at::Tensor g = groups.empty() ? at::zeros({0}, at::kLong) : at::cat(groups);

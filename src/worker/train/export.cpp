@@ -66,8 +66,8 @@ struct SingleModel {
 };
 
 // The export's pipeline.config with predict's flags applied (TorchEasyRec tzrec/main.py `predict`:
-// batch_size, dataset_type, edit_config_json, drop_remainder off). Input without the label column:
-// no labels read and no metrics grouped.
+// batch_size, dataset_type, edit_config_json, drop_remainder and shuffle off; no sample weights and
+// only the first label). Input without the label column: no labels read and no metrics grouped.
 PipelineConfig PredictConfig(PredictOptions& options) {
   PipelineConfig config =
       LoadPipelineConfig((fs::path(options.export_dir) / "pipeline.config").string(),
@@ -83,7 +83,12 @@ PipelineConfig PredictConfig(PredictOptions& options) {
     data->set_dataset_type(type);
   }
   data->set_drop_remainder(false);
+  data->set_shuffle(false);
   if (options.batch_size <= 0) options.batch_size = data->batch_size();
+  // Scores use neither sample weights nor the labels after the first (TorchEasyRec's predict reads
+  // only the model's inputs), so their columns need not be in the input.
+  data->clear_sample_weight_fields();
+  while (data->label_fields_size() > 1) data->mutable_label_fields()->RemoveLast();
   if (data->label_fields_size() > 0 && !GuardInput([&] {
         return InputHasColumn(config, options.input_path, data->label_fields(0));
       })) {

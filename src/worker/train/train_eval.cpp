@@ -23,6 +23,7 @@
 #include "tzrec/planner/planner.hpp"
 #include "tzrec/sharding/collective_plan.hpp"
 #include "tzrec/sharding/sharded_ebc.hpp"
+#include "tzrec/train/loss.hpp"
 #include "tzrec/train/model.hpp"
 #include "tzrec/train/train.hpp"
 
@@ -228,8 +229,10 @@ class Trainer {
   void Train(CheckpointManager& ckpt, const std::optional<DataCursor>& resume) {
     const auto& tc = config_.train_config();
     const std::int64_t batch = config_.data_config().batch_size();
-    Dataset ds = GuardInput(
-        [&] { return Dataset(config_, config_.train_input_path(), rank_, world_, batch, resume); });
+    Dataset ds = GuardInput([&] {
+      return Dataset(config_, config_.train_input_path(), rank_, world_, batch, resume,
+                     /*train=*/true);
+    });
     const std::int64_t epochs = NumEpochs(config_);
     // Steps still to run: this epoch's remaining rows (a resumed rank may hold fewer), then full
     // epochs; recomputed when an epoch starts.
@@ -283,7 +286,9 @@ class Trainer {
   void TrainStep(const Fetched& cur, Progress& p) {
     ApplySchedules();
     at::Tensor logits = Logits(cur, /*training=*/true);
-    at::Tensor loss = at::binary_cross_entropy_with_logits(logits, cur.batch.labels.to(device_));
+    const at::Tensor& w = cur.batch.sample_weights;
+    at::Tensor loss =
+        BceWithLogitsLoss(logits, cur.batch.labels.to(device_), w.defined() ? w.to(device_) : w);
     p.last_loss = loss.item<double>();
     at::Tensor scaled = loss / static_cast<double>(accumulation_);
     if (scale_ > 0) {

@@ -33,7 +33,7 @@ std::vector<RowRange> Head(const std::vector<RowRange>& ranges, std::int64_t n) 
 TEST(Cursor, AssignSplitsAllRowsWithoutOverlap) {
   for (std::int64_t total : {0, 1, 2, 7, 10, 11, 1000}) {
     for (int world : {1, 2, 3}) {
-      DataCursor c{total, 0, {}};
+      DataCursor c{total, 0, {}, {}};
       std::vector<std::int64_t> all;
       std::vector<std::int64_t> sizes;
       for (int rank = 0; rank < world; ++rank) {
@@ -54,7 +54,7 @@ TEST(Cursor, AssignSplitsAllRowsWithoutOverlap) {
 }
 
 TEST(Cursor, AssignExample) {
-  DataCursor c{10, 0, {}};
+  DataCursor c{10, 0, {}, {}};
   EXPECT_EQ(c.Assign(0, 3), (std::vector<RowRange>{{0, 4}}));
   EXPECT_EQ(c.Assign(1, 3), (std::vector<RowRange>{{4, 7}}));
   EXPECT_EQ(c.Assign(2, 3), (std::vector<RowRange>{{7, 10}}));
@@ -66,8 +66,8 @@ TEST(Cursor, AssignExample) {
 }
 
 TEST(Cursor, MergeUnitesAndJsonRoundTrips) {
-  DataCursor a{100, 2, {{0, 10}, {50, 60}}};
-  DataCursor b{100, 2, {{10, 20}, {55, 70}}};
+  DataCursor a{100, 2, {{0, 10}, {50, 60}}, {}};
+  DataCursor b{100, 2, {{10, 20}, {55, 70}}, {}};
   const auto m = DataCursor::Merge({a, b});
   EXPECT_EQ(m.total_rows, 100);
   EXPECT_EQ(m.epochs_completed, 2);
@@ -88,12 +88,12 @@ TEST(Cursor, MergeUnitesAndJsonRoundTrips) {
 TEST(Cursor, MergeAndJsonErrors) {
   EXPECT_THROW(DataCursor::Merge({}), std::invalid_argument);
   try {
-    DataCursor::Merge({DataCursor{100, 0, {}}, DataCursor{99, 0, {}}});
+    DataCursor::Merge({DataCursor{100, 0, {}, {}}, DataCursor{99, 0, {}, {}}});
     FAIL();
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("total_rows=99"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(DataCursor::Merge({DataCursor{10, 0, {}}, DataCursor{10, 1, {}}}),
+  EXPECT_THROW(DataCursor::Merge({DataCursor{10, 0, {}, {}}, DataCursor{10, 1, {}, {}}}),
                std::invalid_argument);
   EXPECT_THROW(DataCursor::FromJson("not json"), std::invalid_argument);
   EXPECT_THROW(DataCursor::FromJson(R"({"epochs_completed": 0, "consumed": []})"),
@@ -116,14 +116,14 @@ TEST(Cursor, MergeAndJsonErrors) {
 // reads every remaining row exactly once and none of the consumed ones.
 TEST(Cursor, ResumeAtAnotherWorldSizeNeitherRepeatsNorSkips) {
   const std::int64_t total = 101;
-  DataCursor start{total, 0, {}};
+  DataCursor start{total, 0, {}, {}};
   const std::vector<std::int64_t> progress = {10, 0, 30};
   std::vector<DataCursor> per_rank;
   std::set<std::int64_t> consumed;
   for (int rank = 0; rank < 3; ++rank) {
     const auto mine = Head(start.Assign(rank, 3), progress[static_cast<std::size_t>(rank)]);
     for (auto r : Rows(mine)) consumed.insert(r);
-    per_rank.push_back(DataCursor{total, 0, mine});
+    per_rank.push_back(DataCursor{total, 0, mine, {}});
   }
   const auto merged = DataCursor::FromJson(DataCursor::Merge(per_rank).ToJson());
   EXPECT_EQ(merged.ConsumedRows(), 40);

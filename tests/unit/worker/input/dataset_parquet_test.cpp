@@ -127,7 +127,7 @@ TEST(Parquet, ResumeAtAnotherWorldSizeReadsExactlyTheRest) {
   EXPECT_EQ(rest.size() + seen.size(), 23U);
   for (std::int64_t r = 0; r < 23; ++r) EXPECT_EQ(rest.count(r) + seen.count(r), 1U) << r;
   // A cursor of other data is refused.
-  DataCursor other{99, 0, {}};
+  DataCursor other{99, 0, {}, {}};
   const auto e = ErrorOf([&] { Dataset ds(ParquetConfig(), path, 0, 1, 4, other); });
   EXPECT_NE(e.find("99 rows"), std::string::npos) << e;
   EXPECT_NE(e.find("hold 23"), std::string::npos) << e;
@@ -214,6 +214,116 @@ TEST(Parquet, CriteoLayoutReadsEveryRowOnce) {
   EXPECT_EQ(read, total);
   EXPECT_EQ(total, rows);
   EXPECT_EQ(positives, expect_positives);
+}
+
+// label_fields: every entry is read (Batch::all_labels, Batch::labels the first);
+// sample_weight_fields[0] into Batch::sample_weights; a missing weight names the column and row.
+TEST(Dataset, ReadsEveryLabelAndTheSampleWeight) {
+  TempDir dir;
+  WriteParquet(
+      dir / "w.parquet", {"clk", "buy", "w", "u"},
+      {Int64s({1, 0, 1}), Doubles({0.5, 1.0, 0.0}), Doubles({2.0, 0.5, 3.0}), Int64s({3, 4, 5})},
+      2);
+  PipelineConfig c = FgConfig(protos::ParquetDataset);
+  c.mutable_data_config()->clear_label_fields();
+  c.mutable_data_config()->add_label_fields("clk");
+  c.mutable_data_config()->add_label_fields("buy");
+  c.mutable_data_config()->add_sample_weight_fields("w");
+  auto u = Id("u", "u");
+  u.mutable_id_feature()->set_num_buckets(10);
+  *c.add_feature_configs() = u;
+  Dataset ds(c, dir / "w.parquet", 0, 1, 8);
+  const auto batches = ReadAll(ds);
+  ASSERT_EQ(batches.size(), 1U);
+  const Batch& b = batches[0];
+  ASSERT_EQ(b.all_labels.size(), 2U);
+  EXPECT_EQ(Floats(b.labels), (std::vector<float>{1, 0, 1}));
+  EXPECT_EQ(Floats(b.all_labels[0]), (std::vector<float>{1, 0, 1}));
+  EXPECT_EQ(Floats(b.all_labels[1]), (std::vector<float>{0.5F, 1, 0}));
+  EXPECT_EQ(Floats(b.sample_weights), (std::vector<float>{2, 0.5F, 3}));
+
+  WriteText(dir / "w.csv", "clk,w,u\n1,2.5,3\n0,,4\n");
+  c.mutable_data_config()->set_dataset_type(protos::CsvDataset);
+  c.mutable_data_config()->clear_label_fields();
+  c.mutable_data_config()->add_label_fields("clk");
+  const auto e = ErrorOf([&] {
+    Dataset t(c, dir / "w.csv", 0, 1, 8);
+    ReadAll(t);
+  });
+  EXPECT_NE(e.find("sample weight 'w' is missing"), std::string::npos) << e;
+  EXPECT_NE(e.find("w.csv row 1"), std::string::npos) << e;
+}
+
+// Parquet list<int64> / list<string> / list<double> columns are multi-value features: every
+// item one value (a null list or null item: none; raw features: default_value), a raw list of
+// value_dim numbers.
+TEST(Parquet, ListColumnsAreMultiValueFeatures) {
+  TempDir dir;
+  arrow::ListBuilder ids(arrow::default_memory_pool(), std::make_shared<arrow::Int64Builder>());
+  auto* id_values = static_cast<arrow::Int64Builder*>(ids.value_builder());
+  arrow::ListBuilder tags(arrow::default_memory_pool(), std::make_shared<arrow::StringBuilder>());
+  auto* tag_values = static_cast<arrow::StringBuilder*>(tags.value_builder());
+  arrow::ListBuilder vals(arrow::default_memory_pool(), std::make_shared<arrow::DoubleBuilder>());
+  auto* val_values = static_cast<arrow::DoubleBuilder*>(vals.value_builder());
+  // Row 0
+  Check(ids.Append());
+  Check(id_values->AppendValues({1, 2, 3}));
+  Check(tags.Append());
+  Check(tag_values->Append("a"));
+  Check(tag_values->Append("b"));
+  Check(vals.Append());
+  Check(val_values->AppendValues({0.5, 1.5}));
+  // Row 1
+  Check(ids.AppendNull());
+  Check(tags.Append());
+  Check(tag_values->Append("c"));
+  Check(vals.Append());
+  Check(val_values->Append(2));
+  Check(val_values->AppendNull());
+  // Row 2
+  Check(ids.Append());  // empty list
+  Check(tags.AppendNull());
+  Check(vals.Append());
+  Check(val_values->AppendValues({3, 4}));
+  // Row 3
+  Check(ids.Append());
+  Check(id_values->Append(7));
+  Check(tags.Append());
+  Check(tag_values->Append(""));
+  Check(tag_values->Append("d"));
+  Check(vals.AppendNull());
+  WriteParquet(dir / "l.parquet", {"label", "ids", "tags", "vals"},
+               {Int64s({1, 0, 1, 0}), ids.Finish().ValueOrDie(), tags.Finish().ValueOrDie(),
+                vals.Finish().ValueOrDie()},
+               3);
+  PipelineConfig c = FgConfig(protos::ParquetDataset);
+  auto id = Id("ids", "ids");
+  id.mutable_id_feature()->set_num_buckets(100);
+  auto tag = Id("tags", "tags");
+  tag.mutable_id_feature()->set_hash_bucket_size(1000);
+  auto val = Raw("vals", "vals");
+  val.mutable_raw_feature()->set_value_dim(2);
+  val.mutable_raw_feature()->set_default_value("9");
+  for (const auto& fc : {id, tag, val}) *c.add_feature_configs() = fc;
+  Dataset ds(c, dir / "l.parquet", 0, 1, 8);
+  const auto batches = ReadAll(ds);
+  ASSERT_EQ(batches.size(), 1U);
+  const Batch& b = batches[0];
+  EXPECT_EQ(Longs(b.sparse["ids"].values), (std::vector<std::int64_t>{1, 2, 3, 7}));
+  EXPECT_EQ(Longs(b.sparse["ids"].lengths), (std::vector<std::int64_t>{3, 0, 0, 1}));
+  EXPECT_EQ(Longs(b.sparse["tags"].values),
+            (std::vector<std::int64_t>{H("a", 1000), H("b", 1000), H("c", 1000), H("d", 1000)}));
+  EXPECT_EQ(Longs(b.sparse["tags"].lengths), (std::vector<std::int64_t>{2, 1, 0, 1}));
+  EXPECT_EQ(Floats(b.dense), (std::vector<float>{0.5F, 1.5F, 2, 9, 3, 4, 9, 9}));
+  // A list of another length than value_dim names the feature.
+  c.mutable_feature_configs(2)->mutable_raw_feature()->set_value_dim(3);
+  const auto e = ErrorOf([&] {
+    Dataset bad(c, dir / "l.parquet", 0, 1, 8);
+    ReadAll(bad);
+  });
+  EXPECT_NE(e.find("feature 'vals': list [0.5, 1.5] holds 2 values but value_dim=3"),
+            std::string::npos)
+      << e;
 }
 
 }  // namespace
