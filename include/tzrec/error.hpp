@@ -43,21 +43,21 @@ class Error : public std::runtime_error {
  public:
   /// `label` is the kind the boundary prints before the message ("config", "checkpoint", ...;
   /// empty: none). It must be a string literal (it is kept as a pointer).
-  Error(const std::string& what, ExitCode code, const char* label = "")
+  Error(const std::string& what, tzrec::ExitCode code, const char* label = "")
       : std::runtime_error(what), code_(code), label_(label) {}
-  [[nodiscard]] ExitCode Code() const noexcept { return code_; }
+  [[nodiscard]] tzrec::ExitCode Code() const noexcept { return code_; }
   [[nodiscard]] int ExitCode() const noexcept { return static_cast<int>(code_); }
   [[nodiscard]] const char* Label() const noexcept { return label_; }
 
  private:
-  ExitCode code_;
+  tzrec::ExitCode code_;
   const char* label_;
 };
 
 /// The user's input (flags, data files, rows) is wrong: exit 2.
 class InputError : public Error {
  public:
-  explicit InputError(const std::string& what) : Error(what, ExitCode::kBadInput) {}
+  explicit InputError(const std::string& what) : Error(what, tzrec::ExitCode::kBadInput) {}
 };
 
 /// A failure that is not the user's (a precondition bug, a libtorch error) carried as a typed
@@ -65,13 +65,14 @@ class InputError : public Error {
 class InternalError : public Error {
  public:
   explicit InternalError(const std::string& what)
-      : Error(what, ExitCode::kInternal, "internal error") {}
+      : Error(what, tzrec::ExitCode::kInternal, "internal error") {}
 };
 
 /// A pipeline config value, key or file is wrong (include/tzrec/config/config.hpp): exit 2.
 class ConfigError : public Error {  // exit 2 (tzrec/error.hpp)
  public:
-  explicit ConfigError(const std::string& what) : Error(what, ExitCode::kBadInput, "config") {}
+  explicit ConfigError(const std::string& what)
+      : Error(what, tzrec::ExitCode::kBadInput, "config") {}
 };
 
 /// No sharding plan fits (include/tzrec/planner/planner.hpp): exit 3, naming the table, the
@@ -80,11 +81,11 @@ class PlannerError : public Error {
  public:
   enum class Kind { kInsufficientStorage, kStrictConstraints };
   PlannerError(Kind kind, std::string table, std::int64_t missing_bytes, const std::string& message)
-      : Error(message, ExitCode::kNoPlan, "no feasible sharding plan"),
+      : Error(message, tzrec::ExitCode::kNoPlan, "no feasible sharding plan"),
         kind_(kind),
         table_(std::move(table)),
         missing_bytes_(missing_bytes) {}
-  Kind Kind() const { return kind_; }
+  Kind FailureKind() const { return kind_; }
   const std::string& Table() const { return table_; }
   std::int64_t MissingBytes() const { return missing_bytes_; }
 
@@ -98,14 +99,15 @@ class PlannerError : public Error {
 class CommError : public Error {  // exit 4 (tzrec/error.hpp)
  public:
   explicit CommError(const std::string& what)
-      : Error(what, ExitCode::kCollective, "collective failed") {}
+      : Error(what, tzrec::ExitCode::kCollective, "collective failed") {}
 };
 
 /// A checkpoint could not be written or read (include/tzrec/checkpoint/checkpoint.hpp): exit 4,
 /// like a failed collective.
 class CheckpointError : public Error {
  public:
-  explicit CheckpointError(const std::string& what, ExitCode code = ExitCode::kCollective)
+  explicit CheckpointError(const std::string& what,
+                           tzrec::ExitCode code = tzrec::ExitCode::kCollective)
       : Error(what, code, "checkpoint") {}
 };
 

@@ -93,7 +93,7 @@ class Comm {
   int WorldSize() const;
   int LocalRank() const;
   int LocalWorldSize() const;
-  at::Device Device() const;         // cpu, or cuda:LOCAL_RANK under NCCL
+  at::Device Device() const;        // cpu, or cuda:LOCAL_RANK under NCCL
   std::string BackendName() const;  // "gloo", "nccl", "none" (world 1)
   // CUDA compute capability major of device() (0 on CPU). TorchEasyRec puts a barrier at the start
   // of every step below 7 (Pascal) to avoid an NCCL deadlock of the next-batch all-to-all.

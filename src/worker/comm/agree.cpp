@@ -112,7 +112,7 @@ RankStatus StatusOf(const std::exception_ptr& error, int rank) {
     s.label = e.Label();
     s.message = e.what();
     if (const auto* p = dynamic_cast<const PlannerError*>(&e)) {
-      s.planner_kind = static_cast<int>(p->Kind());
+      s.planner_kind = static_cast<int>(p->FailureKind());
       s.planner_table = p->Table();
       s.planner_missing_bytes = p->MissingBytes();
     }

@@ -439,7 +439,7 @@ void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight,
   const auto unique = static_cast<std::int64_t>(starts.size()) - 1;
   const RowUpdater update_row(config_, step_, weight, momentum1_, momentum2_);
   const std::int64_t cols = cols_;
-  at::parallel_for(0, unique, 64, [update_row](std::int64_t begin, std::int64_t end) {
+  at::parallel_for(0, unique, 64, [&](std::int64_t begin, std::int64_t end) {
     std::vector<float> buffer(static_cast<std::size_t>(cols));
     float* g = buffer.data();
     for (std::int64_t u = begin; u < end; ++u) {

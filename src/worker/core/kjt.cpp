@@ -212,8 +212,8 @@ KeyedJaggedTensor KeyedJaggedTensor::Concat(const std::vector<KeyedJaggedTensor>
     }
     if (p.HasWeights() != weighted) {
       throw std::invalid_argument("KeyedJaggedTensor::Concat: part " + std::to_string(i) + " is " +
-                                  (p.HasWeights() ? "weighted" : "unweighted") +
-                                  " but part 0 is " + (weighted ? "weighted" : "unweighted") +
+                                  (p.HasWeights() ? "weighted" : "unweighted") + " but part 0 is " +
+                                  (weighted ? "weighted" : "unweighted") +
                                   "; give all parts weights or none");
     }
     keys.insert(keys.end(), p.Keys().begin(), p.Keys().end());

@@ -23,7 +23,7 @@ std::vector<RowRange> Prefix(const std::vector<RowRange>& ranges, std::int64_t c
   std::vector<RowRange> out;
   for (const auto& r : ranges) {
     if (count <= 0) break;
-    const std::int64_t n = std::min(count, r.size());
+    const std::int64_t n = std::min(count, r.Size());
     out.push_back({r.begin, r.begin + n});
     count -= n;
   }
@@ -214,7 +214,7 @@ std::optional<Batch> Dataset::Impl::Producer::NextBatch() {
 void Dataset::Impl::BeginEpoch() {
   assigned = base.Assign(rank, world);
   std::int64_t stream_rows = 0;
-  for (const auto& r : assigned) stream_rows += r.size();
+  for (const auto& r : assigned) stream_rows += r.Size();
   rows_returned = 0;
   returned = 0;
   emitted.clear();
@@ -245,7 +245,7 @@ void Dataset::Impl::BeginEpoch() {
     }
   }
   assigned_rows = 0;
-  for (const auto& r : ranges) assigned_rows += r.size();
+  for (const auto& r : ranges) assigned_rows += r.Size();
   Start(std::move(ranges));
 }
 
@@ -340,22 +340,22 @@ DataCursor Dataset::Cursor() const {
   return c;
 }
 
-std::int64_t Dataset::rows_assigned() const {
+std::int64_t Dataset::RowsAssigned() const {
   return impl_->assigned_rows;
 }
-std::int64_t Dataset::total_rows() const {
+std::int64_t Dataset::TotalRows() const {
   return impl_->total;
 }
-const std::vector<std::string>& Dataset::files() const {
+const std::vector<std::string>& Dataset::Files() const {
   return impl_->file_names;
 }
-const std::vector<std::string>& Dataset::sparse_feature_names() const {
+const std::vector<std::string>& Dataset::SparseFeatureNames() const {
   return impl_->sparse_names;
 }
-const std::vector<std::int64_t>& Dataset::sparse_num_embeddings() const {
+const std::vector<std::int64_t>& Dataset::SparseNumEmbeddings() const {
   return impl_->sparse_tables;
 }
-std::int64_t Dataset::dense_dim() const {
+std::int64_t Dataset::DenseDim() const {
   return impl_->dense_dim;
 }
 

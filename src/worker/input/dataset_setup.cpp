@@ -94,14 +94,14 @@ void Dataset::Impl::AddFeatures(const PipelineConfig& config) {
     m.transforms.emplace_back(fc, data);
     const std::size_t f = m.transforms.size() - 1;
     m.feature_slot.push_back(m.Need(InputColumn(config, fc), "feature '" + FeatureName(fc) + "'"));
-    if (m.transforms[f].sparse()) {
+    if (m.transforms[f].Sparse()) {
       m.sparse_features.push_back(f);
       m.sparse_names.push_back(FeatureName(fc));
-      m.sparse_tables.push_back(m.transforms[f].table_size());
+      m.sparse_tables.push_back(m.transforms[f].TableSize());
     } else {
       m.dense_features.push_back(f);
       m.dense_offset.push_back(m.dense_dim);
-      m.dense_dim += m.transforms[f].dense_dim();
+      m.dense_dim += m.transforms[f].DenseDim();
     }
   }
   for (int i = 0; i < data.label_fields_size(); ++i) {
@@ -123,11 +123,11 @@ void Dataset::Impl::OpenFiles(const PipelineConfig& config, const std::string& i
     Impl::FileInfo info;
     info.path = path;
     info.reader = m.parquet ? input::OpenParquet(path) : input::OpenCsv(path, m.csv);
-    info.rows = info.reader->num_rows();
+    info.rows = info.reader->NumRows();
     info.reader->Release();  // reopened when this rank reads the file
     info.start = m.total;
     m.total += info.rows;
-    const auto& columns = info.reader->column_names();
+    const auto& columns = info.reader->ColumnNames();
     if (!group_key.empty() && m.group_slot < 0) {
       std::string column = group_key;
       if (std::find(columns.begin(), columns.end(), column) == columns.end()) {

@@ -25,7 +25,7 @@ input::TableReader& Dataset::Impl::Producer::Reader(std::size_t f) {
 void Dataset::Impl::StartLanes(const std::vector<RowRange>& ranges) {
   const auto n = static_cast<std::size_t>(num_workers);
   std::int64_t rows = 0;
-  for (const auto& r : ranges) rows += r.size();
+  for (const auto& r : ranges) rows += r.Size();
   const std::int64_t num_batches = (rows + batch_size - 1) / batch_size;
   lanes = std::vector<Lane>(n);
   lane_next = 0;

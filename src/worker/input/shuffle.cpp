@@ -69,9 +69,9 @@ std::vector<RowRange> SliceStream(const std::vector<RowRange>& stream, std::int6
   for (const auto& r : stream) {
     if (offset >= end) break;
     const std::int64_t lo = std::max(begin - offset, std::int64_t{0});
-    const std::int64_t hi = std::min(end - offset, r.size());
+    const std::int64_t hi = std::min(end - offset, r.Size());
     if (lo < hi) out.push_back({r.begin + lo, r.begin + hi});
-    offset += r.size();
+    offset += r.Size();
   }
   return out;
 }
@@ -79,7 +79,7 @@ std::vector<RowRange> SliceStream(const std::vector<RowRange>& stream, std::int6
 std::vector<RowRange> RemoveBatches(const std::vector<RowRange>& stream,
                                     std::vector<std::int64_t> skip, std::int64_t batch_size) {
   std::int64_t total = 0;
-  for (const auto& r : stream) total += r.size();
+  for (const auto& r : stream) total += r.Size();
   std::sort(skip.begin(), skip.end());
   std::vector<RowRange> out;
   std::int64_t pos = 0;

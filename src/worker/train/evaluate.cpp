@@ -75,8 +75,8 @@ EvalResult Evaluate(DistModel& model, const PipelineConfig& config, const std::s
   EvalResult r;
   r.auc = Auc(all_s, all_l, AucThresholds(config));
   const bool weighted = config.data_config().sample_weight_fields_size() > 0;
-  const at::Tensor all_w = weighted ? GatherV(model, weights.empty() ? at::zeros({0}) : at::cat(weights))
-                                    : at::Tensor();
+  const at::Tensor all_w =
+      weighted ? GatherV(model, weights.empty() ? at::zeros({0}) : at::cat(weights)) : at::Tensor();
   r.loss = EvalBceLoss(all_s, all_l, all_w);
   r.samples = all_s.numel();
   if (!GroupedAucKey(config).empty()) {

@@ -66,6 +66,12 @@ OutValue FromCell(const input::Cell& cell) {
       v.kind = OutValue::Kind::kString;
       v.s = std::string(cell.s);
       break;
+    case input::Cell::Kind::kList: {  // a Parquet list column: its items joined by ','
+      std::string buffer;
+      v.kind = OutValue::Kind::kString;
+      v.s = std::string(input::CellText(cell, &buffer));
+      break;
+    }
   }
   return v;
 }

@@ -99,8 +99,8 @@ class Trainer {
     if (rank_ == 0) {
       std::cout << "tzrec_train: world " << world_ << ", backend " << comm_->BackendName()
                 << ", device " << device_ << ", " << model_.tables.size() << " embedding table(s), "
-                << model_.dense->NumParameters() << " dense parameters, plan "
-                << model_.plan.Hash() << "\n"
+                << model_.dense->NumParameters() << " dense parameters, plan " << model_.plan.Hash()
+                << "\n"
                 << model_.plan.ToTable() << std::flush;
     }
 

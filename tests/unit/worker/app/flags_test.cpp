@@ -61,7 +61,7 @@ struct Argv {
     for (auto& s : strings) pointers.push_back(s.data());
   }
   int Argc() { return static_cast<int>(pointers.size()); }
-  char** Argv() { return pointers.data(); }
+  char** Data() { return pointers.data(); }
   std::vector<std::string> strings;
   std::vector<char*> pointers;
 };
@@ -76,7 +76,7 @@ TEST(Flags, CommandParsesKnownIgnoresUnknownRefusesMisspelt) {
 
   Argv ok({"test", "--model-dir", "/m", "--unknown_flag", "v", "--predict_threads", "8"});
   testing::internal::CaptureStderr();
-  EXPECT_EQ(flags.Parse(ok.Argc(), ok.Argv()), std::nullopt);
+  EXPECT_EQ(flags.Parse(ok.Argc(), ok.Data()), std::nullopt);
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_EQ(model_dir, "/m");
   EXPECT_NE(err.find("--predict_threads has no effect in tzrec_train: one thread"),
@@ -95,7 +95,7 @@ TEST(Flags, RefusedAndMisspeltFlagsThrow) {
     flags.Refused("ignore_restore_lr_scheduler", false, "the schedule always continues");
     Argv args({"test", bad, "x"});
     try {
-      flags.Parse(args.Argc(), args.Argv());
+      flags.Parse(args.Argc(), args.Data());
       FAIL() << bad;
     } catch (const ConfigError& e) {
       const std::string what = e.what();
@@ -114,7 +114,7 @@ TEST(Flags, MisspeltRequiredFlagIsNamed) {
   CommandFlags flags(app, "test");
   Argv args({"test", "--pipline_config_path", "c.config"});
   try {
-    flags.Parse(args.Argc(), args.Argv());
+    flags.Parse(args.Argc(), args.Data());
     FAIL() << "a misspelt required flag must throw";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("did you mean '--pipeline_config_path'?"),
@@ -130,14 +130,14 @@ TEST(Flags, HelpAndUsageErrorsReturnTheirCode) {
   CommandFlags flags(app, "test");
   Argv help({"test", "--help"});
   testing::internal::CaptureStdout();
-  EXPECT_EQ(flags.Parse(help.Argc(), help.Argv()), 0);
+  EXPECT_EQ(flags.Parse(help.Argc(), help.Data()), 0);
   testing::internal::GetCapturedStdout();
   CLI::App app2{"test", "tzrec_train test"};
   app2.add_option("--n", n, "")->required();
   CommandFlags flags2(app2, "test");
   Argv missing({"test"});
   testing::internal::CaptureStderr();
-  EXPECT_EQ(flags2.Parse(missing.Argc(), missing.Argv()), 2);
+  EXPECT_EQ(flags2.Parse(missing.Argc(), missing.Data()), 2);
   testing::internal::GetCapturedStderr();
 }
 

@@ -140,7 +140,7 @@ TEST(Shuffle, ResumeReplaysTheUninterruptedOrder) {
       for (int rank = 0; rank < 2; ++rank) {
         for (const auto& b : head[rank]) consumed.insert(b.begin(), b.end());
       }
-      EXPECT_EQ(merged.consumed_rows(), static_cast<std::int64_t>(consumed.size()));
+      EXPECT_EQ(merged.ConsumedRows(), static_cast<std::int64_t>(consumed.size()));
       for (int rank = 0; rank < 2; ++rank) {
         Dataset resumed(ShuffleConfig(workers), path, rank, 2, 5, merged, true);
         auto seen = head[rank];

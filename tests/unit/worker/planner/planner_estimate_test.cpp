@@ -380,7 +380,7 @@ TEST(PlannerEstimates, Reservation) {
     ReservedCapacity(Cpu(2, 2, 50000), tables, options);
     FAIL() << "expected PlannerError";
   } catch (const PlannerError& e) {
-    EXPECT_EQ(e.Kind(), PlannerError::Kind::kInsufficientStorage);
+    EXPECT_EQ(e.FailureKind(), PlannerError::Kind::kInsufficientStorage);
     EXPECT_EQ(e.MissingBytes(), 88000 + 6000 - 50000);
   }
 }

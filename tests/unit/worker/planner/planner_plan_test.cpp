@@ -158,7 +158,7 @@ TEST(PlannerPlan, ImpossibleTableNamesItAndMissingBytes) {
     Plan(Cpu(1, 1, 1 << 20), tables, PlannerOptions{});
     FAIL() << "expected PlannerError";
   } catch (const PlannerError& e) {
-    EXPECT_EQ(e.Kind(), PlannerError::Kind::kInsufficientStorage);
+    EXPECT_EQ(e.FailureKind(), PlannerError::Kind::kInsufficientStorage);
     EXPECT_EQ(e.Table(), "huge");
     EXPECT_EQ(e.MissingBytes(), 6'836'864 - 884'736);
     const std::string what = e.what();
@@ -178,7 +178,7 @@ TEST(PlannerPlan, StrictConstraintsNamesAllowedTypes) {
     Plan(Cpu(4, 4, 1LL << 30), {big}, options);
     FAIL() << "expected PlannerError";
   } catch (const PlannerError& e) {
-    EXPECT_EQ(e.Kind(), PlannerError::Kind::kStrictConstraints);
+    EXPECT_EQ(e.FailureKind(), PlannerError::Kind::kStrictConstraints);
     EXPECT_EQ(e.Table(), "big");
     EXPECT_GT(e.MissingBytes(), 0);
     const std::string what = e.what();
@@ -199,7 +199,7 @@ TEST(PlannerPlan, TablesThatFitAloneButNotTogether) {
     Plan(Cpu(2, 2, 5LL << 20), tables, options);
     FAIL() << "expected PlannerError";
   } catch (const PlannerError& e) {
-    EXPECT_EQ(e.Kind(), PlannerError::Kind::kInsufficientStorage);
+    EXPECT_EQ(e.FailureKind(), PlannerError::Kind::kInsufficientStorage);
     EXPECT_FALSE(e.Table().empty());
     EXPECT_GT(e.MissingBytes(), 0);
     EXPECT_NE(std::string(e.what()).find("in all"), std::string::npos) << e.what();
