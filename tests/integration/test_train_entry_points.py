@@ -146,6 +146,20 @@ def test_eval_command_on_2_ranks_matches_train_eval(tmp_path, data, source):
     assert line["binary_cross_entropy"] == pytest.approx(m["eval_loss"], abs=1e-6)
 
 
+def test_eval_ignores_the_configs_training_input(tmp_path, data, source):
+    # TorchEasyRec's own configs name odps:// tables; eval reads only its eval input, so the
+    # config's train_input_path (which eval has no flag to override) must not stop it.
+    text = (source / "pipeline.config").read_text()
+    cfg = tmp_path / "odps.config"
+    cfg.write_text('train_input_path: "odps://project/tables/train"\n' + "\n".join(
+        ln for ln in text.splitlines() if not ln.startswith("train_input_path")))
+    run(tzrun(1, "eval", "--pipeline_config_path", cfg, "--checkpoint_path",
+              source / f"model.ckpt-{SOURCE_STEPS}", "--eval_input_path", data / "eval.txt",
+              "--eval_result_filename", str(tmp_path / "r.txt")))
+    [line] = eval_lines(tmp_path / "r.txt")
+    assert line["auc"] == pytest.approx(metrics(source)["eval_auc"], abs=1e-6)
+
+
 def test_misspelt_and_refused_flags(tmp_path, source):
     proc = tzrec("eval", "--pipeline_config_path", source / "pipeline.config",
                  "--checkpiont_path", "x", check=False)

@@ -241,11 +241,15 @@ std::vector<std::string> ValidatePipelineConfig(const PipelineConfig& config) {
 }
 
 void ResolveInputs(PipelineConfig* config, std::vector<std::string>* warnings) {
-  for (const std::string* path : {&config->train_input_path(), &config->eval_input_path()}) {
+  const std::pair<const std::string*, const char*> inputs[] = {
+      {&config->train_input_path(), "train_input_path"},
+      {&config->eval_input_path(), "eval_input_path"}};
+  for (const auto& [path, field] : inputs) {
     if (path->rfind("odps://", 0) == 0) {
-      throw ConfigError("input '" + *path +
+      throw ConfigError(std::string(field) + " '" + *path +
                         "' is a MaxCompute (ODPS) table, which tzrec_train cannot read; export the "
-                        "table to Parquet and pass --train_input_path / --eval_input_path");
+                        "table to Parquet and pass --" +
+                        field);
     }
   }
   const protos::DatasetType type = config->data_config().dataset_type();

@@ -27,6 +27,7 @@ PipelineConfig EvalPipelineConfig(const EvalOptions& options) {
   if (config.model_dir().empty() && !options.checkpoint_path.empty()) {
     config.set_model_dir(fs::path(options.checkpoint_path).parent_path().string());
   }
+  config.clear_train_input_path();  // eval reads no training data (TorchEasyRec's eval.py)
   ResolveInputs(&config, &loaded.warnings);
   PrintConfigWarnings(loaded.warnings);
   if (config.eval_input_path().empty()) {

@@ -112,15 +112,15 @@ TEST(Refusals, TorchEasyRecFieldsNameTheFieldAndTheAlternative) {
 // An unsupported model is named before any other unsupported field, even one earlier in the file
 // (TorchEasyRec's dssm config has data_config.negative_sampler first), in text and in JSON.
 TEST(Refusals, AnUnsupportedModelIsNamedFirst) {
-  std::string text = Minimal("shuffle: true");
+  std::string text = Minimal("sample_mask_prob: 0.1");
   text.replace(text.find("multi_tower {"), 13, "dssm {} multi_tower {");
   std::string e = ErrorOf(text);
   EXPECT_NE(e.find("'dssm' (ModelConfig) is a TorchEasyRec option"), std::string::npos) << e;
   const std::string j =
-      ErrorOf(R"({"data_config": {"shuffle": true}, "model_config": {"dssm": {}}})");
+      ErrorOf(R"({"data_config": {"sample_mask_prob": 0.1}, "model_config": {"dssm": {}}})");
   EXPECT_NE(j.find("model_config.dssm: 'dssm' (ModelConfig)"), std::string::npos) << j;
-  e = ErrorOf(Minimal("shuffle: true"));  // no model problem: the first field is named
-  EXPECT_NE(e.find("'shuffle' (DataConfig)"), std::string::npos) << e;
+  e = ErrorOf(Minimal("sample_mask_prob: 0.1"));  // no model problem: the first field is named
+  EXPECT_NE(e.find("'sample_mask_prob' (DataConfig)"), std::string::npos) << e;
 }
 
 TEST(Refusals, UnknownNamesSuggestTheClosest) {
