@@ -237,7 +237,10 @@ void PlanDense(const RestoreTarget& t, const char* section, std::vector<NamedTen
     ops[file].push_back(std::move(op));
   }
   if (t.rank != 0) return;
-  // One line per section: an export or --ignore_restore_optimizer skips every optimizer tensor.
+  // One line per section whose saved tensors are only partly in the model. A section the caller
+  // restores nothing of (optimizer state on export, eval, fine-tune, --ignore_restore_optimizer)
+  // is left out by choice: no warning.
+  if (tensors.empty()) return;
   std::vector<std::string> skipped;
   for (const auto& [name, v] : saved.items()) {
     if (!names.count(name)) skipped.push_back(name);

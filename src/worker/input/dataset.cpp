@@ -51,7 +51,7 @@ class Dataset::Impl::Builder {
     labels_.resize(impl.label_slots.size());
     for (auto& l : labels_) l.reserve(static_cast<std::size_t>(capacity));
   }
-  std::int64_t size() const { return n_; }
+  std::int64_t Size() const { return n_; }
 
   // Rows [r0, r0 + count) of `block`, one column at a time (sequential reads of each column and
   // a tight loop per feature). An error names the row of the offending cell.
@@ -107,10 +107,10 @@ class Dataset::Impl::Builder {
   Batch Finish() {
     Batch b;
     b.size = n_;
-    std::size_t total = 0;
-    for (const auto& v : ids_) total += v.size();
+    std::size_t total_ids = 0;
+    for (const auto& v : ids_) total_ids += v.size();
     std::vector<std::int64_t> values;
-    values.reserve(total);
+    values.reserve(total_ids);
     for (const auto& v : ids_) values.insert(values.end(), v.begin(), v.end());
     std::vector<std::int64_t> lengths;
     lengths.reserve(lengths_.size() * static_cast<std::size_t>(n_));
@@ -190,18 +190,18 @@ bool Dataset::Impl::Producer::LoadBlock() {
 std::optional<Batch> Dataset::Impl::Producer::NextBatch() {
   if (finished) return std::nullopt;
   Builder builder(*impl, impl->batch_size);
-  while (builder.size() < impl->batch_size) {
+  while (builder.Size() < impl->batch_size) {
     if (block_pos >= block.num_rows) {
       block = {};
       if (!LoadBlock()) break;
       continue;
     }
     const std::int64_t take =
-        std::min(impl->batch_size - builder.size(), block.num_rows - block_pos);
+        std::min(impl->batch_size - builder.Size(), block.num_rows - block_pos);
     builder.AddRows(block, block_pos, take, block_start + block_pos);
     block_pos += take;
   }
-  if (builder.size() == 0 || (builder.size() < impl->batch_size && impl->drop_remainder)) {
+  if (builder.Size() == 0 || (builder.Size() < impl->batch_size && impl->drop_remainder)) {
     finished = true;
     return std::nullopt;
   }

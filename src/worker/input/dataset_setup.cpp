@@ -140,12 +140,14 @@ void Dataset::Impl::OpenFiles(const PipelineConfig& config, const std::string& i
     for (std::size_t c = 0; c < m.needed.size(); ++c) {
       const auto it = std::find(columns.begin(), columns.end(), m.needed[c]);
       if (it == columns.end()) {
-        throw InputError(
-            std::string(m.parquet ? "ParquetDataset" : "CsvDataset") + ": column '" + m.needed[c] +
-            "' (needed by " + m.needed_by[c] + ") is not in " + path + "; its columns are " +
-            NameList(columns) +
-            (m.parquet || data.with_header() ? "" : " (from data_config.input_fields)") +
-            "; fix the feature expression / label_fields or the data");
+        throw InputError(std::string(m.parquet ? "ParquetDataset" : "CsvDataset") + ": column '" +
+                         m.needed[c] + "' (needed by " + m.needed_by[c] + ") is not in " + path +
+                         "; its columns are " + NameList(columns) +
+                         (m.parquet || data.with_header()
+                              ? ""
+                              : " (from data_config.input_fields; a file with a header line needs "
+                                "data_config.with_header: true)") +
+                         "; fix the feature expression / label_fields or the data");
       }
       info.column_index.push_back(static_cast<int>(it - columns.begin()));
     }

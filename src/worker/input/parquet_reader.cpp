@@ -257,9 +257,11 @@ class ParquetReader final : public TableReader {
     }
     auto reader = parquet::arrow::OpenFile(*file, arrow::system_memory_pool());
     if (!reader.ok()) {
-      throw InputError("ParquetDataset: " + path_ +
-                       " is not a readable Parquet file: " + StatusText(reader.status()) +
-                       "; use data_config.dataset_type CsvDataset for text files");
+      throw InputError(
+          "ParquetDataset: " + path_ +
+          " is not a readable Parquet file: " + StatusText(reader.status()) +
+          "; for text files set data_config.dataset_type: CsvDataset (predict: --dataset_type "
+          "CsvDataset)");
     }
     reader_ = std::move(*reader);
   }

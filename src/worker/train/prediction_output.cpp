@@ -251,8 +251,13 @@ struct ReservedColumnReader::Impl {
     for (const auto& c : columns) {
       const auto it = std::find(names.begin(), names.end(), c);
       if (it == names.end()) {
-        throw InputError("--reserved_columns: column '" + c + "' is not in " + files[file] +
-                         "; its columns are " + tzrun::base::QuotedList(names, 20, "columns"));
+        const std::string known =
+            names.empty()
+                ? "; the file has no column names (a CSV read with data_config.with_header "
+                  "false and no input_fields): for a header line pass --edit_config_json "
+                  "'{\"data_config.with_header\": true}'"
+                : "; its columns are " + tzrun::base::QuotedList(names, 20, "columns");
+        throw InputError("--reserved_columns: column '" + c + "' is not in " + files[file] + known);
       }
       indices.push_back(static_cast<int>(it - names.begin()));
     }

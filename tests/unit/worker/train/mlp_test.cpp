@@ -140,8 +140,8 @@ struct ActCase {
 };
 
 TEST(Mlp, EachActivationMatchesItsFormula) {
-  const double kSeluAlpha = 1.6732632423543772;
-  const double kSeluScale = 1.0507009873554805;
+  constexpr double kSeluAlpha = 1.6732632423543772;
+  constexpr double kSeluScale = 1.0507009873554805;
   const std::vector<ActCase> cases = {
       {"nn.ReLU", [](const at::Tensor& z, const Built&) { return at::clamp_min(z, 0); }},
       {"nn.ReLU(inplace=True)",
