@@ -78,21 +78,21 @@ CommandFlags::CommandFlags(CLI::App& app, std::string command)
 }
 
 void CommandFlags::NoEffect(const std::string& name, bool takes_value, const std::string& why) {
-  auto d = std::make_unique<Declared>();
-  d->name = name;
-  d->why = why;
-  const std::string help = "TorchEasyRec flag, accepted without effect: " + why;
-  d->option = takes_value ? app_.add_option("--" + name, d->text, help)
-                          : app_.add_flag("--" + name, d->given, help);
-  declared_.push_back(std::move(d));
+  Declare(name, takes_value, why, /*refused=*/false);
 }
 
 void CommandFlags::Refused(const std::string& name, bool takes_value, const std::string& why) {
+  Declare(name, takes_value, why, /*refused=*/true);
+}
+
+void CommandFlags::Declare(const std::string& name, bool takes_value, const std::string& why,
+                           bool refused) {
   auto d = std::make_unique<Declared>();
   d->name = name;
   d->why = why;
-  d->refused = true;
-  const std::string help = "TorchEasyRec flag, refused: " + why;
+  d->refused = refused;
+  const std::string help = std::string("TorchEasyRec flag, ") +
+                           (refused ? "refused: " : "accepted without effect: ") + why;
   d->option = takes_value ? app_.add_option("--" + name, d->text, help)
                           : app_.add_flag("--" + name, d->given, help);
   declared_.push_back(std::move(d));

@@ -70,6 +70,8 @@ class CommandFlags {
     bool given = false;  // a switch stores here
     CLI::Option* option = nullptr;
   };
+  void Declare(const std::string& name, bool takes_value, const std::string& why, bool refused);
+
   CLI::App& app_;
   std::string command_;
   std::vector<std::unique_ptr<Declared>> declared_;
