@@ -74,6 +74,10 @@ struct LaunchConfig {
   std::optional<std::string> logs_specs;
   std::optional<std::string> numa_binding;
   std::vector<std::string> signals_to_handle = {"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"};
+  /// tzrun extension --forward-signals: signals passed on to every worker's process group while
+  /// the job goes on (e.g. SIGUSR1 to checkpoint before preemption); one listed here is not a
+  /// stop signal even when --signals-to-handle names it too. Default: none (torchrun's).
+  std::vector<std::string> forward_signals;
   double shutdown_timeout = 30.0;  ///< grace between SIGTERM and SIGKILL (s)
   bool virtual_local_rank = false;
   std::vector<std::string> duplicate_stdout_filters;

@@ -186,7 +186,7 @@ void Agent::PrepareJob() {
                *cfg_.numa_binding);
   }
   for (pid_t c : detail::ListChildren(::getpid())) preexisting_children_.insert(c);
-  signals_.emplace(cfg_.signals_to_handle, *log_);
+  signals_.emplace(cfg_.signals_to_handle, cfg_.forward_signals, *log_);
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
     log_->warn(
         "PR_SET_CHILD_SUBREAPER failed ({}): orphaned grandchildren of workers may "
@@ -200,7 +200,12 @@ void Agent::PrepareJob() {
   console_ = std::make_unique<ConsoleSink>(STDOUT_FILENO, STDERR_FILENO, ColorMode::kAuto);
   auto it = base_env_.find("TORCH_ELASTIC_WORKER_IDENTICAL");
   identical_ranks_ = it != base_env_.end() && it->second == "1";
-  if (auto t = rendezvous::ConfSeconds(cfg_.rdzv_conf, "timeout")) rdzv_timeout_ = *t;
+  // torchrun reads rdzv_conf "timeout" only for the static (and etcd) rendezvous; under c10d
+  // the key is ignored, whatever its value (torch/distributed/elastic/rendezvous/
+  // static_tcp_rendezvous.py, c10d_rendezvous_backend.py).
+  if (!IsDynamic(cfg_)) {
+    if (auto t = rendezvous::ConfSeconds(cfg_.rdzv_conf, "timeout")) rdzv_timeout_ = *t;
+  }
 }
 
 void Agent::NextRound(int local_restarts, rendezvous::RendezvousInfo& info,

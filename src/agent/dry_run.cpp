@@ -72,6 +72,7 @@ void PrintConfiguration(const LaunchConfig& cfg) {
   std::printf("  max_restarts=%d shutdown_timeout=%gs log_dir=%s\n", cfg.max_restarts,
               cfg.shutdown_timeout, cfg.log_dir.value_or("<temporary>").c_str());
   std::printf("  signals_to_handle=%s\n", base::Join(cfg.signals_to_handle, ",").c_str());
+  std::printf("  forward_signals=%s\n", base::Join(cfg.forward_signals, ",").c_str());
 }
 
 /// Every variable torchrun sets is shown, even when it equals the agent's own value

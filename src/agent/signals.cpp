@@ -13,11 +13,13 @@
 
 namespace tzrun::agent {
 
-SignalState::SignalState(const std::vector<std::string>& names, spdlog::logger& log) {
+SignalState::SignalState(const std::vector<std::string>& names,
+                         const std::vector<std::string>& forward, spdlog::logger& log) {
   ::sigprocmask(SIG_BLOCK, nullptr, &orig_mask_);
   sigemptyset(&blocked_);
   sigaddset(&blocked_, SIGCHLD);
-  for (const auto& name : names) Add(name, log);
+  for (const auto& name : names) Add(name, log, handled_);
+  for (const auto& name : forward) Add(name, log, forwarded_);
   ::sigprocmask(SIG_BLOCK, &blocked_, nullptr);
   fd_ = ::signalfd(-1, &blocked_, SFD_CLOEXEC | SFD_NONBLOCK);
   if (fd_ < 0) {
@@ -37,7 +39,7 @@ SignalState::SignalState(const std::vector<std::string>& names, spdlog::logger& 
   reset_ = {SIGPIPE, SIGXFSZ};
 }
 
-void SignalState::Add(const std::string& name, spdlog::logger& log) {
+void SignalState::Add(const std::string& name, spdlog::logger& log, std::vector<int>& list) {
   int sig = detail::SignalFromName(name);
   if (sig < 0) {
     log.warn(
@@ -57,8 +59,8 @@ void SignalState::Add(const std::string& name, spdlog::logger& log) {
     log.info("{} was ignored when tzrun started (e.g. nohup); leaving it ignored", name);
     return;
   }
-  if (!Handled(sig)) {
-    handled_.push_back(sig);
+  if (!Handled(sig) && !Forwarded(sig)) {
+    list.push_back(sig);
     sigaddset(&blocked_, sig);
   }
 }
@@ -76,6 +78,10 @@ SignalState::~SignalState() {
 
 bool SignalState::Handled(int sig) const {
   return std::find(handled_.begin(), handled_.end(), sig) != handled_.end();
+}
+
+bool SignalState::Forwarded(int sig) const {
+  return std::find(forwarded_.begin(), forwarded_.end(), sig) != forwarded_.end();
 }
 
 }  // namespace tzrun::agent

@@ -26,7 +26,10 @@ class SignalState {
   /// Blocks SIGCHLD and the signals named in `names` (--signals-to-handle; unknown names
   /// and SIGKILL/SIGSTOP/SIGCHLD are skipped with a warning on `log`), opens the signalfd
   /// and ignores SIGPIPE. Throws AgentError (125) when signalfd(2) fails.
-  SignalState(const std::vector<std::string>& names, spdlog::logger& log);
+  /// `forward` (--forward-signals) are blocked and read the same way; the agent passes them on
+  /// to the workers without stopping the job (Forwarded()).
+  SignalState(const std::vector<std::string>& names, const std::vector<std::string>& forward,
+              spdlog::logger& log);
   SignalState(const SignalState&) = delete;
   SignalState& operator=(const SignalState&) = delete;
   /// Discards pending signals, restores the mask and SIGPIPE.
@@ -35,18 +38,20 @@ class SignalState {
   /// Non-blocking signalfd delivering SIGCHLD and the handled signals.
   [[nodiscard]] int Fd() const noexcept { return fd_; }
   [[nodiscard]] bool Handled(int sig) const;
+  [[nodiscard]] bool Forwarded(int sig) const;
   /// The signal mask tzrun started with (the workers start with it).
   [[nodiscard]] const sigset_t& ChildMask() const noexcept { return orig_mask_; }
   /// Signals the workers get back at SIG_DFL (SIGPIPE, SIGXFSZ).
   [[nodiscard]] const std::vector<int>& ResetToDefault() const noexcept { return reset_; }
 
  private:
-  void Add(const std::string& name, spdlog::logger& log);
+  void Add(const std::string& name, spdlog::logger& log, std::vector<int>& list);
 
   sigset_t orig_mask_{};
   sigset_t blocked_{};
   int fd_ = -1;
   std::vector<int> handled_;
+  std::vector<int> forwarded_;
   std::vector<int> reset_;
   struct sigaction old_pipe_ {};
 };

@@ -67,6 +67,10 @@ void Agent::ReadSignals(bool* escalate) {
     const int sig = static_cast<int>(si.ssi_signo);
     if (sig == SIGCHLD) {
       child = true;
+    } else if (signals_->Forwarded(sig)) {
+      log_->warn("Received {}: passing it on to the workers (--forward-signals); the job goes on",
+                 SignalName(sig));
+      SignalTargets(sig, false);
     } else if (signals_->Handled(sig)) {
       if (stop_signal_ == 0) {
         stop_signal_ = sig;

@@ -195,6 +195,14 @@ std::vector<OptionSpec> BuildOptions() {
                .help = "Seconds between forwarding a termination signal to the workers and "
                        "SIGKILLing the survivors (>= 0). Default: $TORCH_ELASTIC_SHUTDOWN_TIMEOUT, "
                        "else 30. Same flag as torchrun 2.12."});
+  o.push_back({.strings = {"--forward-signals", "--forward_signals"},
+               .dest = "forward_signals",
+               .arity = kValue,
+               .extension = true,
+               .help = "Comma-separated signals to pass on to the workers without stopping the "
+                       "job (e.g. SIGUSR1,SIGUSR2 for a worker that checkpoints before "
+                       "preemption). Default: none; signals in --signals-to-handle stop the job, "
+                       "as under torchrun."});
   o.push_back({.strings = {"--summary-json", "--summary_json"},
                .dest = "summary_json",
                .arity = kValue,

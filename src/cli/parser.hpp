@@ -95,6 +95,9 @@ class Parser {
   void ResolveLogs(LaunchConfig& c) const;
   std::vector<std::string> Filters(const std::string& dest) const;
   void ResolveSignals(LaunchConfig& c) const;
+  /// The signal names of option `dest` (comma-separated, deduplicated); Bad() for names that
+  /// cannot be caught or forwarded.
+  std::vector<std::string> SignalList(const std::string& dest) const;
   void ResolveShutdownTimeout(LaunchConfig& c) const;
   void ResolveLogLevel(LaunchConfig& c) const;
 

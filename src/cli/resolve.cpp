@@ -77,7 +77,18 @@ void Parser::Resolve(LaunchConfig& c, std::vector<std::string>& warnings) const 
   ResolveLaunch(c);
   ResolveLogs(c);
   if (const Raw* r = FindRaw("local_addr")) c.local_addr = r->value;
-  if (const Raw* r = FindRaw("logs_specs")) c.logs_specs = r->value;
+  if (const Raw* r = FindRaw("logs_specs")) {
+    // run.py::_get_logs_specs_class loads the name from the torchrun.logs_specs entry-point
+    // group, where torch registers only "default" (DefaultLogsSpecs, what tzrun does); any other
+    // name is a ValueError before anything starts.
+    if (r->value != "default") {
+      Bad("logs_specs",
+          "Could not find entrypoint under 'torchrun.logs_specs[" + r->value +
+              "]' key; tzrun implements only 'default' (DefaultLogsSpecs)",
+          "drop the flag or pass --logs-specs default");
+    }
+    c.logs_specs = r->value;
+  }
   if (const Raw* r = FindRaw("numa_binding")) c.numa_binding = r->value;
   ResolveSignals(c);
   c.virtual_local_rank = Flag("virtual_local_rank");
@@ -181,10 +192,20 @@ void Parser::ResolveNodeRank(LaunchConfig& c, std::vector<std::string>& warnings
               ") for the static rendezvous",
           "give each node a distinct rank in 0.." + std::to_string(c.max_nodes - 1));
     }
-  } else if (FindRaw("master_addr") && c.rdzv_endpoint.empty()) {
-    warnings.emplace_back(
-        "master_addr is only used for static rdzv_backend and when rdzv_endpoint is not "
-        "specified.");
+  } else {
+    if (FindRaw("master_addr") && c.rdzv_endpoint.empty()) {
+      warnings.emplace_back(
+          "master_addr is only used for static rdzv_backend and when rdzv_endpoint is not "
+          "specified.");
+    }
+    // torchrun ignores --node-rank without a word under c10d; tzrun says so. A platform's
+    // PET_NODE_RANK (Kubeflow sets it on every pod) is not worth a warning.
+    const Raw* rank = FindRaw("node_rank");
+    if (rank != nullptr && !rank->from_env && rank->origin.empty()) {
+      warnings.emplace_back("--node-rank=" + rank->value + " is ignored by the " + c.rdzv_backend +
+                            " rendezvous, which numbers nodes (group_rank) in join order; it is "
+                            "only used with --rdzv-backend=static");
+    }
   }
   if (c.rdzv_id.empty()) {
     // elastic/agent launch_agent: an empty run id becomes a random one.
@@ -262,30 +283,38 @@ std::vector<std::string> Parser::Filters(const std::string& dest) const {
   return out;
 }
 
-void Parser::ResolveSignals(LaunchConfig& c) const {
-  const Raw* r = FindRaw("signals_to_handle");
-  if (r == nullptr) return;
-  c.signals_to_handle.clear();
-  for (const auto& item : base::Split(r->value, ',')) {
+std::vector<std::string> Parser::SignalList(const std::string& dest) const {
+  std::vector<std::string> out;
+  for (const auto& item : base::Split(FindRaw(dest)->value, ',')) {
     const std::string name = base::Strip(item);
     if (name.empty()) continue;
     if (name == "SIGKILL" || name == "SIGSTOP") {
-      Bad("signals_to_handle", name + " cannot be caught",
+      Bad(dest, name + " cannot be caught",
           "list catchable signals such as SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1,SIGUSR2");
     }
     if (name == "SIGCHLD" || name == "SIGCLD") {
-      Bad("signals_to_handle", name + " is how tzrun watches its workers and cannot be forwarded",
+      Bad(dest, name + " is how tzrun watches its workers and cannot be forwarded",
           "list other signals such as SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1,SIGUSR2");
     }
     if (!CatchableSignals().count(name)) {
-      Bad("signals_to_handle", "unknown signal name " + PyRepr(name),
+      Bad(dest, "unknown signal name " + PyRepr(name),
           "use Python signal names such as SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1,SIGUSR2");
     }
-    if (std::find(c.signals_to_handle.begin(), c.signals_to_handle.end(), name) ==
-        c.signals_to_handle.end()) {
-      c.signals_to_handle.push_back(name);
-    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
   }
+  return out;
+}
+
+void Parser::ResolveSignals(LaunchConfig& c) const {
+  if (FindRaw("signals_to_handle") != nullptr)
+    c.signals_to_handle = SignalList("signals_to_handle");
+  if (FindRaw("forward_signals") == nullptr) return;
+  c.forward_signals = SignalList("forward_signals");
+  // A signal both forwarded and handled is forwarded only: the job goes on.
+  std::erase_if(c.signals_to_handle, [&](const std::string& s) {
+    return std::find(c.forward_signals.begin(), c.forward_signals.end(), s) !=
+           c.forward_signals.end();
+  });
 }
 
 void Parser::ResolveShutdownTimeout(LaunchConfig& c) const {

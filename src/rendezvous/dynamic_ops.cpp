@@ -211,13 +211,20 @@ std::string Describe(const RendezvousState& s) {
 std::string TimeoutMessage(Op op, const RendezvousState& s, const NodeDesc& me,
                            const DynamicOptions& o) {
   switch (op) {
-    case Op::kJoin:
+    case Op::kJoin: {
+      // The timed-out join removes this node from the lists before it reports (as torchrun's
+      // _RendezvousJoinOp does); name it among the nodes that had joined all the same.
+      RendezvousState joined = s;
+      if (joined.participants.count(me) == 0U && joined.wait_list.count(me) == 0U) {
+        joined.participants[me] = {};
+      }
       return "the rendezvous '" + o.run_id + "' did not complete within join_timeout (" +
-             base::DurationText(o.join_timeout) + "): " + Describe(s) + ", need " +
+             base::DurationText(o.join_timeout) + "): " + Describe(joined) + ", need " +
              std::to_string(o.min_nodes) +
              (o.min_nodes == o.max_nodes ? "" : ".." + std::to_string(o.max_nodes)) +
              " node(s); start the missing nodes with the same --rdzv-id/--rdzv-endpoint, lower "
              "--nnodes MIN, or raise --rdzv-conf join_timeout=SECONDS";
+    }
     case Op::kClose:
       return "could not close the rendezvous '" + o.run_id + "' within close_timeout (" +
              base::DurationText(o.close_timeout) + ")";

@@ -344,9 +344,24 @@ class DynamicRendezvous final : public detail::WatchingHandler {
             deadline = SteadyClock::now() + o_.join_timeout;
           }
           dirty_ = true;
+          if (a == Action::kAddToWaitList || a == Action::kAddToRedundancyList) SaySpare(a);
           break;
       }
     }
+  }
+
+  // A node that cannot take part in the current round says so at the default log level
+  // (torchrun's agent is silent there, which reads like a hang).
+  void SaySpare(Action a) {
+    const std::string where = "The node '" + me_.Str() + "' is waiting in the rendezvous '" +
+                              o_.run_id + "' (" + detail::Describe(state_) + "): ";
+    detail::Log(o_.log, LogLevel::kWarning,
+                a == Action::kAddToWaitList
+                    ? where +
+                          "the current round is complete; it joins the next round, which the "
+                          "running nodes start when they see it (every --monitor-interval)"
+                    : where + "the round already has --nnodes MAX=" + std::to_string(o_.max_nodes) +
+                          " nodes; it stays a spare and joins when a node leaves");
   }
 
   void Close(std::optional<int> exit_code) {

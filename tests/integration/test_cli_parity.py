@@ -36,6 +36,9 @@ CASES = [
     (["-m", "pkg.mod", "--flag"], {}, OK, 0, ""),
     (["--run-path", "-m", "--no-python", "{tmp}/x.py"], {}, OK, 0, ""),
     (["--rdzv-conf", "join_timeout=5, read_timeout = 10", "x.py"], {}, OK, 0, ""),
+    # c10d reads no "timeout" key: any value is ignored (only static/etcd read it).
+    (["--standalone", "--rdzv-conf", "timeout=bad", "x.py"], {}, OK, 0, ""),
+    (["--logs-specs", "default", "x.py"], {}, OK, 0, ""),
     (["--local-ranks-filter", "0,1", "x.py"], {}, OK, 0, ""),
     (["--duplicate-stdout-filters", "a,,b", "--duplicate_stderr_filters=c", "x.py"], {}, OK, 0, ""),
     (["--signals-to-handle", "SIGTERM,SIGUSR1", "x.py"], {}, OK, 0, ""),
@@ -76,6 +79,7 @@ CASES = [
     (["--nproc-per-node", "many", "x.py"], {}, INVALID, 2, ""),
     (["--nproc-per-node", "xpu", "x.py"], {}, INVALID, 2, ""),
     (["--rdzv-conf", "=1", "x.py"], {}, INVALID, 2, ""),
+    (["--logs-specs", "DOESNOT_EXIST", "x.py"], {}, INVALID, 2, ""),
     (["--rdzv-conf", "a", "x.py"], {}, INVALID, 2, ""),
     (["-r", "4", "x.py"], {}, INVALID, 2, ""),
     (["-t", "0:1,x", "x.py"], {}, INVALID, 2, ""),
@@ -230,3 +234,12 @@ def test_version(tzrun_bin):
     out = subprocess.run([tzrun_bin, "--version"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0
     assert re.fullmatch(r"tzrun \d+\.\d+\.\d+\S* \(torchrun 2\.11 compatible\)\n", out.stdout)
+
+
+def test_c10d_launch_ignores_rdzv_conf_timeout(tzrun_bin):
+    """torchrun 2.11 reads rdzv_conf `timeout` only for static/etcd: a real --standalone (c10d)
+    launch with a value that is not a number runs, as torchrun's does."""
+    proc = subprocess.run([tzrun_bin, "--standalone", "--nproc-per-node=1", "--rdzv-conf",
+                           "timeout=bad", "--no-python", "true"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]

@@ -258,6 +258,9 @@ def test_c10d_late_third_node_scales_up_without_spending_restarts(tmp_path, agen
     for x in (a, b, c):
         assert x.wait(60) == 0, logs(a, b, c)
     assert "waiting to join" in a.text(), logs(a)
+    # The late node said why it waited (torchrun's agent prints nothing there).
+    assert "is waiting in the rendezvous 'local-job'" in c.text(), logs(c)
+    assert "joins the next round" in c.text(), logs(c)
 
 
 def test_c10d_killed_node_survivors_restart_with_smaller_world(tmp_path, agents):

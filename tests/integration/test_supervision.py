@@ -166,6 +166,42 @@ def test_signal_to_tzrun_is_forwarded_and_exit_is_128_plus_n(tmp_path, sig):
         assert not alive(pid)
 
 
+USR1_WORKER = """
+import os, pathlib, signal, sys, time
+out, rank = pathlib.Path(sys.argv[1]), os.environ["LOCAL_RANK"]
+got = []
+signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))
+(out / f"armed{rank}").touch()
+end = time.monotonic() + 60
+while not got and time.monotonic() < end:
+    time.sleep(0.02)
+time.sleep(0.5)  # "checkpointing": the job must still be running afterwards
+(out / f"usr1_{rank}").write_text("checkpointed" if got else "timeout")
+"""
+
+
+def test_forward_signals_reach_the_workers_and_the_job_goes_on(tmp_path):
+    # A preemption notice (SIGUSR1) passed on with --forward-signals: each worker traps it,
+    # checkpoints and exits 0 on its own; the job is not stopped (exit 0, not 128 + 10), even
+    # though --signals-to-handle names SIGUSR1 too.
+    worker = tmp_path / "usr1.py"
+    worker.write_text(USR1_WORKER)
+    p = start(tzrun_cmd("--nproc-per-node=2", "--signals-to-handle=SIGTERM,SIGUSR1",
+                        "--forward-signals=SIGUSR1", str(worker), str(tmp_path)))
+    try:
+        wait_for(lambda: all((tmp_path / f"armed{r}").exists() for r in range(2)),
+                 what="workers armed")
+        p.send_signal(signal.SIGUSR1)
+        _, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 0, err
+    for r in range(2):
+        assert (tmp_path / f"usr1_{r}").read_text() == "checkpointed", err
+    assert "Received SIGUSR1: passing it on to the workers" in err
+    assert "death signal" not in err
+
+
 def test_second_signal_skips_the_grace_period(tmp_path):
     p = start(tzrun_cmd("--nproc-per-node=1", "--shutdown-timeout=60", WORKER, str(tmp_path),
                         "--ignore-term"))

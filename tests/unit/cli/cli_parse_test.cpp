@@ -120,13 +120,16 @@ std::vector<ValueCase> ValueCases() {
          EXPECT_TRUE(c.master_port_explicit);
        }},
       {"--local-addr", "node1", [](const LaunchConfig& c) { EXPECT_EQ(c.local_addr, "node1"); }},
-      {"--logs-specs", "mine", [](const LaunchConfig& c) { EXPECT_EQ(c.logs_specs, "mine"); }},
+      {"--logs-specs", "default",
+       [](const LaunchConfig& c) { EXPECT_EQ(c.logs_specs, "default"); }},
       {"--numa-binding", "core-complex",
        [](const LaunchConfig& c) { EXPECT_EQ(c.numa_binding, "core-complex"); }},
       {"--signals-to-handle", "SIGTERM,SIGUSR1",
        [](const LaunchConfig& c) {
          EXPECT_THAT(c.signals_to_handle, ElementsAre("SIGTERM", "SIGUSR1"));
        }},
+      {"--forward-signals", "SIGUSR1",
+       [](const LaunchConfig& c) { EXPECT_THAT(c.forward_signals, ElementsAre("SIGUSR1")); }},
       {"--shutdown-timeout", "5",
        [](const LaunchConfig& c) { EXPECT_DOUBLE_EQ(c.shutdown_timeout, 5.0); }},
       {"--summary-json", "/tmp/s.json",
@@ -224,6 +227,10 @@ TEST(CliOptions, LastOccurrenceWins) {
 }
 
 TEST(CliOptions, ValueStartingWithDash) {
+  // torchrun refuses a LogsSpecs name with no torchrun.logs_specs entry point before starting.
+  EXPECT_THAT(ErrorOf({"--logs-specs", "DOESNOT_EXIST", "x.py"}),
+              AllOf(HasSubstr("--logs-specs"), HasSubstr("'torchrun.logs_specs[DOESNOT_EXIST]'"),
+                    HasSubstr("default")));
   EXPECT_THAT(ErrorOf({"--rdzv-conf", "-a", "x.py"}),
               HasSubstr("argument --rdzv-conf/--rdzv_conf: expected one argument"));
   EXPECT_THAT(ErrorOf({"--nnodes"}), HasSubstr("argument --nnodes: expected one argument"));

@@ -170,6 +170,28 @@ TEST(CliRdzv, EmptyRunIdBecomesRandom) {
   EXPECT_THAT(out.warnings[0], HasSubstr("generated a random run_id"));
 }
 
+TEST(CliSignals, ForwardSignalsAreNotStopSignals) {
+  const LaunchConfig c = Cfg({"--signals-to-handle", "SIGTERM,SIGUSR1", "--forward-signals",
+                              "SIGUSR1, SIGUSR2,SIGUSR1", "x.py"});
+  EXPECT_EQ(c.forward_signals, (std::vector<std::string>{"SIGUSR1", "SIGUSR2"}));
+  EXPECT_EQ(c.signals_to_handle, (std::vector<std::string>{"SIGTERM"}));
+  EXPECT_TRUE(Cfg({"x.py"}).forward_signals.empty());  // torchrun's default: none
+  EXPECT_THAT(ErrorOf({"--forward-signals", "SIGFOO", "x.py"}),
+              AllOf(HasSubstr("--forward-signals"), HasSubstr("unknown signal name 'SIGFOO'")));
+  EXPECT_THAT(ErrorOf({"--forward-signals", "SIGKILL", "x.py"}), HasSubstr("cannot be caught"));
+}
+
+TEST(CliRdzv, NodeRankFlagUnderC10dIsNamedAsIgnored) {
+  const auto out = RunCli({"--rdzv-backend", "c10d", "--node-rank", "3", "x.py"});
+  ASSERT_EQ(out.warnings.size(), 1U);
+  EXPECT_THAT(out.warnings[0],
+              AllOf(HasSubstr("--node-rank=3"), HasSubstr("ignored by the c10d rendezvous")));
+  // A platform's PET_NODE_RANK (Kubeflow sets it on every pod) and the static backend: quiet.
+  EXPECT_TRUE(
+      RunCli({"--rdzv-backend", "c10d", "x.py"}, {{"PET_NODE_RANK", "1"}}).warnings.empty());
+  EXPECT_TRUE(RunCli({"--nnodes", "2", "--node-rank", "1", "x.py"}).warnings.empty());
+}
+
 TEST(CliRdzv, MasterAddrWarningWithDynamicBackend) {
   EXPECT_EQ(RunCli({"--rdzv-backend", "c10d", "--master-addr", "h", "x.py"}).warnings.size(), 1U);
   EXPECT_TRUE(RunCli({"--rdzv-backend", "c10d", "x.py"}).warnings.empty());

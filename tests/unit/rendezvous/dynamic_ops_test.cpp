@@ -169,6 +169,9 @@ TEST_F(DynamicOpsTest, TimeoutMessages) {
   EXPECT_NE(join_text.find("did not complete within join_timeout"), std::string::npos);
   EXPECT_NE(join_text.find("1 participant(s) [a_1_0], 1 waiting, need 2..4 node(s)"),
             std::string::npos);
+  // This node already left the lists when the message is made: it still counts as joined.
+  EXPECT_NE(TimeoutMessage(Op::kJoin, RendezvousState{}, c_, o).find("1 participant(s) [c_3_0]"),
+            std::string::npos);
   EXPECT_EQ(TimeoutMessage(Op::kExit, s, a_, o),
             "could not leave the previous round of the rendezvous 'job' in time");
   EXPECT_NE(TimeoutMessage(Op::kKeepAlive, s, a_, o).find("keep-alive heartbeat of node 'a_1_0'"),
