@@ -19,6 +19,7 @@
 #include "agent_impl.hpp"
 #include "agent_logger.hpp"
 #include "dry_run.hpp"
+#include "local_addr.hpp"
 #include "rendezvous_options.hpp"
 #include "tzrun/base/system.hpp"
 #include "tzrun/rendezvous/errors.hpp"
@@ -113,7 +114,13 @@ void Agent::InterruptCheck() {
 
 void Agent::CreateRendezvous() {
   std::string local_addr = cfg_.local_addr.value_or("");
-  if (IsDynamic(cfg_) && local_addr.empty()) local_addr = hostname_ = LocalFqdn();
+  if (IsDynamic(cfg_) && local_addr.empty()) {
+    hostname_ = LocalFqdn();
+    std::string why;
+    local_addr = AdvertisedAddress(hostname_, NameResolves(hostname_), cfg_.max_nodes == 1,
+                                   FirstInterfaceAddress(), &why);
+    if (!why.empty()) log_->warn("{}", why);
+  }
   rdzv_ =
       rendezvous::MakeHandler(HandlerParams(cfg_, local_addr),
                               store::SpdlogSink(log_, "rendezvous"), [this] { InterruptCheck(); });

@@ -45,6 +45,8 @@ rendezvous::StaticOptions StaticOptions(const LaunchConfig& cfg) {
       o.master_addr = o.master_addr.substr(1, o.master_addr.size() - 2);
     }
     o.master_port = cfg.master_port;
+    // torchrun's default port on a one-node job: a second such job on the host moves aside.
+    o.port_fallback = cfg.max_nodes == 1 && !cfg.master_port_explicit;
   }
   if (auto t = ConfSeconds(cfg.rdzv_conf, "timeout")) o.timeout = *t;
   if (auto t = ConfSeconds(cfg.rdzv_conf, "read_timeout")) o.read_timeout = *t;

@@ -251,12 +251,23 @@ class StaticRendezvous final : public detail::WatchingHandler {
       try {
         server_ = detail::HostStore(o_.bind_host, o_.master_port, o_.log);
       } catch (const store::BindError& e) {
-        throw RendezvousConnectionError(
-            std::string("cannot host the c10d store for the workers: ") + e.what() +
-            "; another job (torchrun/tzrun) is probably using port " +
-            std::to_string(o_.master_port) +
-            ": pass a free one with --master-port=PORT, or use --standalone to pick a free "
-            "port automatically");
+        if (o_.port_fallback && o_.nnodes == 1) {
+          server_ = detail::HostStore(o_.bind_host, 0, o_.log);
+          detail::Log(o_.log, LogLevel::kWarning,
+                      "port " + std::to_string(o_.master_port) +
+                          " is in use (another job?); this single-node job hosts its store on "
+                          "free port " +
+                          std::to_string(server_->Port()) +
+                          " instead (MASTER_PORT); pass --master-port=PORT to choose one");
+          o_.master_port = server_->Port();
+        } else {
+          throw RendezvousConnectionError(
+              std::string("cannot host the c10d store for the workers: ") + e.what() +
+              "; another job (torchrun/tzrun) is probably using port " +
+              std::to_string(o_.master_port) +
+              ": pass a free one with --master-port=PORT, or use --standalone to pick a free "
+              "port automatically");
+        }
       }
       host = o_.bind_host.empty() ? "127.0.0.1" : o_.bind_host;
       detail::Log(o_.log, LogLevel::kInfo,

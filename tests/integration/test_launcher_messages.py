@@ -70,3 +70,21 @@ def test_dry_run_uses_an_explicit_static_endpoint():
     assert "  MASTER_ADDR=node0\n" in p.stdout and "  MASTER_PORT=1234\n" in p.stdout
     q = tzrun("--dry-run", "--rdzv-endpoint", "node0", "--no-python", "/bin/true")
     assert q.returncode == 2 and "has no port" in q.stderr
+
+
+def test_busy_default_port_falls_back_to_a_free_one_on_one_node():
+    """Two single-node jobs without port flags: the second one's store moves to a free port
+    (with a warning) instead of dying on torchrun's default 29500; an explicit port still fails
+    (test_port_busy_names_the_port_and_the_fix)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", 29500))
+            s.listen()
+        except OSError:
+            pass  # already taken by someone else: busy all the same
+        p = tzrun("--nproc-per-node=1", "--no-python", "sh", "-c", 'echo "port=$MASTER_PORT"')
+    assert p.returncode == 0, p.stderr
+    assert "port 29500 is in use" in p.stderr and "free port" in p.stderr, p.stderr
+    port = int(p.stdout.split("port=")[1].split()[0])
+    assert port != 29500 and 0 < port < 65536

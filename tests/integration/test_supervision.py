@@ -421,3 +421,20 @@ def test_torch_gloo_all_reduce_standalone(tmp_path):
     assert proc.returncode == 0, details(proc)
     for r in range(2):
         assert (tmp_path / f"sum{r}.txt").read_text().split()[0] == "3.0"
+
+
+def test_standalone_with_an_unresolvable_host_name_still_runs(tmp_path):
+    # A container / UTS namespace whose host name is in no /etc/hosts or DNS: torchrun hands
+    # the workers that name as MASTER_ADDR and init_process_group fails; tzrun advertises an
+    # address that resolves, with a warning.
+    pytest.importorskip("torch")
+    if subprocess.run(["unshare", "--uts", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unshare --uts is not permitted here (needs root or user namespaces)")
+    proc = run(["unshare", "--uts", "sh", "-c", 'hostname tzrun-no-such-host && exec "$@"', "sh",
+                binary("tzrun"), "--standalone", "--nproc-per-node=2",
+                str(WORKERS / "allreduce.py"), str(tmp_path)], timeout=300)
+    assert proc.returncode == 0, details(proc)
+    assert "'tzrun-no-such-host' does not resolve" in proc.stderr, details(proc)
+    for r in range(2):
+        value, world = (tmp_path / f"sum{r}.txt").read_text().split()
+        assert float(value) == 3.0 and int(world) == 2

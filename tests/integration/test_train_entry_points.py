@@ -2,7 +2,8 @@
 from another run's checkpoint on new data at another world size (train_config.fine_tune_checkpoint
 / --fine_tune_checkpoint), the distributed `eval` command and its eval_result.txt, `predict` on
 unlabeled input with reserved columns (CSV and Parquet), and the flags TorchEasyRec passes
-(unknown ones ignored with a warning, misspelt ones refused).
+(unknown ones ignored with a warning, misspelt ones refused), and fine_tune_ckpt_param_map's
+renames.
 
 All data is generated (train_job_helpers.write_criteo_like, labels made learnable from int_0), so
 nothing here needs ../shared. Budget: about a minute on 2 shared cores.
@@ -76,17 +77,23 @@ def source(tmp_path_factory, small_dlrm, data):
     return md
 
 
-def test_fine_tune_on_new_data_at_another_world_size(tmp_path, small_dlrm, data, source):
-    # The source model's loss on the first batch the 1-rank fine-tune run reads (its first BATCH
-    # rows), by the eval command: the fine-tune run's step-1 loss must be exactly that.
-    first = tmp_path / "first_batch.txt"
+@pytest.fixture(scope="module")
+def source_loss(tmp_path_factory, data, source):
+    """The source model's loss on the first batch a 1-rank fine-tune run reads (the first BATCH
+    rows of new_train.txt), by the eval command: a fine-tune run's step-1 loss must be exactly
+    that."""
+    out = tmp_path_factory.mktemp("source_loss")
+    first = out / "first_batch.txt"
     first.write_text("".join((data / "new_train.txt").read_text().splitlines(True)[:BATCH]))
     run(tzrun(1, "eval", "--pipeline_config_path", source / "pipeline.config",
               "--checkpoint_path", checkpoints(source)[SOURCE_STEPS],
-              "--eval_input_path", first, "--eval_result_filename", tmp_path / "first.txt"))
-    [line] = eval_lines(tmp_path / "first.txt")
-    source_loss = line["binary_cross_entropy"]
+              "--eval_input_path", first, "--eval_result_filename", out / "first.txt"))
+    [line] = eval_lines(out / "first.txt")
+    return line["binary_cross_entropy"]
 
+
+def test_fine_tune_on_new_data_at_another_world_size(tmp_path, small_dlrm, data, source,
+                                                     source_loss):
     edit = steps_edit(8, log_every=1)
     tuned = tmp_path / "tuned"
     proc = run(train_cmd(small_dlrm, tuned, 1, data / "new_train.txt", data / "eval.txt", edit)
@@ -128,10 +135,46 @@ def test_fine_tune_mismatch_and_missing_checkpoint_are_named(tmp_path, small_dlr
                          steps_edit(2)) + ["--fine_tune_checkpoint", str(tmp_path / "nothing")],
                check=False)
     assert proc.returncode == 2 and "fine_tune_checkpoint" in proc.stderr and "nothing" in proc.stderr
-    proc = run(train_cmd(small_dlrm, tmp_path / "m3", 1, data / "new_train.txt", data / "eval.txt",
-                         {**steps_edit(2), "train_config.fine_tune_ckpt_param_map": "map.txt"}),
-               check=False)
-    assert proc.returncode == 2 and "fine_tune_ckpt_param_map" in proc.stderr, details(proc)
+
+
+def test_fine_tune_param_map_renames_tables(tmp_path, small_dlrm, data, source, source_loss):
+    # The same model with every table renamed: restoring needs fine_tune_ckpt_param_map
+    # (TorchEasyRec's "<current name> <saved name>" lines); with it, step 1 sees the source's
+    # weights exactly.
+    cfg = json.loads(pathlib.Path(small_dlrm).read_text())
+    renames = []
+    for f in cfg["feature_configs"]:
+        if "id_feature" not in f:
+            continue
+        idf = f["id_feature"]
+        saved = idf.get("embedding_name") or idf["feature_name"] + "_emb"
+        idf["embedding_name"] = "renamed_" + idf["feature_name"]
+        renames.append(f"{idf['embedding_name']} {saved}")
+    renamed = tmp_path / "renamed.json"
+    renamed.write_text(json.dumps(cfg))
+    param_map = tmp_path / "param_map.txt"
+    param_map.write_text("# current saved\n" + "\n".join(renames) + "\n")
+
+    def tune(model_dir, **edit):
+        return run(train_cmd(renamed, tmp_path / model_dir, 1, data / "new_train.txt",
+                             data / "eval.txt", {**steps_edit(2, log_every=1), **edit})
+                   + ["--fine_tune_checkpoint", str(source)], check=False)
+
+    proc = tune("no_map")
+    assert proc.returncode == 4 and "renamed_" in proc.stderr, details(proc)
+    proc = tune("mapped", **{"train_config.fine_tune_ckpt_param_map": str(param_map)})
+    assert proc.returncode == 0, details(proc)
+    assert first_step_loss(proc.stdout) == pytest.approx(source_loss, abs=2e-5), proc.stdout[-2000:]
+    # A name the model does not have, a malformed line, a missing file: exit 2 before training.
+    for text, needle in [("nosuch_emb c0_emb\n", "'nosuch_emb' is neither"),
+                         ("a b c\n", "line 1"), (None, "cannot be read")]:
+        bad = tmp_path / "bad_map.txt"
+        bad.unlink(missing_ok=True)
+        if text is not None:
+            bad.write_text(text)
+        proc = tune("bad", **{"train_config.fine_tune_ckpt_param_map": str(bad)})
+        assert proc.returncode == 2 and needle in proc.stderr, details(proc)
+        assert not checkpoints(tmp_path / "bad")
 
 
 def test_eval_command_on_2_ranks_matches_train_eval(tmp_path, data, source):

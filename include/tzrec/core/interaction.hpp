@@ -1,15 +1,16 @@
 // tzrec/core/interaction.hpp — DLRM's dot interaction fused with the concat its over arch reads.
 //
-// Follows TorchRec's torchrec.models.dlrm.InteractionArch (and TorchEasyRec's
-// tzrec/modules/interaction.py InteractionArch): S = [dense; sparse_1 .. sparse_F] is [B, n, d]
-// with n = F + 1, and the interaction is the strict upper triangle of S·Sᵀ per sample, pairs in
-// the row-major order of torch.triu_indices(n, n, 1): (0,1), (0,2), .., (0,n-1), (1,2), ...
+// Follows TorchEasyRec's DLRM (tzrec/models/dlrm.py `predict` with tzrec/modules/interaction.py
+// InteractionArch): S = [dense; sparse_1 .. sparse_F] is [B, n, d] with n = F + 1, and the
+// interaction is the strict upper triangle of S·Sᵀ per sample, pairs in the row-major order of
+// torch.triu_indices(n, n, 1): (0,1), (0,2), .., (0,n-1), (1,2), ... The final MLP reads, in
+// TorchEasyRec's order (TorchRec's torchrec.models.dlrm puts the dense vector first instead):
 //
 //   DotInteraction(F, device)(dense, sparse, with_sparse) =
-//       cat([dense, triu(S·Sᵀ), flatten(sparse) if with_sparse], dim 1)
+//       cat([triu(S·Sᵀ), dense, flatten(sparse) if with_sparse], dim 1)
 //
 // Shapes: dense [B, d]; sparse [B, F, d] (any strides, e.g. a view of a KeyedTensor's values);
-// result [B, d + n(n-1)/2 (+ F·d)], contiguous, differentiable in dense and sparse.
+// result [B, n(n-1)/2 + d (+ F·d)], contiguous, differentiable in dense and sparse.
 // Errors: std::invalid_argument naming the shapes when they do not fit.
 //
 // On CPU float32 without autocast this is one autograd node: the forward is a bmm for S·Sᵀ and one

@@ -5,9 +5,10 @@
 //
 //   DLRM        group "sparse" (id features, one embedding dim d), group "dense" optional.
 //               With "dense": dense_mlp(dense) → [B, d]; pairwise dot products of
-//               {dense_out, e_1..e_F} (i < j); final_mlp(concat(dense_out, interactions[,
-//               e_1..e_F if arch_with_sparse])). Without: no dense_mlp; final_mlp(concat(pairwise
-//               dots of e_1..e_F[, e_1..e_F if arch_with_sparse])). Then Linear → logit.
+//               {dense_out, e_1..e_F} (i < j); final_mlp(concat(interactions, dense_out[,
+//               e_1..e_F if arch_with_sparse])), TorchEasyRec's order. Without: no dense_mlp;
+//               final_mlp(concat(pairwise dots of e_1..e_F[, e_1..e_F if arch_with_sparse])).
+//               Then Linear → logit.
 //   DeepFM      WIDE group "wide": each feature's wide embedding (dim wide_embedding_dim, its own
 //               table "<table>__wide") summed over features and dims → y_wide [B, 1]; group
 //               "deep": y_deep = deep_mlp(concat of the group); FM over group "fm" if defined,

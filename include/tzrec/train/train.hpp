@@ -14,6 +14,7 @@
 #include <ATen/Tensor.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,12 @@ namespace tzrec {
 //     4); saved ones the model does not have are skipped with a warning. TorchEasyRec also
 //     restores the optimizer state unless --ignore_restore_optimizer; tzrec_train never does
 //     when fine-tuning (the tables' optimizer state follows their plan and is reset instead).
+//     train_config.fine_tune_ckpt_param_map names a text file of renames, one
+//     "<current name> <saved name>" pair per line (TorchEasyRec's PartialLoadPlanner format;
+//     blank lines and lines starting with '#' are skipped): the model's embedding table
+//     <current name> (a table name) or dense tensor <current name> (its checkpoint name, e.g.
+//     "final_mlp.mlp.0.perceptron.0.weight") is restored from the saved <saved name>. A name the
+//     model does not have is a ConfigError (exit 2), as is a malformed line.
 //   neither: a fresh run from the seeded initialisation.
 struct TrainEvalOptions {
   std::string pipeline_config_path;
@@ -64,6 +71,11 @@ int TrainEval(const TrainEvalOptions& options);
 // model.ckpt-N under it. Throws ConfigError naming the path when there is none. Local (no
 // collective; `comm` is only held by the CheckpointManager that lists the directory).
 std::string ResolveFineTuneCheckpoint(const std::string& path, std::shared_ptr<Comm> comm);
+
+// The renames of a fine_tune_ckpt_param_map file's text (format above): current name → saved
+// name. `path` is only used in messages. Throws ConfigError naming path:line for a line that is
+// not two whitespace-separated names, or a current name given twice. Pure.
+std::map<std::string, std::string> ParseParamMap(const std::string& text, const std::string& path);
 
 // eval flags (TorchEasyRec tzrec/eval.py's): evaluates a checkpoint on every rank of the launch
 // (run under tzrun like train_eval) and appends one line to <model_dir>/<eval_result_filename>.

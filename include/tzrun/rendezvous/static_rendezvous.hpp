@@ -54,12 +54,17 @@ struct StaticOptions {
   std::chrono::milliseconds poll_interval = std::chrono::seconds(1);
   /// Node 0 binds this address ("" = all interfaces, dual-stack).
   std::string bind_host;
+  /// One node whose port came from no flag or variable (torchrun's default 29500): when that
+  /// port is taken (another single-node job), host the store on a free port instead, with a
+  /// warning, rather than fail. Only for nnodes == 1: other nodes could not find the new port.
+  bool port_fallback = false;
   store::LogSink log;
 };
 
 /// Creates the handler; nothing touches the network before NextRendezvous(). Node 0's
 /// first NextRendezvous() binds the store and throws RendezvousConnectionError (with the
-/// port and a fix) when the port is taken. Throws ConfigError for bad options.
+/// port and a fix) when the port is taken (unless port_fallback). Throws ConfigError for bad
+/// options.
 [[nodiscard]] std::unique_ptr<Handler> MakeStaticRendezvous(StaticOptions options);
 
 }  // namespace tzrun::rendezvous

@@ -48,6 +48,10 @@ const std::vector<FieldSupport> kTable = {
      "initialise a fresh run (step 0, data from the start, fresh optimizer state) from this "
      "checkpoint's weights (--fine_tune_checkpoint overrides)",
      "test_train_entry_points.py::test_fine_tune_on_new_data_at_another_world_size"},
+    {P "TrainConfig.fine_tune_ckpt_param_map", kH,
+     "restore the listed tables / dense tensors from other saved names when fine-tuning "
+     "(\"<current> <saved>\" per line)",
+     "test_train_entry_points.py::test_fine_tune_param_map_renames_tables"},
     {P "TrainConfig.log_step_count_steps", kH, "progress line every this many steps", kTrainJob},
     {P "TrainConfig.is_profiling", kN, "profiling traces are not written", "config.NoEffectWarns"},
     {P "TrainConfig.use_tensorboard", kN, "no TensorBoard events are written (metrics.jsonl is)",

@@ -43,10 +43,6 @@ const std::vector<TorchEasyRecField> kFields = {
      "checkpoint, or the one --checkpoint_path names"},
     {"tzrec.protos.EasyRecConfig", "item_input_path", kMatch},
 
-    {"tzrec.protos.TrainConfig", "fine_tune_ckpt_param_map",
-     "renaming parameters on restore is not implemented; fine_tune_checkpoint restores every "
-     "embedding table and dense parameter by its own name (a missing or reshaped one is an error "
-     "naming it)"},
     {"tzrec.protos.TrainConfig", "save_checkpoints_epochs", "use save_checkpoints_steps"},
     {"tzrec.protos.TrainConfig", "save_checkpoints_timestamp_interval",
      "event-time checkpoints are for streaming input; use save_checkpoints_steps"},

@@ -67,15 +67,15 @@ struct FusedDotInteraction : public torch::autograd::Function<FusedDotInteractio
         const float* sb = sp + b * s.n * s.d;
         const float* gb = gp + b * s.n * s.n;
         float* ob = op + b * s.width;
-        // Plain loops: the pieces are short (d floats, n-1-i floats), below a memmove's cost.
-        for (std::int64_t c = 0; c < s.d; ++c) ob[c] = sb[c];
-        float* t = ob + s.d;
+        // Plain loops: the pieces are short (n-1-i floats, d floats), below a memmove's cost.
+        float* t = ob;
         for (std::int64_t i = 0; i < s.n; ++i) {
           const float* row = gb + i * s.n;
           for (std::int64_t j = i + 1; j < s.n; ++j) *t++ = row[j];
         }
+        for (std::int64_t c = 0; c < s.d; ++c) t[c] = sb[c];
         if (with_sparse) {
-          for (std::int64_t c = 0; c < s.f * s.d; ++c) t[c] = sb[s.d + c];
+          for (std::int64_t c = 0; c < s.f * s.d; ++c) t[s.d + c] = sb[s.d + c];
         }
       }
     });
@@ -102,7 +102,7 @@ struct FusedDotInteraction : public torch::autograd::Function<FusedDotInteractio
     float* symp = sym.data_ptr<float>();
     at::parallel_for(0, b_count, kGrain, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t b = begin; b < end; ++b) {
-        const float* t = gop + b * width + d;
+        const float* t = gop + b * width;
         float* g = symp + b * n * n;
         for (std::int64_t i = 0; i < n; ++i) {
           g[i * n + i] = 0.0F;
@@ -117,11 +117,11 @@ struct FusedDotInteraction : public torch::autograd::Function<FusedDotInteractio
     float* gsp = grad_stacked.data_ptr<float>();
     at::parallel_for(0, b_count, kGrain, [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t b = begin; b < end; ++b) {
-        const float* row = gop + b * width;
+        const float* row = gop + b * width + pairs;  // after the triangle
         float* gs = gsp + b * n * d;
         for (std::int64_t c = 0; c < d; ++c) gs[c] += row[c];  // the dense copy
         if (with_sparse) {
-          const float* e = row + d + pairs;
+          const float* e = row + d;
           for (std::int64_t c = 0; c < f * d; ++c) gs[d + c] += e[c];
         }
       }
@@ -145,8 +145,9 @@ at::Tensor DotInteraction::Reference(const at::Tensor& dense, const at::Tensor& 
   const Dims s = Check(dense, sparse, with_sparse, num_sparse_);
   const at::Tensor stacked = at::cat({dense.unsqueeze(1), sparse}, 1);  // [B, n, d]
   const at::Tensor gram = at::bmm(stacked, stacked.transpose(1, 2));    // [B, n, n]
-  std::vector<at::Tensor> parts{dense, gram.index({at::indexing::Slice(), tri_i_.to(dense.device()),
-                                                   tri_j_.to(dense.device())})};
+  std::vector<at::Tensor> parts{
+      gram.index({at::indexing::Slice(), tri_i_.to(dense.device()), tri_j_.to(dense.device())}),
+      dense};
   if (with_sparse) parts.push_back(sparse.reshape({s.b, s.f * s.d}));
   return at::cat(parts, 1);
 }

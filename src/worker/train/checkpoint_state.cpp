@@ -3,6 +3,10 @@
 // restores into, and TorchEasyRec's checkpoint path rule (tzrec/utils/checkpoint_util.py
 // `latest_checkpoint`: a path naming model.ckpt-N is used as is, else the newest under it).
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
 #include <utility>
 
 #include "train_common.hpp"
@@ -43,6 +47,40 @@ void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainSta
   }
 }
 
+std::map<std::string, std::string> LoadParamMap(const std::string& path) {
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) {
+    throw ConfigError("fine_tune_ckpt_param_map '" + path +
+                      "' cannot be read; pass a text file of '<current name> <saved name>' lines");
+  }
+  return ParseParamMap(text, path);
+}
+
+void ApplyParamMap(const std::map<std::string, std::string>& renames, const std::string& path,
+                   const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense,
+                   TrainState& state) {
+  std::set<std::string> names;
+  for (const auto& t : tables) names.insert(t.name);
+  for (const auto& p : dense.Parameters()) names.insert(p.name);
+  for (const auto& p : dense.Buffers()) names.insert(p.name);
+  for (const auto& [current, saved] : renames) {
+    if (names.count(current) == 0U) {
+      throw ConfigError("fine_tune_ckpt_param_map '" + path + "': '" + current +
+                        "' is neither an embedding table nor a dense tensor of this model (e.g. '" +
+                        *names.begin() + "'); use the names of model.ckpt-N/metadata.json");
+    }
+  }
+  for (auto& shard : state.shards) {
+    const auto it = renames.find(shard.table);
+    if (it != renames.end()) shard.table = it->second;
+  }
+  for (auto& nt : state.dense) {
+    const auto it = renames.find(nt.name);
+    if (it != renames.end()) nt.name = it->second;
+  }
+}
+
 std::string ResolveFineTuneCheckpoint(const std::string& path, std::shared_ptr<Comm> comm) {
   const fs::path p(path);
   const std::string last =
@@ -66,6 +104,28 @@ std::string ResolveFineTuneCheckpoint(const std::string& path, std::shared_ptr<C
                       "model.ckpt-N directory");
   }
   return *latest;
+}
+
+std::map<std::string, std::string> ParseParamMap(const std::string& text, const std::string& path) {
+  std::map<std::string, std::string> renames;
+  std::istringstream lines(text);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    std::istringstream words(line);
+    std::vector<std::string> names;
+    for (std::string w; words >> w;) names.push_back(w);
+    if (names.empty() || names.front().front() == '#') continue;
+    const std::string where =
+        "fine_tune_ckpt_param_map '" + path + "' line " + std::to_string(number);
+    if (names.size() != 2) {
+      throw ConfigError(where + ": '" + line + "' has " + std::to_string(names.size()) +
+                        " name(s); write '<current name> <saved name>'");
+    }
+    if (!renames.emplace(names[0], names[1]).second) {
+      throw ConfigError(where + ": '" + names[0] + "' is renamed twice; keep one line for it");
+    }
+  }
+  return renames;
 }
 
 }  // namespace tzrec

@@ -70,7 +70,7 @@ class Dlrm final : public DenseModel {
     at::Tensor z;
     if (has_dense_) {
       const at::Tensor x = dense_mlp_.Forward(dense_.Forward(sparse, dense), training);  // [B, d]
-      z = (*interaction_)(x, emb, with_sparse_);  // [x, triu, (emb)]
+      z = (*interaction_)(x, emb, with_sparse_);  // [triu, x, (emb)]: TorchEasyRec's order
     } else {
       z = SparseOnlyInteraction(emb, tri_);  // [triu]
       if (with_sparse_) z = at::cat({z, emb.reshape({emb.size(0), -1})}, 1);

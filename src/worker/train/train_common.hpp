@@ -3,6 +3,7 @@
 
 #include <ATen/autocast_mode.h>
 
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -42,6 +43,16 @@ auto GuardInput(F&& f) -> decltype(f()) {
 // copies that the caller loads back with LoadStateTensors).
 TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
                       const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense);
+// ParseParamMap (include/tzrec/train/train.hpp) of the file at `path`; ConfigError naming the
+// path when it cannot be read.
+std::map<std::string, std::string> LoadParamMap(const std::string& path);
+// Renames `state`'s tables and dense tensors by fine_tune_ckpt_param_map's renames (current →
+// saved name) so Restore reads each from its saved name. `path` is the map file (for messages).
+// Throws ConfigError naming a current name that is neither one of `tables` nor a dense tensor
+// of `dense` (checked against the whole model, so every rank throws alike).
+void ApplyParamMap(const std::map<std::string, std::string>& renames, const std::string& path,
+                   const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense,
+                   TrainState& state);
 // Loads the optimizer states of `state` (as filled by Restore) back into the shards.
 void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainState& state);
 

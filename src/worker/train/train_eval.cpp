@@ -76,6 +76,9 @@ class Trainer {
         }
       } else {
         fine_tune_dir = ResolveFineTuneCheckpoint(tc.fine_tune_checkpoint(), comm_);
+        if (!tc.fine_tune_ckpt_param_map().empty()) {
+          param_map_ = LoadParamMap(tc.fine_tune_ckpt_param_map());
+        }
       }
     }
 
@@ -177,6 +180,8 @@ class Trainer {
     TrainState target = CurrentState(0, "{}");
     for (auto& shard : target.shards) shard.optimizer.clear();
     target.dense_optimizer.clear();
+    ApplyParamMap(param_map_, config_.train_config().fine_tune_ckpt_param_map(), model_.tables,
+                  *model_.dense, target);
     RestoreInfo info;
     {
       c10::NoGradGuard no_grad;
@@ -471,6 +476,7 @@ class Trainer {
   int world_ = 1;
   at::Device device_{at::kCPU};
   DistModel model_;
+  std::map<std::string, std::string> param_map_;  // fine_tune_ckpt_param_map: current → saved
   std::unique_ptr<DenseSync> sync_;
   std::unique_ptr<DenseSync> buffer_sync_;  // float buffers; null when the model has none
   std::unique_ptr<DenseOptimizer> optimizer_;

@@ -29,7 +29,7 @@ TEST(DotInteraction, HandComputedExample) {
   const DotInteraction interaction(2, at::kCPU);
   const at::Tensor out = interaction(dense, sparse, /*with_sparse=*/true);
   const at::Tensor want =
-      at::tensor({1.0F, 2.0F, 11.0F, 17.0F, 39.0F, 3.0F, 4.0F, 5.0F, 6.0F}).view({1, 9});
+      at::tensor({11.0F, 17.0F, 39.0F, 1.0F, 2.0F, 3.0F, 4.0F, 5.0F, 6.0F}).view({1, 9});
   ExpectClose(out, want, 0);
   ExpectClose(interaction(dense, sparse, false), want.narrow(1, 0, 5), 0);
 }

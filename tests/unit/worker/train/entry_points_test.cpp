@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -136,6 +137,24 @@ TEST(PredictOutput, ParquetColumnTypes) {
   EXPECT_EQ(b.columns[2][0].d, 1.0);
   EXPECT_EQ(b.columns[3][1].s, "3");  // any text: string
   fs::remove_all(dir);
+}
+
+TEST(FineTune, ParamMapLinesAreCurrentThenSavedName) {
+  const auto renames = ParseParamMap(
+      "# renamed tables\n\nc0_emb   old_c0_emb\n\tfinal_mlp.mlp.0.perceptron.0.weight w0  \n",
+      "map.txt");
+  const std::map<std::string, std::string> expected = {
+      {"c0_emb", "old_c0_emb"}, {"final_mlp.mlp.0.perceptron.0.weight", "w0"}};
+  EXPECT_EQ(renames, expected);
+  for (const char* bad : {"a\n", "a b c\n", "a b\na c\n"}) {
+    try {
+      ParseParamMap(bad, "map.txt");
+      FAIL() << bad;
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("fine_tune_ckpt_param_map 'map.txt' line"), std::string::npos) << what;
+    }
+  }
 }
 
 TEST(FineTune, CheckpointPathOrNewestInModelDir) {
