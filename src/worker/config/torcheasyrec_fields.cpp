@@ -152,9 +152,6 @@ const std::vector<TorchEasyRecField> kFields = {
 
     {"tzrec.protos.ModelConfig", "multi_tower_din", kSequence},
     {"tzrec.protos.ModelConfig", "mask_net", kRank},
-    {"tzrec.protos.ModelConfig", "wide_and_deep", kRank},
-    {"tzrec.protos.ModelConfig", "dcn_v1", kRank},
-    {"tzrec.protos.ModelConfig", "dcn_v2", kRank},
     {"tzrec.protos.ModelConfig", "xdeepfm", kRank},
     {"tzrec.protos.ModelConfig", "wukong", kRank},
     {"tzrec.protos.ModelConfig", "simple_multi_task", kMultiTask},
@@ -188,6 +185,7 @@ const std::vector<TorchEasyRecField> kFields = {
      "give the features distinct embedding_name values instead"},
 
     {"tzrec.protos.DeepFM", "wide_init_fn", kEmbeddingInit},
+    {"tzrec.protos.WideAndDeep", "wide_init_fn", kEmbeddingInit},
 
     {"tzrec.protos.LossConfig", "softmax_cross_entropy",
      "multi-class losses are not implemented; supported: binary_cross_entropy"},
