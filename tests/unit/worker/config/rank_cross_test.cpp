@@ -32,11 +32,11 @@ model_config {
 )";
 }
 
-const char* kWideDeep = R"(
+constexpr const char* kWideDeep = R"(
   feature_groups { group_name: "wide" feature_names: "u" feature_names: "i" group_type: WIDE }
   feature_groups { group_name: "deep" feature_names: "u" feature_names: "p" group_type: DEEP }
 )";
-const char* kOneGroup = R"(
+constexpr const char* kOneGroup = R"(
   feature_groups { group_name: "all" feature_names: "u" feature_names: "i" feature_names: "p" }
 )";
 
