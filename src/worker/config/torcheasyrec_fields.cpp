@@ -186,6 +186,12 @@ const std::vector<TorchEasyRecField> kFields = {
 
     {"tzrec.protos.DeepFM", "wide_init_fn", kEmbeddingInit},
     {"tzrec.protos.WideAndDeep", "wide_init_fn", kEmbeddingInit},
+    {"tzrec.protos.DCNV1", "cross_tower",
+     "earlier TorchEasyRec versions' name of DCNV1.cross; rename it to cross"},
+    {"tzrec.protos.DCNV1", "deep_tower",
+     "earlier TorchEasyRec versions' name of DCNV1.deep; rename it to deep"},
+    {"tzrec.protos.DCNV1", "final_dnn",
+     "earlier TorchEasyRec versions' name of DCNV1.final; rename it to final"},
 
     {"tzrec.protos.LossConfig", "softmax_cross_entropy",
      "multi-class losses are not implemented; supported: binary_cross_entropy"},

@@ -122,6 +122,11 @@ TEST(RankCrossConfig, DcnV1) {
                      "dcn_v1 { cross {} deep { hidden_units: [8] use_bn: true "
                      "use_ln: true } final { hidden_units: [4] } }"),
               "model_config.dcn_v1.deep.use_bn and");
+  ExpectError(Config(kOneGroup,
+                     "dcn_v1 { cross_tower { cross_num: 2 } deep { hidden_units: [8] } "
+                     "final { hidden_units: [4] } }"),
+              "'cross_tower' (DCNV1) is a TorchEasyRec option that tzrec_train does not support: "
+              "earlier TorchEasyRec versions' name of DCNV1.cross; rename it to cross");
 }
 
 TEST(RankCrossConfig, DcnV2) {
