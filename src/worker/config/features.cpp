@@ -51,6 +51,12 @@ std::string ModelType(const PipelineConfig& config) {
       return "deepfm";
     case protos::ModelConfig::kMultiTower:
       return "multi_tower";
+    case protos::ModelConfig::kWideAndDeep:
+      return "wide_and_deep";
+    case protos::ModelConfig::kDcnV1:
+      return "dcn_v1";
+    case protos::ModelConfig::kDcnV2:
+      return "dcn_v2";
     default:
       return "";
   }

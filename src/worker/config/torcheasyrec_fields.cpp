@@ -148,9 +148,6 @@ const std::vector<TorchEasyRecField> kFields = {
 
     {"tzrec.protos.ModelConfig", "multi_tower_din", kSequence},
     {"tzrec.protos.ModelConfig", "mask_net", kRank},
-    {"tzrec.protos.ModelConfig", "wide_and_deep", kRank},
-    {"tzrec.protos.ModelConfig", "dcn_v1", kRank},
-    {"tzrec.protos.ModelConfig", "dcn_v2", kRank},
     {"tzrec.protos.ModelConfig", "xdeepfm", kRank},
     {"tzrec.protos.ModelConfig", "wukong", kRank},
     {"tzrec.protos.ModelConfig", "simple_multi_task", kMultiTask},
@@ -184,6 +181,13 @@ const std::vector<TorchEasyRecField> kFields = {
      "give the features distinct embedding_name values instead"},
 
     {"tzrec.protos.DeepFM", "wide_init_fn", kEmbeddingInit},
+    {"tzrec.protos.WideAndDeep", "wide_init_fn", kEmbeddingInit},
+    {"tzrec.protos.DCNV1", "cross_tower",
+     "earlier TorchEasyRec versions' name of DCNV1.cross; rename it to cross"},
+    {"tzrec.protos.DCNV1", "deep_tower",
+     "earlier TorchEasyRec versions' name of DCNV1.deep; rename it to deep"},
+    {"tzrec.protos.DCNV1", "final_dnn",
+     "earlier TorchEasyRec versions' name of DCNV1.final; rename it to final"},
 
     {"tzrec.protos.LossConfig", "softmax_cross_entropy",
      "multi-class losses are not implemented; supported: binary_cross_entropy"},

@@ -19,6 +19,10 @@ inline std::string Suggest(const std::string& name, const std::vector<std::strin
 }
 
 void ValidateModel(const PipelineConfig& config);
+// tzrec.protos.MLP's rules (validate_model.cpp); need_units: hidden_units must be non-empty.
+void ValidateMlp(const protos::MLP& mlp, const std::string& path, bool need_units);
+// wide_and_deep, dcn_v1, dcn_v2 (validate_rank_cross.cpp); groups are checked before.
+void ValidateRankCross(const PipelineConfig& config);
 void ValidateFeatures(const PipelineConfig& config);
 
 }  // namespace tzrec::config_internal

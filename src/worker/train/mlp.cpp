@@ -95,6 +95,13 @@ ParamBuilder::Linear ParamBuilder::AddLinear(const std::string& name, std::int64
   return l;
 }
 
+at::Tensor ParamBuilder::AddUniform(const std::string& name, const std::vector<std::int64_t>& shape,
+                                    double bound) {
+  at::Tensor t = ((at::rand(shape, gen_) * 2 - 1) * bound).to(device_).set_requires_grad(true);
+  parameters_->push_back({name, t});
+  return t;
+}
+
 at::Tensor ParamBuilder::AddFilled(const std::string& name, std::int64_t size, double value) {
   at::Tensor t = at::full({size}, value, at::kFloat).to(device_).set_requires_grad(true);
   parameters_->push_back({name, t});

@@ -74,6 +74,9 @@ class ParamBuilder {
                std::uint64_t seed, const at::Device& device);
   // torch.nn.Linear's default init: weight then bias (when `bias`), U(±1/sqrt(in)).
   Linear AddLinear(const std::string& name, std::int64_t in, std::int64_t out, bool bias = true);
+  // A float32 parameter of `shape`, U(-bound, bound) from the generator (e.g. xavier_uniform_).
+  at::Tensor AddUniform(const std::string& name, const std::vector<std::int64_t>& shape,
+                        double bound);
   // A float32 parameter [size] filled with `value`.
   at::Tensor AddFilled(const std::string& name, std::int64_t size, double value);
   // A buffer: `value` moved to the device.

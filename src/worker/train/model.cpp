@@ -94,10 +94,15 @@ std::unique_ptr<DenseModel> DenseModel::Create(const PipelineConfig& config, std
       {ModelConfig::kDlrm, &model_internal::MakeDlrm},
       {ModelConfig::kDeepfm, &model_internal::MakeDeepFm},
       {ModelConfig::kMultiTower, &model_internal::MakeMultiTower},
+      {ModelConfig::kWideAndDeep, &model_internal::MakeWideAndDeep},
+      {ModelConfig::kDcnV1, &model_internal::MakeDcnV1},
+      {ModelConfig::kDcnV2, &model_internal::MakeDcnV2},
   };
   const auto model_case = config.model_config().model_case();
   if (model_case == ModelConfig::MODEL_NOT_SET)
-    throw ConfigError("model_config: no model; set one of dlrm, deepfm, multi_tower");
+    throw ConfigError(
+        "model_config: no model; set one of dlrm, deepfm, multi_tower, wide_and_deep, dcn_v1, "
+        "dcn_v2");
   const auto it = kFactories.find(model_case);
   if (it == kFactories.end()) {
     throw InternalError("model_config." + ModelType(config) +

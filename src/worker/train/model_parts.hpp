@@ -114,5 +114,11 @@ std::unique_ptr<DenseModel> MakeDeepFm(const PipelineConfig& config, std::uint64
                                        const at::Device& device);
 std::unique_ptr<DenseModel> MakeMultiTower(const PipelineConfig& config, std::uint64_t seed,
                                            const at::Device& device);
+std::unique_ptr<DenseModel> MakeWideAndDeep(const PipelineConfig& config, std::uint64_t seed,
+                                            const at::Device& device);
+std::unique_ptr<DenseModel> MakeDcnV1(const PipelineConfig& config, std::uint64_t seed,
+                                      const at::Device& device);
+std::unique_ptr<DenseModel> MakeDcnV2(const PipelineConfig& config, std::uint64_t seed,
+                                      const at::Device& device);
 
 }  // namespace tzrec::model_internal
