@@ -51,6 +51,12 @@ std::string ModelType(const PipelineConfig& config) {
       return "deepfm";
     case protos::ModelConfig::kMultiTower:
       return "multi_tower";
+    case protos::ModelConfig::kSimpleMultiTask:
+      return "simple_multi_task";
+    case protos::ModelConfig::kMmoe:
+      return "mmoe";
+    case protos::ModelConfig::kDbmtl:
+      return "dbmtl";
     default:
       return "";
   }

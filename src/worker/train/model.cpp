@@ -94,10 +94,15 @@ std::unique_ptr<DenseModel> DenseModel::Create(const PipelineConfig& config, std
       {ModelConfig::kDlrm, &model_internal::MakeDlrm},
       {ModelConfig::kDeepfm, &model_internal::MakeDeepFm},
       {ModelConfig::kMultiTower, &model_internal::MakeMultiTower},
+      {ModelConfig::kSimpleMultiTask, &model_internal::MakeSimpleMultiTask},
+      {ModelConfig::kMmoe, &model_internal::MakeMMoE},
+      {ModelConfig::kDbmtl, &model_internal::MakeDbmtl},
   };
   const auto model_case = config.model_config().model_case();
   if (model_case == ModelConfig::MODEL_NOT_SET)
-    throw ConfigError("model_config: no model; set one of dlrm, deepfm, multi_tower");
+    throw ConfigError(
+        "model_config: no model; set one of dlrm, deepfm, multi_tower, simple_multi_task, mmoe, "
+        "dbmtl");
   const auto it = kFactories.find(model_case);
   if (it == kFactories.end()) {
     throw InternalError("model_config." + ModelType(config) +

@@ -114,5 +114,11 @@ std::unique_ptr<DenseModel> MakeDeepFm(const PipelineConfig& config, std::uint64
                                        const at::Device& device);
 std::unique_ptr<DenseModel> MakeMultiTower(const PipelineConfig& config, std::uint64_t seed,
                                            const at::Device& device);
+std::unique_ptr<DenseModel> MakeSimpleMultiTask(const PipelineConfig& config, std::uint64_t seed,
+                                                const at::Device& device);
+std::unique_ptr<DenseModel> MakeMMoE(const PipelineConfig& config, std::uint64_t seed,
+                                     const at::Device& device);
+std::unique_ptr<DenseModel> MakeDbmtl(const PipelineConfig& config, std::uint64_t seed,
+                                      const at::Device& device);
 
 }  // namespace tzrec::model_internal
