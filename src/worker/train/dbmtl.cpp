@@ -100,8 +100,8 @@ class Dbmtl final : public DenseModel {
     for (int i = 0; i < m.task_towers_size(); ++i) {
       if (m.task_towers(i).tower_name() == name) return static_cast<std::size_t>(i);
     }
-    throw ConfigError("model_config.dbmtl: relation_tower_names names unknown tower '" + name +
-                      "'");
+    throw InternalError("model_config.dbmtl: relation_tower_names names unknown tower '" + name +
+                        "' (validate_multi_task.cpp refuses it)");
   }
 
   GroupInput input_;
