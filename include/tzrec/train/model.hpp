@@ -16,6 +16,9 @@
 //               logit = y_wide + Σ_d y_fm + Linear(y_deep).
 //   MultiTower  one MLP per tower over its group's concat; final_mlp(concat(tower outputs)) →
 //               Linear → logit.
+//   SimpleMultiTask, MMoE, DBMTL  multi-task models over the first feature group, one logit per
+//               task tower (src/worker/train/multi_task.cpp, dbmtl.cpp; docs/training.md
+//               "Multi-task models"): Forward returns [B, T], Tasks() the T tasks.
 // A group's input is the concat, in the group's feature order, of pooled sparse embeddings [B, D_f]
 // and dense raw values [B, value_dim]. Parameters start as torch.nn.Linear's default init
 // U(±1/sqrt(fan_in)) from a seeded generator (norm weights 1, biases 0), so every rank starts
