@@ -17,6 +17,9 @@
 //               logit = y_wide + Σ_d y_fm + Linear(y_deep).
 //   MultiTower  one MLP per tower over its group's concat; final_mlp(concat(tower outputs)) →
 //               Linear → logit.
+//   SimpleMultiTask, MMoE, DBMTL  multi-task models over the first feature group, one logit per
+//               task tower (src/worker/train/multi_task.cpp, dbmtl.cpp; docs/training.md
+//               "Multi-task models"): Forward returns [B, T], Tasks() the T tasks.
 // A group's input is the concat, in the group's feature order, of pooled sparse embeddings [B, D_f]
 // and dense raw values [B, value_dim]. Parameters start as torch.nn.Linear's default init
 // U(±1/sqrt(fan_in)) from a seeded generator (norm weights 1, biases 0), so every rank starts
@@ -47,6 +50,25 @@ KeyedJaggedTensor AddDerivedFeatures(const PipelineConfig& config, const KeyedJa
 // Per-table planner constraints: the feature's sharding_types, else the global ones.
 ParameterConstraints TableConstraints(const PipelineConfig& config, const std::string& table);
 
+// One task of a multi-task model (TorchEasyRec tzrec/models/multi_task_rank.py: the task towers
+// of simple_multi_task, mmoe, dbmtl in config order). Its loss, metric and output names carry the
+// suffix "_<tower_name>" (binary_cross_entropy_<t>, auc_<t>, logits_<t>, probs_<t>).
+struct TaskSpec {
+  std::string tower_name;
+  std::string label_name;
+  int label_index = -1;  // index into data_config.label_fields / Batch::all_labels; -1: not read
+  // TorchEasyRec's has_weight (weight or sample_weight_name set): the loss is
+  // mean(bce · w / mean(w) · weight), w the sample weights or 1; otherwise mean(bce).
+  bool has_weight = false;
+  double weight = 1.0;
+  bool sample_weighted = false;  // sample_weight_name set: Batch::sample_weights
+  bool has_auc = false;          // an auc metric ("auc_<tower_name>")
+  std::int64_t auc_thresholds = 0;
+};
+// The tasks of the config's multi-task model, in task_towers order; empty for single-task models.
+// Pure; expects a validated config (label_index -1 when label_name is not in label_fields).
+std::vector<TaskSpec> TaskSpecs(const PipelineConfig& config);
+
 struct Parameter {
   std::string name;
   at::Tensor tensor;  // requires grad
@@ -58,7 +80,8 @@ class DenseModel {
                                             const at::Device& device);
   virtual ~DenseModel() = default;
   // sparse: the EBC output (keys ⊇ the model's sparse features); dense: [B, D_dense] as the input
-  // pipeline builds it. Returns logits [B]. training: dropout on and BatchNorm on batch
+  // pipeline builds it. Returns logits [B] (single-task models) or [B, T], one column per task of
+  // Tasks() (multi-task models). training: dropout on and BatchNorm on batch
   // statistics (updating its running stats); false (eval, export, predict): running stats, no
   // dropout (torch's module.train() / eval()).
   virtual at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense, bool training) = 0;
@@ -70,8 +93,11 @@ class DenseModel {
   // unless an MLP uses use_bn or Dice.
   const std::vector<Parameter>& Buffers() const { return buffers_; }
   std::int64_t NumParameters() const;
+  // The tasks of a multi-task model (Forward's T columns, in order); empty for single-task ones.
+  virtual const std::vector<TaskSpec>& Tasks() const { return tasks_; }
 
  protected:
+  std::vector<TaskSpec> tasks_;
   std::vector<Parameter> parameters_;
   std::vector<Parameter> buffers_;
 };

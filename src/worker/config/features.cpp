@@ -57,6 +57,12 @@ std::string ModelType(const PipelineConfig& config) {
       return "dcn_v1";
     case protos::ModelConfig::kDcnV2:
       return "dcn_v2";
+    case protos::ModelConfig::kSimpleMultiTask:
+      return "simple_multi_task";
+    case protos::ModelConfig::kMmoe:
+      return "mmoe";
+    case protos::ModelConfig::kDbmtl:
+      return "dbmtl";
     default:
       return "";
   }

@@ -21,6 +21,11 @@ constexpr const char* kExamples = "config.Examples";
 constexpr const char* kOptimizers = "train.DenseOptimizer";
 constexpr const char* kSparseOpt = "core.Embedding";
 
+constexpr const char* kMtGolden = "train.MultiTaskGolden.MatchesTorch";
+constexpr const char* kMtJob = "test_multi_task.py::test_mmoe_and_dbmtl_train_eval_predict";
+constexpr const char* kMtLoss = "train.MultiTaskLoss.WeightsAndSampleWeights";
+constexpr const char* kMtRefused = "config.MultiTaskRefusals";
+
 #define P "tzrec.protos."
 const std::vector<FieldSupport> kTable = {
     {P "EasyRecConfig.train_input_path", kH,
@@ -303,6 +308,42 @@ const std::vector<FieldSupport> kTable = {
     {P "DLRM.dense_mlp", kH, "the bottom MLP of the optional dense group", kTrainJob},
     {P "DLRM.arch_with_sparse", kH, "the embeddings also feed the final MLP", kTrainJob},
     {P "DLRM.final", kH, "the top MLP", kTrainJob},
+    // Multi-task models (src/worker/train/multi_task.cpp, dbmtl.cpp, tasks.cpp).
+    {P "ModelConfig.simple_multi_task", kH, "SimpleMultiTask: one TaskTower per task", kMtGolden},
+    {P "ModelConfig.mmoe", kH, "MMoE: experts, softmax gates, TaskTowers", kMtJob},
+    {P "ModelConfig.dbmtl", kH, "DBMTL: bottom MLP, optional MMoE, Bayes task towers", kMtJob},
+    {P "SimpleMultiTask.task_towers", kH, "the tasks", kMtGolden},
+    {P "MMoE.expert_mlp", kH, "each expert's MLP", kMtGolden},
+    {P "MMoE.gate_mlp", kH, "an MLP before each task's gate Linear", kMtGolden},
+    {P "MMoE.num_expert", kH, "number of experts", kMtGolden},
+    {P "MMoE.task_towers", kH, "the tasks", kMtJob},
+    {P "DBMTL.bottom_mlp", kH, "shared bottom MLP", kMtGolden},
+    {P "DBMTL.expert_mlp", kH, "MMoE after the bottom (unset: no MMoE)", kMtGolden},
+    {P "DBMTL.gate_mlp", kH, "MMoE gate MLP (needs expert_mlp)", kMtGolden},
+    {P "DBMTL.num_expert", kH, "MMoE experts (needs expert_mlp)", kMtGolden},
+    {P "DBMTL.task_towers", kH, "the Bayes task towers", kMtJob},
+    {P "TaskTower.tower_name", kH, "task name: suffix of its loss, metric and output names",
+     kMtJob},
+    {P "TaskTower.label_name", kH, "the task's label_fields column", kMtJob},
+    {P "TaskTower.metrics", kH, "auc (auc_<tower>)", kMtJob},
+    {P "TaskTower.losses", kH, "one binary_cross_entropy (binary_cross_entropy_<tower>)", kMtJob},
+    {P "TaskTower.num_class", kH, "1; other values refused", kMtRefused},
+    {P "TaskTower.mlp", kH, "the tower MLP before its Linear", kMtGolden},
+    {P "TaskTower.weight", kH, "loss weight (with the sample weights, as upstream has_weight)",
+     kMtLoss},
+    {P "TaskTower.sample_weight_name", kH, "the task's sample weights (normalised by batch mean)",
+     kMtLoss},
+    {P "BayesTaskTower.tower_name", kH, "task name: suffix of its loss, metric and output names",
+     kMtJob},
+    {P "BayesTaskTower.label_name", kH, "the task's label_fields column", kMtJob},
+    {P "BayesTaskTower.metrics", kH, "auc (auc_<tower>)", kMtJob},
+    {P "BayesTaskTower.losses", kH, "one binary_cross_entropy", kMtJob},
+    {P "BayesTaskTower.num_class", kH, "1; other values refused", kMtRefused},
+    {P "BayesTaskTower.mlp", kH, "the task MLP", kMtGolden},
+    {P "BayesTaskTower.weight", kH, "loss weight", kMtLoss},
+    {P "BayesTaskTower.relation_tower_names", kH, "earlier towers feeding relation_mlp", kMtGolden},
+    {P "BayesTaskTower.relation_mlp", kH, "MLP over [task net, relation nets]", kMtGolden},
+    {P "BayesTaskTower.sample_weight_name", kH, "the task's sample weights", kMtLoss},
     {P "LossConfig.binary_cross_entropy", kH, "BCE with logits, mean over the batch", kTrainJob},
     {P "MetricConfig.auc", kH, "ROC AUC", "train.Auc"},
     {P "MetricConfig.grouped_auc", kH, "grouped AUC", "train.GroupedAuc"},

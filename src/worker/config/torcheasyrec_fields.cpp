@@ -13,8 +13,11 @@ namespace {
 
 constexpr const char* kRank = "tzrec_train trains dlrm, deepfm and multi_tower";
 constexpr const char* kMultiTask =
-    "a multi-task model; tzrec_train trains the single-task rank models dlrm, deepfm and "
-    "multi_tower";
+    "a multi-task model tzrec_train does not implement; its multi-task models are "
+    "simple_multi_task, mmoe and dbmtl";
+constexpr const char* kTaskSpace =
+    "task-space loss weights are not implemented; weight the task with weight or "
+    "sample_weight_name";
 constexpr const char* kMatch =
     "a match (retrieval) model; tzrec_train trains rank models only: dlrm, deepfm, multi_tower";
 constexpr const char* kGenerative =
@@ -150,9 +153,6 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.ModelConfig", "mask_net", kRank},
     {"tzrec.protos.ModelConfig", "xdeepfm", kRank},
     {"tzrec.protos.ModelConfig", "wukong", kRank},
-    {"tzrec.protos.ModelConfig", "simple_multi_task", kMultiTask},
-    {"tzrec.protos.ModelConfig", "mmoe", kMultiTask},
-    {"tzrec.protos.ModelConfig", "dbmtl", kMultiTask},
     {"tzrec.protos.ModelConfig", "ple", kMultiTask},
     {"tzrec.protos.ModelConfig", "dc2vr", kMultiTask},
     {"tzrec.protos.ModelConfig", "dlrm_hstu", kGenerative},
@@ -173,7 +173,8 @@ const std::vector<TorchEasyRecField> kFields = {
      "training metrics are not implemented; the progress line shows the loss"},
     {"tzrec.protos.ModelConfig", "variational_dropout", "variational dropout is not implemented"},
     {"tzrec.protos.ModelConfig", "kernel", "tzrec_train runs its own kernels; remove it"},
-    {"tzrec.protos.ModelConfig", "use_pareto_loss_weight", kMultiTask},
+    {"tzrec.protos.ModelConfig", "use_pareto_loss_weight",
+     "Pareto loss weighting is not implemented; the total loss is the sum of the task losses"},
 
     {"tzrec.protos.FeatureGroupConfig", "sequence_groups", kSequence},
     {"tzrec.protos.FeatureGroupConfig", "sequence_encoders", kSequence},
@@ -188,6 +189,14 @@ const std::vector<TorchEasyRecField> kFields = {
      "earlier TorchEasyRec versions' name of DCNV1.deep; rename it to deep"},
     {"tzrec.protos.DCNV1", "final_dnn",
      "earlier TorchEasyRec versions' name of DCNV1.final; rename it to final"},
+
+    {"tzrec.protos.DBMTL", "mask_net", "DBMTL's MaskNet bottom is not implemented; use bottom_mlp"},
+    {"tzrec.protos.TaskTower", "task_space_indicator_label", kTaskSpace},
+    {"tzrec.protos.TaskTower", "in_task_space_weight", kTaskSpace},
+    {"tzrec.protos.TaskTower", "out_task_space_weight", kTaskSpace},
+    {"tzrec.protos.BayesTaskTower", "task_space_indicator_label", kTaskSpace},
+    {"tzrec.protos.BayesTaskTower", "in_task_space_weight", kTaskSpace},
+    {"tzrec.protos.BayesTaskTower", "out_task_space_weight", kTaskSpace},
 
     {"tzrec.protos.LossConfig", "softmax_cross_entropy",
      "multi-class losses are not implemented; supported: binary_cross_entropy"},

@@ -23,6 +23,8 @@ void ValidateModel(const PipelineConfig& config);
 void ValidateMlp(const protos::MLP& mlp, const std::string& path, bool need_units);
 // wide_and_deep, dcn_v1, dcn_v2 (validate_rank_cross.cpp); groups are checked before.
 void ValidateRankCross(const PipelineConfig& config);
+// simple_multi_task / mmoe / dbmtl (validate_multi_task.cpp).
+void ValidateMultiTask(const PipelineConfig& config);
 void ValidateFeatures(const PipelineConfig& config);
 
 }  // namespace tzrec::config_internal

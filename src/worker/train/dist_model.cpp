@@ -25,6 +25,8 @@ Batch EmptyBatch(const PipelineConfig& config, const Dataset& ds) {
                                std::nullopt, 0);
   b.dense = at::zeros({0, ds.DenseDim()});
   b.labels = at::zeros({0});
+  for (int i = 0; i < config.data_config().label_fields_size(); ++i)
+    b.all_labels.push_back(at::zeros({0}));
   if (config.data_config().sample_weight_fields_size() > 0) b.sample_weights = at::zeros({0});
   if (!GroupedAucKey(config).empty()) b.group_ids = at::zeros({0}, at::kLong);
   return b;

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tzrec/comm/comm.hpp"
@@ -70,6 +71,10 @@ struct EvalResult {
   double loss = NAN;         // mean binary cross-entropy; NaN with no samples
   std::int64_t samples = 0;
   double seconds = 0;
+  // Multi-task models (DenseModel::Tasks() not empty): TorchEasyRec's per-task metric names,
+  // sorted: "auc_<tower>" (tasks with an auc metric), "binary_cross_entropy_<tower>" (the task's
+  // loss metric, EvalTaskBceLoss); `loss` is then the sum of the task losses and `auc` NaN.
+  std::vector<std::pair<std::string, double>> task_metrics;
 };
 
 // Evaluates the model on `input_path` (eval_batch_size, eval_config.num_steps batches per rank at
@@ -80,7 +85,8 @@ EvalResult Evaluate(DistModel& model, const PipelineConfig& config, const std::s
 // One line of TorchEasyRec's eval result file (tzrec/main.py `_evaluate`): a JSON object with
 // "global_step" first (null when unknown) and then the metrics in sorted key order: "auc" (when
 // the model has an auc metric), "binary_cross_entropy" (the loss, TorchEasyRec's loss metric
-// name), "grouped_auc" (when it has a grouped_auc metric). NaN values are written as null. Pure.
+// name), "grouped_auc" (when it has a grouped_auc metric); for a multi-task model the sorted
+// task_metrics instead. NaN values are written as null. Pure.
 std::string EvalResultLine(const PipelineConfig& config, std::optional<std::int64_t> global_step,
                            const EvalResult& result);
 

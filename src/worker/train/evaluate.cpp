@@ -6,9 +6,11 @@
 #include <ATen/ops/cat.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/sigmoid.h>
+#include <ATen/ops/stack.h>
 #include <ATen/ops/zeros.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iomanip>
 #include <iostream>
@@ -33,7 +35,42 @@ at::Tensor GatherV(DistModel& model, const at::Tensor& local) {
   return model.comm->AllGatherV(local.to(model.device), splits).to(at::kCPU);
 }
 
+// The labels of each task as columns: [B, T] (Batch::all_labels[label_index]).
+at::Tensor TaskLabels(const Batch& b, const std::vector<TaskSpec>& tasks) {
+  std::vector<at::Tensor> columns;
+  for (const auto& t : tasks)
+    columns.push_back(b.all_labels.at(static_cast<std::size_t>(t.label_index)).to(at::kCPU));
+  return at::stack(columns, 1);
+}
+
+// Per-task metrics from every rank's probabilities and labels [N, T] (EvalResult::task_metrics).
+std::vector<std::pair<std::string, double>> TaskMetrics(const std::vector<TaskSpec>& tasks,
+                                                        const at::Tensor& probs,
+                                                        const at::Tensor& labels,
+                                                        const at::Tensor& weights, double* total) {
+  std::vector<std::pair<std::string, double>> out;
+  *total = 0;
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const TaskSpec& t = tasks[i];
+    const at::Tensor p = probs.select(1, static_cast<std::int64_t>(i));
+    const at::Tensor l = labels.select(1, static_cast<std::int64_t>(i));
+    if (t.has_auc) out.emplace_back("auc_" + t.tower_name, Auc(p, l, t.auc_thresholds));
+    const double loss = EvalTaskBceLoss(t, p, l, weights);
+    out.emplace_back("binary_cross_entropy_" + t.tower_name, loss);
+    *total += loss;
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void PrintEvalLine(std::int64_t step, const EvalResult& r) {
+  if (!r.task_metrics.empty()) {
+    std::cout << "eval step " << step << std::fixed << std::setprecision(5);
+    for (const auto& [key, value] : r.task_metrics) std::cout << "  " << key << " " << value;
+    std::cout << "  loss " << r.loss << "  samples " << r.samples << "  (" << std::setprecision(2)
+              << r.seconds << " s)" << std::defaultfloat << std::endl;
+    return;
+  }
   std::cout << "eval step " << step << "  auc " << std::fixed << std::setprecision(5) << r.auc;
   if (!std::isnan(r.grouped_auc)) std::cout << "  grouped_auc " << r.grouped_auc;
   std::cout << "  loss " << r.loss << "  samples " << r.samples << "  (" << std::setprecision(2)
@@ -58,27 +95,40 @@ EvalResult Evaluate(DistModel& model, const PipelineConfig& config, const std::s
   std::vector<at::Tensor> groups;
   std::vector<at::Tensor> weights;
   std::int64_t steps = 0;
+  const std::vector<TaskSpec>& tasks = model.dense->Tasks();
   const auto t0 = std::chrono::steady_clock::now();
   while (config.eval_config().num_steps() <= 0 || steps < config.eval_config().num_steps()) {
     std::optional<Fetched> f = FetchBatch(model, config, ds, false);
     if (!f) break;
     scores.push_back(at::sigmoid(DenseLogits(model, config, *f, /*training=*/false)).to(at::kCPU));
-    labels.push_back(f->batch.labels.to(at::kCPU));
+    labels.push_back(tasks.empty() ? f->batch.labels.to(at::kCPU) : TaskLabels(f->batch, tasks));
     if (f->batch.group_ids.defined()) groups.push_back(f->batch.group_ids.to(at::kCPU));
     if (f->batch.sample_weights.defined()) weights.push_back(f->batch.sample_weights);
     ++steps;
   }
-  const at::Tensor s = scores.empty() ? at::zeros({0}) : at::cat(scores);
-  const at::Tensor l = labels.empty() ? at::zeros({0}) : at::cat(labels);
-  const at::Tensor all_s = GatherV(model, s.to(at::kFloat));
-  const at::Tensor all_l = GatherV(model, l.to(at::kFloat));
+  // Multi-task: [B, T] scores and labels, gathered flat and reshaped.
+  const std::int64_t columns = std::max<std::int64_t>(1, static_cast<std::int64_t>(tasks.size()));
+  const std::vector<std::int64_t> empty =
+      tasks.empty() ? std::vector<std::int64_t>{0} : std::vector<std::int64_t>{0, columns};
+  const at::Tensor s = scores.empty() ? at::zeros(empty) : at::cat(scores);
+  const at::Tensor l = labels.empty() ? at::zeros(empty) : at::cat(labels);
+  const auto gather = [&](const at::Tensor& t) {
+    const at::Tensor all = GatherV(model, t.to(at::kFloat).reshape({-1}));
+    return tasks.empty() ? all : all.reshape({-1, columns});
+  };
+  const at::Tensor all_s = gather(s);
+  const at::Tensor all_l = gather(l);
   EvalResult r;
-  r.auc = Auc(all_s, all_l, AucThresholds(config));
   const bool weighted = config.data_config().sample_weight_fields_size() > 0;
   const at::Tensor all_w =
       weighted ? GatherV(model, weights.empty() ? at::zeros({0}) : at::cat(weights)) : at::Tensor();
-  r.loss = EvalBceLoss(all_s, all_l, all_w);
-  r.samples = all_s.numel();
+  if (tasks.empty()) {
+    r.auc = Auc(all_s, all_l, AucThresholds(config));
+    r.loss = EvalBceLoss(all_s, all_l, all_w);
+  } else {
+    r.task_metrics = TaskMetrics(tasks, all_s, all_l, all_w, &r.loss);
+  }
+  r.samples = all_s.size(0);
   if (!GroupedAucKey(config).empty()) {
     const at::Tensor g = groups.empty() ? at::zeros({0}, at::kLong) : at::cat(groups);
     r.grouped_auc = GroupedAuc(all_s, all_l, GatherV(model, g.to(at::kLong)));
@@ -90,6 +140,13 @@ EvalResult Evaluate(DistModel& model, const PipelineConfig& config, const std::s
 
 std::string EvalResultLine(const PipelineConfig& config, std::optional<std::int64_t> global_step,
                            const EvalResult& result) {
+  if (!result.task_metrics.empty()) {  // multi-task: sorted already
+    nlohmann::ordered_json line;
+    line["global_step"] = nlohmann::ordered_json(nullptr);
+    if (global_step) line["global_step"] = *global_step;
+    for (const auto& [key, value] : result.task_metrics) line[key] = NumberOrNull(value);
+    return line.dump();
+  }
   bool has_auc = false;
   bool has_grouped_auc = false;
   for (const auto& metric : config.model_config().metrics()) {

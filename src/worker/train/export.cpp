@@ -7,8 +7,10 @@
 // predict: loads an export, scores an input file in the config's format, writes the output and
 // reserved columns (prediction_output.hpp) and prints the AUC when the input has labels.
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/stack.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -26,6 +28,14 @@ namespace tzrec {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The labels of each task as columns: [B, T] (Batch::all_labels[label_index]).
+at::Tensor TaskLabels(const Batch& b, const std::vector<TaskSpec>& tasks) {
+  std::vector<at::Tensor> columns;
+  for (const auto& t : tasks)
+    columns.push_back(b.all_labels.at(static_cast<std::size_t>(t.label_index)));
+  return at::stack(columns, 1);
+}
 
 // The single-process model of a config: every table whole on rank 0.
 struct SingleModel {
@@ -88,6 +98,15 @@ PipelineConfig PredictConfig(PredictOptions& options) {
   // Scores use neither sample weights nor the labels after the first (TorchEasyRec's predict reads
   // only the model's inputs), so their columns need not be in the input.
   data->clear_sample_weight_fields();
+  if (!TaskSpecs(config).empty()) {  // multi-task: every task's label, or none
+    for (const auto& label : data->label_fields()) {
+      if (!GuardInput([&] { return InputHasColumn(config, options.input_path, label); })) {
+        data->clear_label_fields();
+        break;
+      }
+    }
+    return config;
+  }
   while (data->label_fields_size() > 1) data->mutable_label_fields()->RemoveLast();
   if (data->label_fields_size() > 0 && !GuardInput([&] {
         return InputHasColumn(config, options.input_path, data->label_fields(0));
@@ -105,15 +124,30 @@ std::vector<std::string> SplitColumns(const std::string& list) {
   return out;
 }
 
-// --output_columns: of TorchEasyRec's rank-model outputs; default both, sorted.
-std::vector<std::string> OutputColumns(const std::string& list) {
+// TorchEasyRec's prediction names, sorted: "logits", "probs"; multi-task models "logits_<tower>",
+// "probs_<tower>" per task (tzrec/models/multi_task_rank.py).
+std::vector<std::string> OutputNames(const std::vector<TaskSpec>& tasks) {
+  if (tasks.empty()) return {"logits", "probs"};
+  std::vector<std::string> names;
+  for (const auto& t : tasks) {
+    names.push_back("logits_" + t.tower_name);
+    names.push_back("probs_" + t.tower_name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// --output_columns: of the model's outputs; default all, sorted.
+std::vector<std::string> OutputColumns(const std::string& list,
+                                       const std::vector<TaskSpec>& tasks) {
+  const std::vector<std::string> known = OutputNames(tasks);
   std::vector<std::string> out = SplitColumns(list);
-  if (out.empty()) return {"logits", "probs"};
+  if (out.empty()) return known;
   for (const auto& c : out) {
-    if (c != "logits" && c != "probs") {
+    if (std::find(known.begin(), known.end(), c) == known.end()) {
       throw ConfigError("--output_columns: '" + c +
-                        "' is not an output of tzrec_train's rank models; they output 'logits' "
-                        "and 'probs'");
+                        "' is not an output of this model; it outputs " +
+                        tzrun::base::Join(known, ", "));
     }
   }
   return out;
@@ -127,13 +161,19 @@ std::vector<std::string> ReservedColumns(const std::string& list) {
   return out;
 }
 
-// logits [B] float -> the requested output columns (probs = sigmoid(logits), float32).
-OutColumns PredictionColumns(const std::vector<std::string>& outputs, const at::Tensor& logits) {
-  const at::Tensor probs = at::sigmoid(logits).contiguous();
-  const at::Tensor l = logits.contiguous();
+// logits [B] (or [B, T] for the tasks) float -> the requested output columns (probs =
+// sigmoid(logits), float32).
+OutColumns PredictionColumns(const std::vector<std::string>& outputs, const at::Tensor& logits,
+                             const std::vector<TaskSpec>& tasks) {
   OutColumns columns;
   for (const auto& name : outputs) {
-    const at::Tensor& t = name == "probs" ? probs : l;
+    at::Tensor t = logits;
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      if (name == "logits_" + tasks[i].tower_name || name == "probs_" + tasks[i].tower_name)
+        t = logits.select(1, static_cast<std::int64_t>(i));
+    }
+    if (name.rfind("probs", 0) == 0) t = at::sigmoid(t);
+    t = t.contiguous();
     const auto acc = t.accessor<float, 1>();
     std::vector<OutValue> column(static_cast<std::size_t>(t.numel()));
     for (std::int64_t i = 0; i < t.numel(); ++i) {
@@ -198,7 +238,8 @@ int Predict(PredictOptions options) {
                       "' holds no exported model; run tzrec_train export first");
   }
   model.RestoreFrom(options.export_dir, *latest);
-  const std::vector<std::string> outputs = OutputColumns(options.output_columns);
+  const std::vector<TaskSpec>& tasks = model.dense->Tasks();
+  const std::vector<std::string> outputs = OutputColumns(options.output_columns, tasks);
   const std::vector<std::string> reserved = ReservedColumns(options.reserved_columns);
   const bool labeled = config.data_config().label_fields_size() > 0;
   std::unique_ptr<PredictionWriter> writer;
@@ -219,18 +260,32 @@ int Predict(PredictOptions options) {
     const KeyedTensor kt = model.ebc->Forward(AddDerivedFeatures(config, b->sparse));
     const at::Tensor logits = model.dense->Forward(kt, b->dense, /*training=*/false).to(at::kFloat);
     scores.push_back(at::sigmoid(logits));
-    if (labeled) labels.push_back(b->labels);
+    if (labeled) labels.push_back(tasks.empty() ? b->labels : TaskLabels(*b, tasks));
     if (writer) {
-      OutColumns columns = PredictionColumns(outputs, logits);
+      OutColumns columns = PredictionColumns(outputs, logits, tasks);
       OutColumns kept = GuardInput([&] { return reserves.Next(b->size); });
       for (auto& c : kept) columns.push_back(std::move(c));
       writer->Write(columns);
     }
   }
   if (writer) writer->Close();
-  const at::Tensor s = scores.empty() ? at::zeros({0}) : at::cat(scores);
-  std::cout << "tzrec_train predict: " << s.numel() << " rows";
-  if (labeled) {
+  const at::Tensor s =
+      scores.empty()
+          ? at::zeros(tasks.empty()
+                          ? std::vector<std::int64_t>{0}
+                          : std::vector<std::int64_t>{0, static_cast<std::int64_t>(tasks.size())})
+          : at::cat(scores);
+  std::cout << "tzrec_train predict: " << s.size(0) << " rows";
+  if (labeled && !tasks.empty()) {
+    const at::Tensor l = labels.empty() ? at::zeros({0, s.size(1)}) : at::cat(labels);
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      if (!tasks[i].has_auc) continue;
+      const auto col = static_cast<std::int64_t>(i);
+      std::cout << ", auc_" << tasks[i].tower_name << " " << std::fixed << std::setprecision(5)
+                << Auc(s.select(1, col), l.select(1, col), tasks[i].auc_thresholds)
+                << std::defaultfloat;
+    }
+  } else if (labeled) {
     const at::Tensor l = labels.empty() ? at::zeros({0}) : at::cat(labels);
     std::cout << ", auc " << std::fixed << std::setprecision(5) << Auc(s, l, AucThresholds(config))
               << std::defaultfloat;

@@ -120,5 +120,11 @@ std::unique_ptr<DenseModel> MakeDcnV1(const PipelineConfig& config, std::uint64_
                                       const at::Device& device);
 std::unique_ptr<DenseModel> MakeDcnV2(const PipelineConfig& config, std::uint64_t seed,
                                       const at::Device& device);
+std::unique_ptr<DenseModel> MakeSimpleMultiTask(const PipelineConfig& config, std::uint64_t seed,
+                                                const at::Device& device);
+std::unique_ptr<DenseModel> MakeMMoE(const PipelineConfig& config, std::uint64_t seed,
+                                     const at::Device& device);
+std::unique_ptr<DenseModel> MakeDbmtl(const PipelineConfig& config, std::uint64_t seed,
+                                      const at::Device& device);
 
 }  // namespace tzrec::model_internal

@@ -292,8 +292,12 @@ class Trainer {
     ApplySchedules();
     at::Tensor logits = Logits(cur, /*training=*/true);
     const at::Tensor& w = cur.batch.sample_weights;
-    at::Tensor loss =
-        BceWithLogitsLoss(logits, cur.batch.labels.to(device_), w.defined() ? w.to(device_) : w);
+    const std::vector<TaskSpec>& tasks = model_.dense->Tasks();
+    at::Tensor loss = tasks.empty() ? BceWithLogitsLoss(logits, cur.batch.labels.to(device_),
+                                                        w.defined() ? w.to(device_) : w)
+                                    : MultiTaskBceLoss(logits, cur.batch.all_labels,
+                                                       w.defined() ? w.to(device_) : w, tasks)
+                                          .total;
     p.last_loss = loss.item<double>();
     at::Tensor scaled = loss / static_cast<double>(accumulation_);
     if (scale_ > 0) {
@@ -434,6 +438,7 @@ class Trainer {
     eval_loss_ = r.loss;
     eval_samples_ = r.samples;
     eval_gauc_ = r.grouped_auc;
+    eval_task_metrics_ = r.task_metrics;
   }
 
   void WriteMetrics() {
@@ -455,10 +460,13 @@ class Trainer {
       }
     }
     if (!config_.eval_input_path().empty()) {
-      m["eval_auc"] = eval_auc_;
+      // Multi-task models: "eval_<metric>_<tower>" per task metric, eval_loss their losses' sum.
+      if (eval_task_metrics_.empty()) m["eval_auc"] = eval_auc_;
       m["eval_loss"] = std::isnan(eval_loss_) ? nlohmann::json() : nlohmann::json(eval_loss_);
       m["eval_samples"] = eval_samples_;
       if (!std::isnan(eval_gauc_)) m["eval_grouped_auc"] = eval_gauc_;
+      for (const auto& [key, value] : eval_task_metrics_)
+        m["eval_" + key] = std::isnan(value) ? nlohmann::json() : nlohmann::json(value);
     }
     const fs::path path = fs::path(config_.model_dir()) / "metrics.json";
     const fs::path tmp = fs::path(config_.model_dir()) / ".metrics.json.tmp";
@@ -496,6 +504,7 @@ class Trainer {
   double eval_gauc_ = NAN;
   double eval_loss_ = NAN;
   std::int64_t eval_samples_ = 0;
+  std::vector<std::pair<std::string, double>> eval_task_metrics_;  // multi-task models
 };
 
 }  // namespace

@@ -371,10 +371,8 @@ TEST(SharedConfigs, AcceptedOrRefusedByName) {
     GTEST_SKIP() << dir << " is missing";
   }
   const std::map<std::string, std::string> refused = {
-      {"dbmtl_has_sequence_mock.config", "'dbmtl'"},
-      {"dbmtl_taobao.config", "'dbmtl'"},
+      {"dbmtl_has_sequence_mock.config", "'sequence_feature'"},
       {"dssm_taobao.config", "'dssm'"},
-      {"mmoe_taobao.config", "'mmoe'"},
       {"multi_tower_din_fg_mock_gradient_clipping.config", "'multi_tower_din'"},
       {"multi_tower_din_mock.config", "'multi_tower_din'"},
       {"multi_tower_din_taobao.config", "'multi_tower_din'"},
@@ -390,9 +388,10 @@ TEST(SharedConfigs, AcceptedOrRefusedByName) {
     }
     EXPECT_NE(error.find(needle), std::string::npos) << error;
   }
-  // The three rank configs are accepted as they are (only the input paths are given).
+  // The rank and multi-task configs are accepted as they are (only the input paths are given).
   for (const char* name :
-       {"dlrm_criteo.config", "deepfm_criteo.config", "multi_tower_taobao.config"}) {
+       {"dlrm_criteo.config", "deepfm_criteo.config", "multi_tower_taobao.config",
+        "mmoe_taobao.config", "dbmtl_taobao.config"}) {
     SCOPED_TRACE(name);
     LoadedConfig c = LoadPipelineConfig((dir / name).string());
     c.config.set_train_input_path("train.parquet");
@@ -400,6 +399,71 @@ TEST(SharedConfigs, AcceptedOrRefusedByName) {
     ResolveInputs(&c.config, &c.warnings);
     EXPECT_EQ(c.config.data_config().dataset_type(), protos::ParquetDataset);
   }
+}
+
+// A two-task MMoE / DBMTL config; `tower_extra` goes into the second task tower, `model_extra`
+// into the model message.
+std::string MultiTask(const std::string& model, const std::string& tower_extra = "",
+                      const std::string& model_extra = "", const std::string& data_extra = "") {
+  return R"(
+train_input_path: "t.parquet" model_dir: "m"
+train_config {
+  sparse_optimizer { adagrad_optimizer { lr: 0.01 } constant_learning_rate {} }
+  dense_optimizer { adam_optimizer { lr: 0.001 } constant_learning_rate {} }
+  num_steps: 10 }
+data_config { batch_size: 8 dataset_type: ParquetDataset label_fields: "clk" label_fields: "buy" )" +
+         data_extra + R"( }
+feature_configs { id_feature { feature_name: "u" expression: "user:u" num_buckets: 10 embedding_dim: 4 } }
+model_config {
+  feature_groups { group_name: "all" feature_names: "u" group_type: DEEP }
+  )" + model +
+         R"( { )" + (model == "mmoe" ? "expert_mlp { hidden_units: [4] } " : "") + model_extra +
+         R"(
+    task_towers { tower_name: "ctr" label_name: "clk" metrics { auc {} }
+                  losses { binary_cross_entropy {} } }
+    task_towers { tower_name: "cvr" label_name: "buy" metrics { auc {} }
+                  losses { binary_cross_entropy {} } )" +
+         tower_extra + R"( } }
+})";
+}
+
+std::string Replace(std::string text, const std::string& from, const std::string& to) {
+  return text.replace(text.find(from), from.size(), to);
+}
+
+TEST(Support, MultiTaskRefusals) {
+  EXPECT_EQ(ErrorOf(MultiTask("mmoe")), "");
+  EXPECT_EQ(ErrorOf(MultiTask("dbmtl",
+                              R"(relation_tower_names: "ctr" relation_mlp { hidden_units: [2] })")),
+            "");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {MultiTask("mmoe", "num_class: 2"), "task_towers[1].num_class: 2"},
+      {MultiTask("mmoe", "task_space_indicator_label: \"clk\""), "task_space_indicator_label"},
+      {MultiTask("mmoe", "metrics { grouped_auc { grouping_key: \"u\" } }"),
+       "grouped_auc: not implemented"},
+      {MultiTask("mmoe", "losses { binary_cross_entropy {} }"), "exactly one loss"},
+      {Replace(MultiTask("mmoe"), "label_name: \"buy\"", "label_name: \"pay\""),
+       "'pay' is not in data_config.label_fields"},
+      {Replace(MultiTask("mmoe"), "tower_name: \"cvr\"", "tower_name: \"ctr\""),
+       "'ctr' is used by another task tower"},
+      {MultiTask("mmoe", "sample_weight_name: \"w\""),
+       "'w' is not in data_config.sample_weight_fields"},
+      {MultiTask("mmoe", "", "", "sample_weight_fields: \"w\""), "no task tower names 'w'"},
+      {MultiTask("dbmtl", "", "mask_net {}"), "'mask_net' (DBMTL)"},
+      {MultiTask("dbmtl", "", "gate_mlp { hidden_units: [2] }"),
+       "dbmtl.gate_mlp: set without expert_mlp"},
+      {MultiTask("dbmtl", R"(relation_tower_names: "ctr")"), "set without relation_mlp"},
+      {MultiTask("dbmtl", R"(relation_tower_names: "cvr" relation_mlp { hidden_units: [2] })"),
+       "'cvr' is not a task tower defined before 'cvr'"},
+      {MultiTask("ple"), "'ple' (ModelConfig)"},
+  };
+  for (const auto& [text, want] : cases) {
+    const std::string e = ErrorOf(text);
+    EXPECT_NE(e.find(want), std::string::npos) << want << " <- " << e;
+  }
+  const std::string pareto = ErrorOf(
+      Replace(MultiTask("mmoe"), "model_config {", "model_config { use_pareto_loss_weight: true"));
+  EXPECT_NE(pareto.find("use_pareto_loss_weight"), std::string::npos) << pareto;
 }
 
 }  // namespace

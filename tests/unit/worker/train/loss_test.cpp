@@ -57,5 +57,53 @@ TEST(Loss, SampleWeightedBceMatchesHandComputed) {
   EXPECT_TRUE(std::isnan(EvalBceLoss(at::zeros({0}), at::zeros({0}), at::Tensor())));
 }
 
+// MultiTaskRank.loss (TorchEasyRec tzrec/models/multi_task_rank.py): task "a" unweighted (mean
+// BCE), "b" weight 0.5 with sample weights (mean(l·w/mean(w))·0.5), "c" weight 2 without sample
+// weights (mean(l)·2, has_weight via weight alone); total = their sum. Eval: weight · weighted
+// mean.
+TEST(MultiTaskLoss, WeightsAndSampleWeights) {
+  const std::vector<std::vector<double>> x = {{0, 1, -2}, {2, -1, 0.5}, {-1, 0.3, 1}, {0.5, 2, -1}};
+  const std::vector<std::vector<double>> y = {{1, 0, 1, 0}, {0, 0, 1, 1}};  // labels l0, l1
+  const std::vector<double> w = {1, 2, 3, 0};
+  std::vector<float> flat;
+  for (const auto& row : x) flat.insert(flat.end(), row.begin(), row.end());
+  const at::Tensor logits = at::tensor(flat).reshape({4, 3}).set_requires_grad(true);
+  const std::vector<at::Tensor> labels = {at::tensor(std::vector<float>(y[0].begin(), y[0].end())),
+                                          at::tensor(std::vector<float>(y[1].begin(), y[1].end()))};
+  const at::Tensor weights = at::tensor(std::vector<float>(w.begin(), w.end()));
+  std::vector<TaskSpec> tasks(3);
+  tasks[0].tower_name = "a";
+  tasks[0].label_index = 0;
+  tasks[1].tower_name = "b";
+  tasks[1].label_index = 1;
+  tasks[1].has_weight = tasks[1].sample_weighted = true;
+  tasks[1].weight = 0.5;
+  tasks[2].tower_name = "c";
+  tasks[2].label_index = 0;
+  tasks[2].has_weight = true;
+  tasks[2].weight = 2;
+  const double mean_w = 1.5;
+  double a = 0, b = 0, c = 0;
+  for (std::size_t i = 0; i < 4; ++i) {
+    a += Bce(x[i][0], y[0][i]) / 4;
+    b += Bce(x[i][1], y[1][i]) * w[i] / mean_w / 4 * 0.5;
+    c += Bce(x[i][2], y[0][i]) / 4 * 2;
+  }
+  const MultiTaskLoss loss = MultiTaskBceLoss(logits, labels, weights, tasks);
+  ASSERT_EQ(loss.per_task.size(), 3U);
+  EXPECT_NEAR(loss.per_task[0].item<double>(), a, 1e-6);
+  EXPECT_NEAR(loss.per_task[1].item<double>(), b, 1e-6);
+  EXPECT_NEAR(loss.per_task[2].item<double>(), c, 1e-6);
+  EXPECT_NEAR(loss.total.item<double>(), a + b + c, 1e-6);
+  // Eval loss metric of "b": 0.5 · Σ w·l / Σ w over probabilities.
+  const at::Tensor probs = at::sigmoid(logits.detach().select(1, 1));
+  double num = 0;
+  for (std::size_t i = 0; i < 4; ++i) num += Bce(x[i][1], y[1][i]) * w[i];
+  EXPECT_NEAR(EvalTaskBceLoss(tasks[1], probs, labels[1], weights), 0.5 * num / 6, 1e-5);
+  EXPECT_NEAR(
+      EvalTaskBceLoss(tasks[0], at::sigmoid(logits.detach().select(1, 0)), labels[0], weights), a,
+      1e-5);
+}
+
 }  // namespace
 }  // namespace tzrec
