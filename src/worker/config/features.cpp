@@ -51,6 +51,12 @@ std::string ModelType(const PipelineConfig& config) {
       return "deepfm";
     case protos::ModelConfig::kMultiTower:
       return "multi_tower";
+    case protos::ModelConfig::kMaskNet:
+      return "mask_net";
+    case protos::ModelConfig::kXdeepfm:
+      return "xdeepfm";
+    case protos::ModelConfig::kWukong:
+      return "wukong";
     default:
       return "";
   }

@@ -151,12 +151,9 @@ const std::vector<TorchEasyRecField> kFields = {
      "tzrec_train uses the fused kernel (dense for data_parallel); constrain sharding_types"},
 
     {"tzrec.protos.ModelConfig", "multi_tower_din", kSequence},
-    {"tzrec.protos.ModelConfig", "mask_net", kRank},
     {"tzrec.protos.ModelConfig", "wide_and_deep", kRank},
     {"tzrec.protos.ModelConfig", "dcn_v1", kRank},
     {"tzrec.protos.ModelConfig", "dcn_v2", kRank},
-    {"tzrec.protos.ModelConfig", "xdeepfm", kRank},
-    {"tzrec.protos.ModelConfig", "wukong", kRank},
     {"tzrec.protos.ModelConfig", "simple_multi_task", kMultiTask},
     {"tzrec.protos.ModelConfig", "mmoe", kMultiTask},
     {"tzrec.protos.ModelConfig", "dbmtl", kMultiTask},
@@ -188,6 +185,7 @@ const std::vector<TorchEasyRecField> kFields = {
      "give the features distinct embedding_name values instead"},
 
     {"tzrec.protos.DeepFM", "wide_init_fn", kEmbeddingInit},
+    {"tzrec.protos.xDeepFM", "wide_init_fn", kEmbeddingInit},
 
     {"tzrec.protos.LossConfig", "softmax_cross_entropy",
      "multi-class losses are not implemented; supported: binary_cross_entropy"},

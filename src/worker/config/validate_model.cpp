@@ -12,7 +12,6 @@
 #include "validate_util.hpp"
 
 namespace tzrec::config_internal {
-namespace {
 
 // tzrec.protos.MLP: the same rules as ValidateMlpOptions (src/worker/train/mlp_options.cpp), so a
 // bad MLP is refused when the config is read.
@@ -41,6 +40,8 @@ void ValidateMlp(const protos::MLP& mlp, const std::string& path, bool need_unit
       mlp.activation(),
       std::vector<std::int64_t>(mlp.hidden_units().begin(), mlp.hidden_units().end()), path);
 }
+
+namespace {
 
 class ModelChecks {
  public:
@@ -223,8 +224,9 @@ void ModelChecks::MultiTower() {
 
 void ModelChecks::Run() {
   const protos::ModelConfig& model = config_.model_config();
-  Require(model.model_case() != protos::ModelConfig::MODEL_NOT_SET,
-          "model_config: no model; set one of dlrm, deepfm, multi_tower");
+  Require(
+      model.model_case() != protos::ModelConfig::MODEL_NOT_SET,
+      "model_config: no model; set one of dlrm, deepfm, multi_tower, mask_net, xdeepfm, wukong");
   Require(model.num_class() == 1,
           "model_config.num_class: " + std::to_string(model.num_class()) +
               "; tzrec_train trains binary models (num_class 1 with binary_cross_entropy): "
@@ -250,6 +252,11 @@ void ModelChecks::Run() {
       break;
     case protos::ModelConfig::kDeepfm:
       DeepFm();
+      break;
+    case protos::ModelConfig::kMaskNet:
+    case protos::ModelConfig::kWukong:
+    case protos::ModelConfig::kXdeepfm:
+      ValidateRankMaskModels(config_);
       break;
     default:
       MultiTower();

@@ -19,6 +19,10 @@ inline std::string Suggest(const std::string& name, const std::vector<std::strin
 }
 
 void ValidateModel(const PipelineConfig& config);
+// tzrec.protos.MLP at `path` (validate_model.cpp); need_units: hidden_units must not be empty.
+void ValidateMlp(const protos::MLP& mlp, const std::string& path, bool need_units);
+// The model rules of mask_net, wukong and xdeepfm (validate_rank_mask.cpp); no-op for others.
+void ValidateRankMaskModels(const PipelineConfig& config);
 void ValidateFeatures(const PipelineConfig& config);
 
 }  // namespace tzrec::config_internal

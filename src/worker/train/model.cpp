@@ -94,10 +94,14 @@ std::unique_ptr<DenseModel> DenseModel::Create(const PipelineConfig& config, std
       {ModelConfig::kDlrm, &model_internal::MakeDlrm},
       {ModelConfig::kDeepfm, &model_internal::MakeDeepFm},
       {ModelConfig::kMultiTower, &model_internal::MakeMultiTower},
+      {ModelConfig::kMaskNet, &model_internal::MakeMaskNet},
+      {ModelConfig::kWukong, &model_internal::MakeWuKong},
+      {ModelConfig::kXdeepfm, &model_internal::MakeXDeepFm},
   };
   const auto model_case = config.model_config().model_case();
   if (model_case == ModelConfig::MODEL_NOT_SET)
-    throw ConfigError("model_config: no model; set one of dlrm, deepfm, multi_tower");
+    throw ConfigError(
+        "model_config: no model; set one of dlrm, deepfm, multi_tower, mask_net, xdeepfm, wukong");
   const auto it = kFactories.find(model_case);
   if (it == kFactories.end()) {
     throw InternalError("model_config." + ModelType(config) +

@@ -114,5 +114,11 @@ std::unique_ptr<DenseModel> MakeDeepFm(const PipelineConfig& config, std::uint64
                                        const at::Device& device);
 std::unique_ptr<DenseModel> MakeMultiTower(const PipelineConfig& config, std::uint64_t seed,
                                            const at::Device& device);
+std::unique_ptr<DenseModel> MakeMaskNet(const PipelineConfig& config, std::uint64_t seed,
+                                        const at::Device& device);
+std::unique_ptr<DenseModel> MakeWuKong(const PipelineConfig& config, std::uint64_t seed,
+                                       const at::Device& device);
+std::unique_ptr<DenseModel> MakeXDeepFm(const PipelineConfig& config, std::uint64_t seed,
+                                        const at::Device& device);
 
 }  // namespace tzrec::model_internal
