@@ -80,7 +80,10 @@ std::function<at::Tensor(const at::Tensor&)> Build(const GoldenCase& c, ParamBui
     o.hidden_dim = v[3];
     o.use_parallel = v[4] != 0;
     o.reduction_ratio = c.ratio;
-    if (v.size() > 5) o.top_mlp = MlpOptions{Tail(v, 5)};
+    if (v.size() > 5) {
+      o.top_mlp = MlpOptions();
+      o.top_mlp->hidden_units = Tail(v, 5);
+    }
     *shape = {kRows, v[0]};
     auto m = std::make_shared<MaskNetModule>(b, "m", v[0], o);
     return [m](const at::Tensor& x) { return m->Forward(x, true); };
@@ -131,7 +134,11 @@ TEST(RankModulesGolden, ForwardAndGradientsMatchTorch) {
 TEST(RankModulesGolden, InitAndShapesFollowTorch) {
   std::vector<Parameter> params, buffers;
   ParamBuilder b(&params, &buffers, 7, at::Device(at::kCPU));
-  WuKongLayerOptions o{64, 64, 3, MlpOptions{{4}}};
+  WuKongLayerOptions o;
+  o.lcb_feature_num = 64;
+  o.fmb_feature_num = 64;
+  o.compressed_feature_num = 3;
+  o.feature_num_mlp.hidden_units = {4};
   const WuKongLayer layer(b, "w", 2, 200, o);
   const at::Tensor lcb = params.front().tensor;
   ASSERT_EQ(params.front().name, "w.lcb.weight");
