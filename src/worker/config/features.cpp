@@ -63,6 +63,12 @@ std::string ModelType(const PipelineConfig& config) {
       return "mmoe";
     case protos::ModelConfig::kDbmtl:
       return "dbmtl";
+    case protos::ModelConfig::kMaskNet:
+      return "mask_net";
+    case protos::ModelConfig::kXdeepfm:
+      return "xdeepfm";
+    case protos::ModelConfig::kWukong:
+      return "wukong";
     default:
       return "";
   }

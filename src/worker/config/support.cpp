@@ -20,6 +20,9 @@ constexpr const char* kOptions = "test_train_job_usage.py::test_training_options
 constexpr const char* kExamples = "config.Examples";
 constexpr const char* kOptimizers = "train.DenseOptimizer";
 constexpr const char* kSparseOpt = "core.Embedding";
+constexpr const char* kRankMaskJob =
+    "test_rank_models_mask.py::test_rank_model_trains_on_two_ranks";
+constexpr const char* kModules = "train.RankModulesGolden.ForwardAndGradientsMatchTorch";
 
 constexpr const char* kMtGolden = "train.MultiTaskGolden.MatchesTorch";
 constexpr const char* kMtJob = "test_multi_task.py::test_mmoe_and_dbmtl_train_eval_predict";
@@ -250,6 +253,9 @@ const std::vector<FieldSupport> kTable = {
      "test_rank_models_cross.py::test_wide_and_deep"},
     {P "ModelConfig.dcn_v1", kH, "DCN v1", "test_rank_models_cross.py::test_dcn_v1"},
     {P "ModelConfig.dcn_v2", kH, "DCN v2", "test_rank_models_cross.py::test_dcn_v2"},
+    {P "ModelConfig.mask_net", kH, "MaskNet", kRankMaskJob},
+    {P "ModelConfig.xdeepfm", kH, "xDeepFM", kRankMaskJob},
+    {P "ModelConfig.wukong", kH, "WuKong", kRankMaskJob},
     {P "ModelConfig.num_class", kH, "1 (binary); other values refused", "config.ValuesRefused"},
     {P "ModelConfig.losses", kH, "binary_cross_entropy", kTrainJob},
     {P "ModelConfig.metrics", kH, "auc, grouped_auc", kTrainJob},
@@ -344,6 +350,39 @@ const std::vector<FieldSupport> kTable = {
     {P "BayesTaskTower.relation_tower_names", kH, "earlier towers feeding relation_mlp", kMtGolden},
     {P "BayesTaskTower.relation_mlp", kH, "MLP over [task net, relation nets]", kMtGolden},
     {P "BayesTaskTower.sample_weight_name", kH, "the task's sample weights", kMtLoss},
+    {P "MaskNet.mask_net_module", kH, "the MaskNetModule over the one feature group",
+     "train.RankMaskModels.MaskNetMatchesTheFormula"},
+    {P "MaskNetModule.n_mask_blocks", kH, "number of mask blocks", kModules},
+    {P "MaskNetModule.mask_block", kH, "every block's options", kModules},
+    {P "MaskNetModule.top_mlp", kH, "the MLP over the blocks (required by MaskNet)", kModules},
+    {P "MaskNetModule.use_parallel", kH,
+     "true: blocks side by side, outputs concatenated; false: each masks the previous output",
+     kModules},
+    {P "MaskBlock.reduction_ratio", kH, "aggregation dim = int(block input dim * ratio); 0: off",
+     kModules},
+    {P "MaskBlock.aggregation_dim", kH,
+     "the aggregation dim when reduction_ratio is 0 (refused otherwise: the ratio wins)", kModules},
+    {P "MaskBlock.hidden_dim", kH, "width of the block's Linear + LayerNorm + ReLU", kModules},
+    {P "xDeepFM.cin", kH, "the CIN over the WIDE group \"wide\"",
+     "train.RankMaskModels.XDeepFmReadsTheWideTablesThroughTheCin"},
+    {P "xDeepFM.deep", kH, "the MLP over group \"deep\"",
+     "train.RankMaskModels.XDeepFmReadsTheWideTablesThroughTheCin"},
+    {P "xDeepFM.final", kH, "the MLP over [cin, deep]",
+     "train.RankMaskModels.XDeepFmReadsTheWideTablesThroughTheCin"},
+    {P "xDeepFM.wide_embedding_dim", kH, "the wide tables' width (default 16)",
+     "train.RankMaskModels.XDeepFmReadsTheWideTablesThroughTheCin"},
+    {P "CIN.cin_layer_size", kH, "feature maps of each CIN layer", kModules},
+    {P "WuKong.dense_mlp", kH,
+     "MLP of group \"dense\" (last unit = the sparse dim), one more feature, first",
+     "train.RankMaskModels.WuKongPutsTheDenseFeatureFirst"},
+    {P "WuKong.wukong_layers", kH, "the stacked WuKong layers",
+     "train.RankMaskModels.WuKongLayersChainTheirFeatureNums"},
+    {P "WuKong.final", kH, "the MLP over the flattened last layer",
+     "train.RankMaskModels.WuKongPutsTheDenseFeatureFirst"},
+    {P "WuKongLayer.lcb_feature_num", kH, "LinearCompressBlock output features", kModules},
+    {P "WuKongLayer.fmb_feature_num", kH, "FactorizationMachineBlock output features", kModules},
+    {P "WuKongLayer.compressed_feature_num", kH, "compressed features of the FM block", kModules},
+    {P "WuKongLayer.feature_num_mlp", kH, "the FM block's MLP", kModules},
     {P "LossConfig.binary_cross_entropy", kH, "BCE with logits, mean over the batch", kTrainJob},
     {P "MetricConfig.auc", kH, "ROC AUC", "train.Auc"},
     {P "MetricConfig.grouped_auc", kH, "grouped AUC", "train.GroupedAuc"},

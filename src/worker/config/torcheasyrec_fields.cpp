@@ -11,7 +11,12 @@
 namespace tzrec::config_internal {
 namespace {
 
-constexpr const char* kRank = "tzrec_train trains dlrm, deepfm and multi_tower";
+// The models tzrec_train trains (keep in step with src/worker/train/model.cpp's kFactories).
+#define TZREC_RANK_MODELS \
+  "dlrm, deepfm, multi_tower, wide_and_deep, dcn_v1, dcn_v2, mask_net, xdeepfm, wukong"
+constexpr const char* kRank =
+    "a rank model tzrec_train does not implement; it trains " TZREC_RANK_MODELS
+    " and the multi-task simple_multi_task, mmoe, dbmtl";
 constexpr const char* kMultiTask =
     "a multi-task model tzrec_train does not implement; its multi-task models are "
     "simple_multi_task, mmoe and dbmtl";
@@ -19,10 +24,9 @@ constexpr const char* kTaskSpace =
     "task-space loss weights are not implemented; weight the task with weight or "
     "sample_weight_name";
 constexpr const char* kMatch =
-    "a match (retrieval) model; tzrec_train trains rank models only: dlrm, deepfm, multi_tower";
+    "a match (retrieval) model; tzrec_train trains rank models only: " TZREC_RANK_MODELS;
 constexpr const char* kGenerative =
-    "a generative model; tzrec_train trains dlrm, deepfm and "
-    "multi_tower";
+    "a generative model; tzrec_train trains the rank models " TZREC_RANK_MODELS;
 constexpr const char* kFeatureType =
     "a feature type tzrec_train does not implement; supported: id_feature, raw_feature (generate "
     "the feature offline and read it as an id_feature or raw_feature with fg_mode: FG_NONE)";
@@ -150,9 +154,6 @@ const std::vector<TorchEasyRecField> kFields = {
      "tzrec_train uses the fused kernel (dense for data_parallel); constrain sharding_types"},
 
     {"tzrec.protos.ModelConfig", "multi_tower_din", kSequence},
-    {"tzrec.protos.ModelConfig", "mask_net", kRank},
-    {"tzrec.protos.ModelConfig", "xdeepfm", kRank},
-    {"tzrec.protos.ModelConfig", "wukong", kRank},
     {"tzrec.protos.ModelConfig", "ple", kMultiTask},
     {"tzrec.protos.ModelConfig", "dc2vr", kMultiTask},
     {"tzrec.protos.ModelConfig", "dlrm_hstu", kGenerative},
@@ -197,6 +198,7 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.BayesTaskTower", "task_space_indicator_label", kTaskSpace},
     {"tzrec.protos.BayesTaskTower", "in_task_space_weight", kTaskSpace},
     {"tzrec.protos.BayesTaskTower", "out_task_space_weight", kTaskSpace},
+    {"tzrec.protos.xDeepFM", "wide_init_fn", kEmbeddingInit},
 
     {"tzrec.protos.LossConfig", "softmax_cross_entropy",
      "multi-class losses are not implemented; supported: binary_cross_entropy"},

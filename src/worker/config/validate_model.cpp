@@ -226,7 +226,7 @@ void ModelChecks::Run() {
   const protos::ModelConfig& model = config_.model_config();
   Require(model.model_case() != protos::ModelConfig::MODEL_NOT_SET,
           "model_config: no model; set one of dlrm, deepfm, multi_tower, wide_and_deep, dcn_v1, "
-          "dcn_v2, simple_multi_task, mmoe, dbmtl");
+          "dcn_v2, mask_net, xdeepfm, wukong, simple_multi_task, mmoe, dbmtl");
   Require(model.num_class() == 1,
           "model_config.num_class: " + std::to_string(model.num_class()) +
               "; tzrec_train trains binary models (num_class 1 with binary_cross_entropy): "
@@ -257,10 +257,16 @@ void ModelChecks::Run() {
     case protos::ModelConfig::kDcnV1:
     case protos::ModelConfig::kDcnV2:
       ValidateRankCross(config_);
+      break;
     case protos::ModelConfig::kSimpleMultiTask:
     case protos::ModelConfig::kMmoe:
     case protos::ModelConfig::kDbmtl:
       ValidateMultiTask(config_);
+      break;
+    case protos::ModelConfig::kMaskNet:
+    case protos::ModelConfig::kWukong:
+    case protos::ModelConfig::kXdeepfm:
+      ValidateRankMaskModels(config_);
       break;
     default:
       MultiTower();

@@ -25,6 +25,8 @@ void ValidateMlp(const protos::MLP& mlp, const std::string& path, bool need_unit
 void ValidateRankCross(const PipelineConfig& config);
 // simple_multi_task / mmoe / dbmtl (validate_multi_task.cpp).
 void ValidateMultiTask(const PipelineConfig& config);
+// The model rules of mask_net, wukong and xdeepfm (validate_rank_mask.cpp); no-op for others.
+void ValidateRankMaskModels(const PipelineConfig& config);
 void ValidateFeatures(const PipelineConfig& config);
 
 }  // namespace tzrec::config_internal

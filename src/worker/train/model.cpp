@@ -100,12 +100,15 @@ std::unique_ptr<DenseModel> DenseModel::Create(const PipelineConfig& config, std
       {ModelConfig::kSimpleMultiTask, &model_internal::MakeSimpleMultiTask},
       {ModelConfig::kMmoe, &model_internal::MakeMMoE},
       {ModelConfig::kDbmtl, &model_internal::MakeDbmtl},
+      {ModelConfig::kMaskNet, &model_internal::MakeMaskNet},
+      {ModelConfig::kWukong, &model_internal::MakeWuKong},
+      {ModelConfig::kXdeepfm, &model_internal::MakeXDeepFm},
   };
   const auto model_case = config.model_config().model_case();
   if (model_case == ModelConfig::MODEL_NOT_SET)
     throw ConfigError(
         "model_config: no model; set one of dlrm, deepfm, multi_tower, wide_and_deep, dcn_v1, "
-        "dcn_v2, simple_multi_task, mmoe, dbmtl");
+        "dcn_v2, mask_net, xdeepfm, wukong, simple_multi_task, mmoe, dbmtl");
   const auto it = kFactories.find(model_case);
   if (it == kFactories.end()) {
     throw InternalError("model_config." + ModelType(config) +

@@ -53,6 +53,7 @@ bool HasGroup(const PipelineConfig& config, const std::string& name) {
 std::optional<std::int64_t> WideEmbeddingDim(const protos::ModelConfig& model) {
   if (model.has_deepfm()) return model.deepfm().wide_embedding_dim();
   if (model.has_wide_and_deep()) return model.wide_and_deep().wide_embedding_dim();
+  if (model.has_xdeepfm()) return model.xdeepfm().wide_embedding_dim();
   return std::nullopt;
 }
 

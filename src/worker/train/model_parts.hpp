@@ -126,5 +126,11 @@ std::unique_ptr<DenseModel> MakeMMoE(const PipelineConfig& config, std::uint64_t
                                      const at::Device& device);
 std::unique_ptr<DenseModel> MakeDbmtl(const PipelineConfig& config, std::uint64_t seed,
                                       const at::Device& device);
+std::unique_ptr<DenseModel> MakeMaskNet(const PipelineConfig& config, std::uint64_t seed,
+                                        const at::Device& device);
+std::unique_ptr<DenseModel> MakeWuKong(const PipelineConfig& config, std::uint64_t seed,
+                                       const at::Device& device);
+std::unique_ptr<DenseModel> MakeXDeepFm(const PipelineConfig& config, std::uint64_t seed,
+                                        const at::Device& device);
 
 }  // namespace tzrec::model_internal
