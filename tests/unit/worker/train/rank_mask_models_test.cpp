@@ -67,7 +67,8 @@ std::string ErrorOf(const std::string& model) {
   return "";
 }
 
-const char* kMaskNet = R"(feature_groups { group_name: "all" feature_names: ["a", "r", "b"] }
+constexpr const char* kMaskNet =
+    R"(feature_groups { group_name: "all" feature_names: ["a", "r", "b"] }
   mask_net { mask_net_module { n_mask_blocks: 1 mask_block { reduction_ratio: 0.5 hidden_dim: 4 }
     top_mlp { hidden_units: [2] } } })";
 
@@ -131,7 +132,7 @@ TEST(RankMaskModels, WuKongLayersChainTheirFeatureNums) {
   EXPECT_EQ(model->Forward(kt, at::zeros({4, 1}), false).sizes(), at::IntArrayRef({4}));
 }
 
-const char* kXDeepFm =
+constexpr const char* kXDeepFm =
     R"(feature_groups { group_name: "wide" feature_names: ["a", "b"] group_type: WIDE }
   feature_groups { group_name: "deep" feature_names: ["a", "r"] }
   xdeepfm { cin { cin_layer_size: [2] } deep { hidden_units: [3] } final { hidden_units: [2] }
