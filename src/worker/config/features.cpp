@@ -63,6 +63,8 @@ std::string ModelType(const PipelineConfig& config) {
       return "mmoe";
     case protos::ModelConfig::kDbmtl:
       return "dbmtl";
+    case protos::ModelConfig::kPle:
+      return "ple";
     case protos::ModelConfig::kMaskNet:
       return "mask_net";
     case protos::ModelConfig::kXdeepfm:

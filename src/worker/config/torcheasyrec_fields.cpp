@@ -16,10 +16,10 @@ namespace {
   "dlrm, deepfm, multi_tower, wide_and_deep, dcn_v1, dcn_v2, mask_net, xdeepfm, wukong"
 constexpr const char* kRank =
     "a rank model tzrec_train does not implement; it trains " TZREC_RANK_MODELS
-    " and the multi-task simple_multi_task, mmoe, dbmtl";
+    " and the multi-task simple_multi_task, mmoe, dbmtl, ple";
 constexpr const char* kMultiTask =
     "a multi-task model tzrec_train does not implement; its multi-task models are "
-    "simple_multi_task, mmoe and dbmtl";
+    "simple_multi_task, mmoe, dbmtl and ple";
 constexpr const char* kTaskSpace =
     "task-space loss weights are not implemented; weight the task with weight or "
     "sample_weight_name";
@@ -154,7 +154,6 @@ const std::vector<TorchEasyRecField> kFields = {
      "tzrec_train uses the fused kernel (dense for data_parallel); constrain sharding_types"},
 
     {"tzrec.protos.ModelConfig", "multi_tower_din", kSequence},
-    {"tzrec.protos.ModelConfig", "ple", kMultiTask},
     {"tzrec.protos.ModelConfig", "dc2vr", kMultiTask},
     {"tzrec.protos.ModelConfig", "dlrm_hstu", kGenerative},
     {"tzrec.protos.ModelConfig", "pepnet", kMultiTask},

@@ -226,7 +226,7 @@ void ModelChecks::Run() {
   const protos::ModelConfig& model = config_.model_config();
   Require(model.model_case() != protos::ModelConfig::MODEL_NOT_SET,
           "model_config: no model; set one of dlrm, deepfm, multi_tower, wide_and_deep, dcn_v1, "
-          "dcn_v2, mask_net, xdeepfm, wukong, simple_multi_task, mmoe, dbmtl");
+          "dcn_v2, mask_net, xdeepfm, wukong, simple_multi_task, mmoe, dbmtl, ple");
   Require(model.num_class() == 1,
           "model_config.num_class: " + std::to_string(model.num_class()) +
               "; tzrec_train trains binary models (num_class 1 with binary_cross_entropy): "
@@ -261,6 +261,7 @@ void ModelChecks::Run() {
     case protos::ModelConfig::kSimpleMultiTask:
     case protos::ModelConfig::kMmoe:
     case protos::ModelConfig::kDbmtl:
+    case protos::ModelConfig::kPle:
       ValidateMultiTask(config_);
       break;
     case protos::ModelConfig::kMaskNet:

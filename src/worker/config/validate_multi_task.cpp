@@ -1,8 +1,8 @@
-// Validation of the multi-task models simple_multi_task, mmoe and dbmtl
+// Validation of the multi-task models simple_multi_task, mmoe, dbmtl and ple
 // (validate_util.hpp ValidateMultiTask). Follows TorchEasyRec tzrec/models/multi_task_rank.py,
-// mmoe.py, dbmtl.py: the first feature group is the input, each task tower is a binary task with
-// one binary_cross_entropy loss on its label_name; what tzrec_train does not implement is refused
-// naming the field.
+// mmoe.py, dbmtl.py, ple.py (tzrec/modules/extraction_net.py): the first feature group is the
+// input, each task tower is a binary task with one binary_cross_entropy loss on its label_name;
+// what tzrec_train does not implement is refused naming the field.
 #include <set>
 #include <string>
 
@@ -111,6 +111,35 @@ void ValidateDbmtl(const PipelineConfig& config) {
   }
 }
 
+// TorchEasyRec's ExtractionNet stacks each task's experts with the shared experts, so both MLPs
+// must end in the same width; network_name is only a label.
+void ValidatePle(const PipelineConfig& config) {
+  const protos::PLE& m = config.model_config().ple();
+  const std::string path = "model_config.ple";
+  ValidateTowers(config, m.task_towers(), path);
+  Require(m.extraction_networks_size() > 0,
+          path + ".extraction_networks: empty; add at least one extraction network");
+  for (int i = 0; i < m.extraction_networks_size(); ++i) {
+    const protos::ExtractionNetwork& n = m.extraction_networks(i);
+    const std::string npath = path + ".extraction_networks[" + std::to_string(i) + "]";
+    Require(n.has_task_expert_net(),
+            npath + ".task_expert_net: not set; give the task experts' MLP");
+    Require(n.has_share_expert_net(),
+            npath + ".share_expert_net: not set; give the shared experts' MLP");
+    ValidateMlp(n.task_expert_net(), npath + ".task_expert_net", true);
+    ValidateMlp(n.share_expert_net(), npath + ".share_expert_net", true);
+    Require(n.expert_num_per_task() >= 1,
+            npath + ".expert_num_per_task: 0; give each task at least one expert");
+    Require(n.share_num() >= 1, npath + ".share_num: 0; give at least one shared expert");
+    const auto& t = n.task_expert_net().hidden_units();
+    const auto& s = n.share_expert_net().hidden_units();
+    Require(t[t.size() - 1] == s[s.size() - 1],
+            npath + ".share_expert_net.hidden_units: ends in " + std::to_string(s[s.size() - 1]) +
+                " but task_expert_net ends in " + std::to_string(t[t.size() - 1]) +
+                "; the gates mix task and shared experts, so give both the same last unit");
+  }
+}
+
 }  // namespace
 
 void ValidateMultiTask(const PipelineConfig& config) {
@@ -135,6 +164,8 @@ void ValidateMultiTask(const PipelineConfig& config) {
     ValidateTowers(config, m.task_towers(), "model_config.mmoe");
     ValidateMMoEParts(&m.expert_mlp(), m.has_gate_mlp() ? &m.gate_mlp() : nullptr, m.num_expert(),
                       "model_config.mmoe");
+  } else if (model.has_ple()) {
+    ValidatePle(config);
   } else {
     ValidateDbmtl(config);
   }

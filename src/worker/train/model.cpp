@@ -100,6 +100,7 @@ std::unique_ptr<DenseModel> DenseModel::Create(const PipelineConfig& config, std
       {ModelConfig::kSimpleMultiTask, &model_internal::MakeSimpleMultiTask},
       {ModelConfig::kMmoe, &model_internal::MakeMMoE},
       {ModelConfig::kDbmtl, &model_internal::MakeDbmtl},
+      {ModelConfig::kPle, &model_internal::MakePle},
       {ModelConfig::kMaskNet, &model_internal::MakeMaskNet},
       {ModelConfig::kWukong, &model_internal::MakeWuKong},
       {ModelConfig::kXdeepfm, &model_internal::MakeXDeepFm},

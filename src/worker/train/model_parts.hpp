@@ -126,6 +126,8 @@ std::unique_ptr<DenseModel> MakeMMoE(const PipelineConfig& config, std::uint64_t
                                      const at::Device& device);
 std::unique_ptr<DenseModel> MakeDbmtl(const PipelineConfig& config, std::uint64_t seed,
                                       const at::Device& device);
+std::unique_ptr<DenseModel> MakePle(const PipelineConfig& config, std::uint64_t seed,
+                                    const at::Device& device);
 std::unique_ptr<DenseModel> MakeMaskNet(const PipelineConfig& config, std::uint64_t seed,
                                         const at::Device& device);
 std::unique_ptr<DenseModel> MakeWuKong(const PipelineConfig& config, std::uint64_t seed,

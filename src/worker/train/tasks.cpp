@@ -41,6 +41,7 @@ std::vector<TaskSpec> TaskSpecs(const PipelineConfig& config) {
     return FromTowers(config, model.simple_multi_task().task_towers());
   if (model.has_mmoe()) return FromTowers(config, model.mmoe().task_towers());
   if (model.has_dbmtl()) return FromTowers(config, model.dbmtl().task_towers());
+  if (model.has_ple()) return FromTowers(config, model.ple().task_towers());
   return {};
 }
 

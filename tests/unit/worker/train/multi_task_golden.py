@@ -3,7 +3,9 @@
 Builds with torch.nn the dense parts of TorchEasyRec's multi-task models over one DEEP group of
 IN_DIM raw features: SimpleMultiTask (tzrec/models/simple_multi_task.py: a TaskTower per task),
 MMoE (tzrec/models/mmoe.py with tzrec/modules/mmoe.py and tzrec/modules/task_tower.py) and DBMTL
-(tzrec/models/dbmtl.py: bottom_mlp, optional MMoE, task_mlps, relation_mlps, task_outputs), MLPs
+(tzrec/models/dbmtl.py: bottom_mlp, optional MMoE, task_mlps, relation_mlps, task_outputs) and PLE
+(tzrec/models/ple.py with tzrec/modules/extraction_net.py: extraction layers of task and shared
+experts with softmax gates, the last without a shared gate, then TaskTowers), MLPs
 as tzrec/modules/mlp.py (Linear + ReLU perceptrons). Every parameter is filled by a fixed rule;
 one training forward gives the logits [B, T]; the loss is the sum over tasks of
 BCEWithLogits(logits[:, t], label_t) (mean), and its backward the parameter gradients. Writes
@@ -164,6 +166,57 @@ class Dbmtl(nn.Module):
                           for i, t in enumerate(self.towers)], dim=1)
 
 
+class ExtractionNet(nn.Module):
+    def __init__(self, task_in, shared_in, share_num, per_task, share_net, task_net, final):
+        super().__init__()
+        self._final = final
+        self._shared_layers = nn.ModuleList(MLP(shared_in, share_net) for _ in range(share_num))
+        if not final:
+            self._shared_gate = nn.Linear(shared_in, len(task_in) * per_task + share_num)
+        self._task_layers = nn.ModuleList(
+            nn.ModuleList(MLP(d, task_net) for _ in range(per_task)) for d in task_in)
+        self._task_gates = nn.ModuleList(nn.Linear(d, per_task + share_num) for d in task_in)
+        self.dims = [task_net[-1]] * len(task_in) + [share_net[-1]]
+
+    @staticmethod
+    def gate(selector, vecs, layer):
+        g = F.softmax(layer(selector), dim=1).unsqueeze(1)
+        return torch.matmul(g, torch.stack(vecs, dim=1)).squeeze(1)
+
+    def forward(self, task_fea, shared_fea):
+        shared = [m(shared_fea) for m in self._shared_layers]
+        all_task, outs = [], []
+        for i, layers in enumerate(self._task_layers):
+            experts = [m(task_fea[i]) for m in layers]
+            outs.append(self.gate(task_fea[i], experts + shared, self._task_gates[i]))
+            all_task.extend(experts)
+        shared_out = None
+        if not self._final:
+            shared_out = self.gate(shared_fea, all_task + shared, self._shared_gate)
+        return outs, shared_out
+
+
+class Ple(nn.Module):
+    """layers: (share_num, expert_num_per_task, share_expert_net, task_expert_net)."""
+
+    def __init__(self, layers, towers):
+        super().__init__()
+        task_in, shared_in = [IN_DIM] * len(towers), IN_DIM
+        self._extraction_nets = nn.ModuleList()
+        for i, (share_num, per_task, share_net, task_net) in enumerate(layers):
+            net = ExtractionNet(task_in, shared_in, share_num, per_task, share_net, task_net,
+                                i == len(layers) - 1)
+            self._extraction_nets.append(net)
+            task_in, shared_in = net.dims[:-1], net.dims[-1]
+        self._task_tower = nn.ModuleList(TaskTower(task_in[i], t) for i, t in enumerate(towers))
+
+    def forward(self, x):
+        task, shared = [x] * len(self._task_tower), x
+        for net in self._extraction_nets:
+            task, shared = net(task, shared)
+        return torch.cat([t(task[i]) for i, t in enumerate(self._task_tower)], dim=1)
+
+
 # name (the C++ test builds the same config), module
 CASES = [
     ("simple_multi_task", lambda: SimpleMultiTask([[3], None])),
@@ -173,6 +226,9 @@ CASES = [
         ("t0", [3], [], None), ("t1", [3], ["t0"], [2]), ("t2", None, ["t0", "t1"], [2])])),
     ("dbmtl_bottom_relation", lambda: Dbmtl([5], None, 3, None, [
         ("ctr", [3], [], None), ("cvr", [3], ["ctr"], [2])])),
+    ("ple_two_layers", lambda: Ple([(2, 1, [5, 3], [3]), (1, 2, [3], [4, 3])],
+                                   [[2], None, [2]])),
+    ("ple_one_layer", lambda: Ple([(1, 2, [3], [3])], [None, [2]])),
 ]
 
 
