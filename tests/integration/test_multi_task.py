@@ -1,13 +1,15 @@
-"""Multi-task models end to end (src/worker/train/multi_task.cpp, dbmtl.cpp; docs/training.md
-"Multi-task models"): an MMoE and a DBMTL with two binary tasks (labels clk, buy) train on 2 ranks
-over tiny generated data (tools/gen_data --from-config plants a signal in every label); the
-per-task metric names are TorchEasyRec's (auc_<tower>, binary_cross_entropy_<tower>) in
+"""Multi-task models end to end (src/worker/train/multi_task.cpp, ple.cpp, dbmtl.cpp;
+docs/training.md "Multi-task models"): an MMoE, a PLE (two extraction layers) and a DBMTL with two
+binary tasks (labels clk, buy) train on 2 ranks over tiny generated data (tools/gen_data
+--from-config plants a signal in every label); the per-task metric names are TorchEasyRec's
+(auc_<tower>, binary_cross_entropy_<tower>) in the progress lines (training loss per task),
 metrics.json (eval_ prefixed), train_eval_result.txt and the eval command's eval_result.txt;
 predict writes one logits_/probs_ pair per task and prints each task's AUC.
 """
 import csv
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -34,6 +36,11 @@ def config(model: str) -> dict:
     if model == "mmoe":
         body = {"expert_mlp": {"hidden_units": [16, 8]}, "num_expert": 2,
                 "gate_mlp": {"hidden_units": [4]}, "task_towers": towers}
+    elif model == "ple":
+        layer = {"network_name": "l", "expert_num_per_task": 1, "share_num": 1,
+                 "task_expert_net": {"hidden_units": [8]}, "share_expert_net": {"hidden_units": [8]}}
+        body = {"extraction_networks": [layer, dict(layer, expert_num_per_task=2)],
+                "task_towers": towers}
     else:
         towers[1]["relation_tower_names"] = ["ctr"]
         towers[1]["relation_mlp"] = {"hidden_units": [4]}
@@ -61,6 +68,20 @@ def gen(cfg_path, rows, out, seed):
     return out / "part-00000.parquet"
 
 
+def check_progress(proc):
+    """Progress lines (steps 8, 16) log each task's training loss by TorchEasyRec's name; the
+    tasks' (weighted) losses add up to the total loss."""
+    lines = [ln for ln in proc.stdout.splitlines() if re.match(r"(\[default0\]:)?step \d", ln)]
+    assert len(lines) == 2, details(proc)
+    for ln in lines:
+        fields = ln.split()
+        values = {fields[i]: fields[i + 1] for i in range(len(fields) - 1)}
+        ctr = float(values["binary_cross_entropy_ctr"])
+        cvr = float(values["binary_cross_entropy_cvr"])
+        assert ctr > 0 and cvr > 0, ln
+        assert float(values["loss"]) == pytest.approx(ctr + cvr, abs=2e-5), ln
+
+
 def tzrun(nproc, *args):
     return [binary("tzrun"), "--standalone", f"--nproc-per-node={nproc}", "tzrec_train",
             *map(str, args)]
@@ -68,12 +89,13 @@ def tzrun(nproc, *args):
 
 def test_mmoe_and_dbmtl_train_eval_predict(tmp_path):
     keys = ["auc_ctr", "auc_cvr", "binary_cross_entropy_ctr", "binary_cross_entropy_cvr"]
-    for model in ("mmoe", "dbmtl"):
+    for model in ("mmoe", "ple", "dbmtl"):
         cfg = write_config(config(model), tmp_path / f"{model}.json")
         train = gen(cfg, STEPS * 2 * BATCH, tmp_path / model / "train", 1)
         evl = gen(cfg, 512, tmp_path / model / "eval", 2)
         md = tmp_path / model / "m"
-        run_job(cfg, md, 2, train, evl, steps_edit(STEPS, log_every=8), timeout=120)
+        proc = run_job(cfg, md, 2, train, evl, steps_edit(STEPS, log_every=8), timeout=120)
+        check_progress(proc)
         m = metrics(md)
         assert m["global_step"] == STEPS and m["eval_samples"] == 512, m
         for k in keys:

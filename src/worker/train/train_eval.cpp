@@ -221,6 +221,7 @@ class Trainer {
   struct Progress {
     std::int64_t total_steps = 0;
     double loss_sum = 0;
+    std::vector<double> task_loss_sum;  // multi-task: per task, summed like loss_sum
     std::int64_t loss_count = 0;
     std::int64_t samples = 0;
     double last_loss = NAN;
@@ -293,11 +294,18 @@ class Trainer {
     at::Tensor logits = Logits(cur, /*training=*/true);
     const at::Tensor& w = cur.batch.sample_weights;
     const std::vector<TaskSpec>& tasks = model_.dense->Tasks();
-    at::Tensor loss = tasks.empty() ? BceWithLogitsLoss(logits, cur.batch.labels.to(device_),
-                                                        w.defined() ? w.to(device_) : w)
-                                    : MultiTaskBceLoss(logits, cur.batch.all_labels,
-                                                       w.defined() ? w.to(device_) : w, tasks)
-                                          .total;
+    at::Tensor loss;
+    if (tasks.empty()) {
+      loss =
+          BceWithLogitsLoss(logits, cur.batch.labels.to(device_), w.defined() ? w.to(device_) : w);
+    } else {
+      const MultiTaskLoss mt =
+          MultiTaskBceLoss(logits, cur.batch.all_labels, w.defined() ? w.to(device_) : w, tasks);
+      loss = mt.total;
+      p.task_loss_sum.resize(mt.per_task.size(), 0.0);
+      for (std::size_t t = 0; t < mt.per_task.size(); ++t)
+        p.task_loss_sum[t] += mt.per_task[t].item<double>();
+    }
     p.last_loss = loss.item<double>();
     at::Tensor scaled = loss / static_cast<double>(accumulation_);
     if (scale_ > 0) {
@@ -337,16 +345,23 @@ class Trainer {
     const double per_step = secs / static_cast<double>(tc.log_step_count_steps());
     if (rank_ == 0) {
       std::cout << "step " << global_step_ << "/" << p.total_steps << "  loss " << std::fixed
-                << std::setprecision(5) << p.loss_sum / static_cast<double>(p.loss_count) << "  lr "
-                << std::setprecision(6) << sparse_lr_ << "/" << optimizer_->LearningRate()
-                << "  samples/s " << std::setprecision(1) << rate << "  eta "
-                << Hms(per_step * static_cast<double>(p.total_steps - global_step_))
+                << std::setprecision(5) << p.loss_sum / static_cast<double>(p.loss_count);
+      // Multi-task: each task's loss by TorchEasyRec's name (binary_cross_entropy_<tower>).
+      const std::vector<TaskSpec>& tasks = model_.dense->Tasks();
+      for (std::size_t t = 0; t < p.task_loss_sum.size() && t < tasks.size(); ++t) {
+        std::cout << "  binary_cross_entropy_" << tasks[t].tower_name << " "
+                  << p.task_loss_sum[t] / static_cast<double>(p.loss_count);
+      }
+      std::cout << "  lr " << std::setprecision(6) << sparse_lr_ << "/"
+                << optimizer_->LearningRate() << "  samples/s " << std::setprecision(1) << rate
+                << "  eta " << Hms(per_step * static_cast<double>(p.total_steps - global_step_))
                 << std::defaultfloat << std::endl;
     }
     p.window_start = now;
     p.window_samples = 0;
     train_loss_ = p.loss_sum / static_cast<double>(p.loss_count);
     p.loss_sum = 0;
+    p.task_loss_sum.assign(p.task_loss_sum.size(), 0.0);
     p.loss_count = 0;
   }
 
