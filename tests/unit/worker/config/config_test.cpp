@@ -433,7 +433,13 @@ std::string Replace(std::string text, const std::string& from, const std::string
 }
 
 TEST(Support, MultiTaskRefusals) {
+  const std::string ple_layer = "extraction_networks { network_name: \"l\" expert_num_per_task: 1 ";
+  const std::string ple_task = "task_expert_net { hidden_units: [2] } ";
   EXPECT_EQ(ErrorOf(MultiTask("mmoe")), "");
+  EXPECT_EQ(ErrorOf(MultiTask(
+                "ple", "",
+                ple_layer + ple_task + "share_num: 2 share_expert_net { hidden_units: [2] } }")),
+            "");
   EXPECT_EQ(ErrorOf(MultiTask("dbmtl",
                               R"(relation_tower_names: "ctr" relation_mlp { hidden_units: [2] })")),
             "");
@@ -456,7 +462,15 @@ TEST(Support, MultiTaskRefusals) {
       {MultiTask("dbmtl", R"(relation_tower_names: "ctr")"), "set without relation_mlp"},
       {MultiTask("dbmtl", R"(relation_tower_names: "cvr" relation_mlp { hidden_units: [2] })"),
        "'cvr' is not a task tower defined before 'cvr'"},
-      {MultiTask("ple"), "'ple' (ModelConfig)"},
+      {MultiTask("ple"), "ple.extraction_networks: empty"},
+      {MultiTask("ple", "", ple_layer + "share_num: 1 }"), ".task_expert_net: not set"},
+      {MultiTask("ple", "",
+                 ple_layer + ple_task +
+                     "share_num: 1 share_expert_net "
+                     "{ hidden_units: [3] } }"),
+       "share_expert_net.hidden_units: ends in 3 but task_expert_net ends in 2"},
+      {MultiTask("ple", "", ple_layer + ple_task + "share_expert_net { hidden_units: [2] } }"),
+       "extraction_networks[0].share_num: 0"},
   };
   for (const auto& [text, want] : cases) {
     const std::string e = ErrorOf(text);
