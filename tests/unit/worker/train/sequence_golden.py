@@ -8,7 +8,8 @@ upstream state-dict names and order. Every parameter is filled by a fixed rule, 
 in training mode on fixed inputs whose padding is not zero (so the pinned results include what
 upstream does with padding), with sequence lengths including 0 and L, and
 loss = sum(out * cos rule) is backpropagated; the file records the names, the output and the
-gradients of the query, the sequence and every parameter as C++ data (sequence_golden.inc).
+gradients of the query, the sequence and every parameter, and the buffers (BatchNorm running
+statistics) after the forward as C++ data (sequence_golden.inc).
 
   .venv/bin/python tests/unit/worker/train/sequence_golden.py > \
       tests/unit/worker/train/sequence_golden.inc
@@ -170,14 +171,17 @@ def case(kind, ints, text, lengths) -> str:
     grads = torch.cat([p.grad.double().flatten() for _, p in params]) if params else None
     names = ", ".join(f'"{n}"' for n, _ in params)
     buffers = ", ".join(f'"{n}"' for n, _ in m.named_buffers())
+    stats = [v.double().flatten() for _, v in m.named_buffers()]
+    stats = torch.cat(stats) if stats else None  # after the forward: running stats over B·L
     return (f'    {{"{kind}", {{{", ".join(map(str, ints))}}}, "{text}", '
             f'{{{", ".join(map(str, lengths))}}},\n'
-            f"     {{{names}}},\n     {{{buffers}}},\n"
+            f"     {{{names}}},\n     {{{buffers}}},\n     {{{numbers(stats)}}},\n"
             f"     {{{numbers(out)}}},\n     {{{numbers(query.grad)}}},\n"
             f"     {{{numbers(sequence.grad)}}},\n     {{{numbers(grads)}}}}},\n")
 
 
 if __name__ == "__main__":
     sys.exit(main(case, CASES, __file__, "sequence_golden.inc",
-                  "fields: kind, ints, text, lengths, parameter names, buffer names, output, "
+                  "fields: kind, ints, text, lengths, parameter names, buffer names, buffer values "
+                  "after the forward, output, "
                   "query gradient, sequence gradient, parameter gradients."))

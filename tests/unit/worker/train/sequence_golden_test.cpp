@@ -32,6 +32,7 @@ struct GoldenCase {
   std::string text;                // attn_mlp activation or pooling_type
   std::vector<std::int64_t> lengths;
   std::vector<std::string> params, buffers;
+  std::vector<double> buffer_values;  // after the forward (BatchNorm running statistics)
   std::vector<double> out, grad_query, grad_sequence, grad_params;
 };
 
@@ -107,6 +108,9 @@ TEST(SequenceEncodersGolden, ForwardAndGradientsMatchTorch) {
     std::vector<at::Tensor> grads;
     for (const auto& p : params) grads.push_back(p.tensor.grad().to(at::kDouble).flatten());
     ExpectClose(grads.empty() ? at::Tensor() : at::cat(grads), c.grad_params);
+    std::vector<at::Tensor> stats;
+    for (const auto& s : buffers) stats.push_back(s.tensor.to(at::kDouble).flatten());
+    ExpectClose(stats.empty() ? at::Tensor() : at::cat(stats), c.buffer_values);
   }
 }
 
