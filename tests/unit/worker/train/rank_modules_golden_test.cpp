@@ -7,10 +7,7 @@
 #include <ATen/TensorOperators.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/allclose.h>
-#include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
-#include <ATen/ops/cos.h>
-#include <ATen/ops/sin.h>
 #include <ATen/ops/tensor.h>
 #include <gtest/gtest.h>
 
@@ -21,6 +18,7 @@
 #include <vector>
 
 #include "cin.hpp"
+#include "golden_rules.hpp"
 #include "masknet_module.hpp"
 #include "wukong_layer.hpp"
 
@@ -44,21 +42,8 @@ const std::vector<GoldenCase>& Cases() {
 
 constexpr std::int64_t kRows = 5;
 
-// rank_modules_golden.py's fill rule for parameter k: 0.5 sin(0.7 e + 1.3 k + 0.1).
-at::Tensor Fill(std::int64_t k, const at::Tensor& like) {
-  const at::Tensor e = at::arange(like.numel(), at::kDouble);
-  return (0.5 * at::sin(0.7 * e + 1.3 * static_cast<double>(k) + 0.1))
-      .to(at::kFloat)
-      .reshape(like.sizes());
-}
-
-// 2 f(scale e) over the flat index, as the generator's rule().
-at::Tensor Rule(at::IntArrayRef shape, bool sine, double scale) {
-  std::int64_t n = 1;
-  for (auto s : shape) n *= s;
-  const at::Tensor e = at::arange(n, at::kDouble) * scale;
-  return (2 * (sine ? at::sin(e) : at::cos(e))).to(at::kFloat).reshape(shape);
-}
+using golden::Fill;
+using golden::Rule;
 
 at::Tensor Golden(const std::vector<double>& v) {
   return at::tensor(v, at::kDouble);
