@@ -78,11 +78,13 @@ int Agent::Run() {
   }
   Cleanup(code);
   if (cfg_.summary_json) WriteSummary(code, outcome);
+  EndByWatchdogSignal();  // an expired file timer's signal, as torchrun ends
   return code;
 }
 
 void Agent::Cleanup(int code) {
   // Whatever happened, nothing of ours may outlive the agent.
+  StampHealth(true);
   if (!workers_.empty()) {
     try {
       StopGroup(SIGTERM);
@@ -92,6 +94,7 @@ void Agent::Cleanup(int code) {
     }
   }
   stdio_.reset();
+  StopWatchdogs();
   if (rdzv_ && !rdzv_done_) {
     // A signal (or an unexpected error): leave without closing the rendezvous for the
     // others (torchrun's launch_agent does not shut the handler down on signals).
@@ -201,6 +204,7 @@ void Agent::PrepareJob() {
         base::ErrnoText(errno));
   }
   guardian_.Start();  // before any thread exists (the stores start some)
+  StartWatchdogs();   // file timer, health check (timer_agent.cpp)
   devnull_ = UniqueFd(::open("/dev/null", O_RDWR | O_CLOEXEC));
   CreateRendezvous();
   OpenLogDir();

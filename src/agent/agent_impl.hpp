@@ -9,7 +9,8 @@
 // signalfd between their (<= 1 s) slices through InterruptCheck().
 //
 // Member definitions: agent.cpp (run, the job loop, starting workers), supervise.cpp
-// (monitoring, reaping, stopping a group), attempt_record.cpp (failure report, summary).
+// (monitoring, reaping, stopping a group), attempt_record.cpp (failure report, summary),
+// timer_agent.cpp (file timer and health check, served from the same poll loop).
 //
 // Thread-safety: not thread-safe; one Agent per process at a time (see agent.hpp).
 #pragma once
@@ -25,11 +26,13 @@
 #include <string>
 #include <vector>
 
+#include "health_server.hpp"
 #include "logs.hpp"
 #include "process.hpp"
 #include "report.hpp"
 #include "restart_policy.hpp"
 #include "signals.hpp"
+#include "timer_server.hpp"
 #include "tzrun/agent/worker_env.hpp"
 #include "tzrun/launch_config.hpp"
 #include "tzrun/rendezvous/handler.hpp"
@@ -96,6 +99,13 @@ class Agent {
   void SignalStrays(int sig);
   [[nodiscard]] std::vector<pid_t> StrayChildren() const;
   void DrainTees();
+  // timer_agent.cpp (file timer, health check)
+  void StartWatchdogs();
+  void StopWatchdogs();
+  [[nodiscard]] int LoopTimeoutMs(int timeout_ms) const;
+  void StampHealth(bool stopping);
+  void ServeTimers(bool readable);
+  void EndByWatchdogSignal() const;
   // attempt_record.cpp
   void RecordAttempt();
   void ReportFailure();
@@ -128,6 +138,11 @@ class Agent {
   std::vector<WorkerFailure> failures_;
   std::optional<AttemptStdio> stdio_;  // log files and tee pipes; reset closes them
   int stop_signal_ = 0;                // handled signal received from outside
+
+  // File timer (TORCHELASTIC_ENABLE_FILE_TIMER) and health check (..._HEALTH_CHECK_PORT).
+  std::unique_ptr<TimerServer> timer_;
+  std::unique_ptr<HealthServer> health_;
+  int watchdog_signal_ = 0;  // an expired timer's signal tzrun ends with (not a handled one)
 
   // Summary bookkeeping.
   SysClock::time_point start_time_ = SysClock::now();

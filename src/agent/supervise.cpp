@@ -48,16 +48,22 @@ void Agent::WaitEvents(int timeout_ms, bool* escalate) {
   // looked at while workers run; the first one is kept for monitor().
   const int event_fd = rdzv_ && !workers_.empty() && !pending_event_ ? rdzv_->EventFd() : -1;
   fds.push_back({event_fd, static_cast<short>(event_fd >= 0 ? POLLIN : 0), 0});
-  int rc = ::poll(fds.data(), fds.size(), timeout_ms);
+  const int timer_fd = timer_ ? timer_->Fd() : -1;  // file timer requests (timer_agent.cpp)
+  fds.push_back({timer_fd, static_cast<short>(timer_fd >= 0 ? POLLIN : 0), 0});
+  StampHealth(false);  // the loop is alive (health check, timer_agent.cpp)
+  int rc = ::poll(fds.data(), fds.size(), LoopTimeoutMs(timeout_ms));
   if (rc < 0) {
     if (errno == EINTR) return;
     throw AgentError("poll() failed: " + base::ErrnoText(errno), exit_code::kInfrastructure);
   }
   if ((fds[0].revents & POLLIN) != 0) ReadSignals(escalate);
-  for (std::size_t i = 1; i + 1 < fds.size(); ++i) {
+  for (std::size_t i = 1; i <= streams; ++i) {
     if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) stdio_->Pump(i - 1);
   }
-  if (event_fd >= 0 && (fds.back().revents & POLLIN) != 0) pending_event_ = rdzv_->TakeEvent();
+  if (event_fd >= 0 && (fds[streams + 1].revents & POLLIN) != 0) {
+    pending_event_ = rdzv_->TakeEvent();
+  }
+  ServeTimers((fds.back().revents & POLLIN) != 0);
 }
 
 void Agent::ReadSignals(bool* escalate) {

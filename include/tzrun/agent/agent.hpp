@@ -17,6 +17,12 @@
 //     and SIGKILLs at once.
 //   * a signal that was ignored when tzrun started (SIGHUP under nohup) stays ignored, for
 //     tzrun and for the workers.
+//   * TORCHELASTIC_ENABLE_FILE_TIMER=1: torchrun's file timer (src/agent/timer_server.hpp).
+//     An expired timer kills its worker with the requested signal; then, as torchrun's
+//     server kills its own agent, run() stops the group and ends the process by that signal
+//     (it does not return) unless the signal is a handled one (then: 128+N as below).
+//   * TORCHELASTIC_HEALTH_CHECK_PORT: an HTTP health check (src/agent/health_check.hpp) where
+//     torchrun has a stub.
 // Multi-node jobs go through tzrun::rendezvous (include/tzrun/rendezvous/handler.hpp):
 // `static` (node 0's agent hosts the c10d-compatible store the agents and the workers use)
 // and `c10d` / --standalone (elastic; round rank 0's agent hosts the workers' store). Ranks
