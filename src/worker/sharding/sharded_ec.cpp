@@ -86,7 +86,7 @@ at::Tensor PoolJagged(const JaggedEmbedding& e, PoolingType pooling) {
   const std::int64_t batch = e.lengths.numel();
   const at::Tensor lengths = e.lengths.to(e.values.device(), at::kLong);
   const at::Tensor segment =
-      at::repeat_interleave(at::arange(batch, lengths.options()), lengths, e.values.size(0));
+      at::repeat_interleave(at::arange(batch, lengths.options()), lengths, 0, e.values.size(0));
   at::Tensor out =
       at::zeros({batch, e.values.size(1)}, e.values.options()).index_add(0, segment, e.values);
   if (pooling == PoolingType::kMean) {
