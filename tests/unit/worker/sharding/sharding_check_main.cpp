@@ -267,6 +267,16 @@ std::string CheckOne(const Args& args, const std::shared_ptr<tzrec::Comm>& comm,
 
 }  // namespace
 
+namespace tzrec_check {
+std::string Compare(const std::string& what, const at::Tensor& got, const at::Tensor& want) {
+  return ::Compare(what, got, want);
+}
+// ec_check.cpp: the sharded EmbeddingCollection against composed libtorch.
+std::string CheckEc(const std::shared_ptr<tzrec::Comm>& comm, const tzrec::Topology& topo,
+                    std::int64_t global_batch, int steps, const std::string& plan_name,
+                    const std::string& opt_name);
+}  // namespace tzrec_check
+
 int main(int argc, char** argv) {
   Args args;
   std::shared_ptr<tzrec::Comm> comm;
@@ -317,6 +327,26 @@ int main(int argc, char** argv) {
                   << std::endl;
         failed = true;
       }
+    }
+  }
+  for (const char* plan_name :
+       {"data_parallel", "table_wise", "column_wise", "row_wise", "mixed"}) {
+    for (const char* opt_name : {"sgd", "rowwise_adagrad"}) {
+      const std::string label = std::string("ec/") + plan_name + "/" + opt_name;
+      std::string problem;
+      try {
+        problem =
+            tzrec_check::CheckEc(comm, topo, args.global_batch, args.steps, plan_name, opt_name);
+      } catch (const std::exception& e) {
+        std::cerr << "tzrec_sharding_check: " << label << " rank " << rank << ": " << e.what()
+                  << '\n';
+        std::cout << "FAIL " << label << " rank=" << rank << " world=" << world
+                  << ": threw (see stderr)" << std::endl;
+        return 2;
+      }
+      std::cout << (problem.empty() ? "PASS " : "FAIL ") << label << " rank=" << rank
+                << " world=" << world << (problem.empty() ? "" : ": " + problem) << std::endl;
+      failed = failed || !problem.empty();
     }
   }
   return failed ? 1 : 0;
