@@ -265,6 +265,25 @@ std::string CheckOne(const Args& args, const std::shared_ptr<tzrec::Comm>& comm,
   return problem;
 }
 
+enum class CaseResult { kPassed, kFailed, kThrew };
+
+// Runs one check and prints its PASS / FAIL line; an exception is a FAIL that ends the run.
+template <typename Check>
+CaseResult RunCase(const std::string& label, int rank, int world, Check&& check) {
+  std::string problem;
+  try {
+    problem = check();
+  } catch (const std::exception& e) {
+    std::cerr << "tzrec_sharding_check: " << label << " rank " << rank << ": " << e.what() << '\n';
+    std::cout << "FAIL " << label << " rank=" << rank << " world=" << world
+              << ": threw (see stderr)" << std::endl;
+    return CaseResult::kThrew;
+  }
+  std::cout << (problem.empty() ? "PASS " : "FAIL ") << label << " rank=" << rank
+            << " world=" << world << (problem.empty() ? "" : ": " + problem) << std::endl;
+  return problem.empty() ? CaseResult::kPassed : CaseResult::kFailed;
+}
+
 }  // namespace
 
 namespace tzrec_check {
@@ -309,44 +328,22 @@ int main(int argc, char** argv) {
   bool failed = false;
   for (const std::string& plan_name : args.plans) {
     for (const std::string& opt_name : args.optimizers) {
-      const std::string label = plan_name + "/" + opt_name;
-      std::string problem;
-      try {
-        problem = CheckOne(args, comm, topo, tables, plan_name, opt_name);
-      } catch (const std::exception& e) {
-        std::cerr << "tzrec_sharding_check: " << label << " rank " << rank << ": " << e.what()
-                  << '\n';
-        std::cout << "FAIL " << label << " rank=" << rank << " world=" << world
-                  << ": threw (see stderr)" << std::endl;
-        return 2;
-      }
-      if (problem.empty()) {
-        std::cout << "PASS " << label << " rank=" << rank << " world=" << world << std::endl;
-      } else {
-        std::cout << "FAIL " << label << " rank=" << rank << " world=" << world << ": " << problem
-                  << std::endl;
-        failed = true;
-      }
+      const CaseResult result = RunCase(plan_name + "/" + opt_name, rank, world, [&] {
+        return CheckOne(args, comm, topo, tables, plan_name, opt_name);
+      });
+      if (result == CaseResult::kThrew) return 2;
+      failed = failed || result == CaseResult::kFailed;
     }
   }
   for (const char* plan_name :
        {"data_parallel", "table_wise", "column_wise", "row_wise", "mixed"}) {
     for (const char* opt_name : {"sgd", "rowwise_adagrad"}) {
       const std::string label = std::string("ec/") + plan_name + "/" + opt_name;
-      std::string problem;
-      try {
-        problem =
-            tzrec_check::CheckEc(comm, topo, args.global_batch, args.steps, plan_name, opt_name);
-      } catch (const std::exception& e) {
-        std::cerr << "tzrec_sharding_check: " << label << " rank " << rank << ": " << e.what()
-                  << '\n';
-        std::cout << "FAIL " << label << " rank=" << rank << " world=" << world
-                  << ": threw (see stderr)" << std::endl;
-        return 2;
-      }
-      std::cout << (problem.empty() ? "PASS " : "FAIL ") << label << " rank=" << rank
-                << " world=" << world << (problem.empty() ? "" : ": " + problem) << std::endl;
-      failed = failed || !problem.empty();
+      const CaseResult result = RunCase(label, rank, world, [&] {
+        return tzrec_check::CheckEc(comm, topo, args.global_batch, args.steps, plan_name, opt_name);
+      });
+      if (result == CaseResult::kThrew) return 2;
+      failed = failed || result == CaseResult::kFailed;
     }
   }
   return failed ? 1 : 0;
