@@ -10,7 +10,7 @@ WANT_TORCH=1
 
 DEB_PKGS=(build-essential cmake ninja-build ccache clang clang-tidy libclang-rt-14-dev
   libcli11-dev libspdlog-dev nlohmann-json3-dev libasio-dev libgtest-dev libprotobuf-dev protobuf-compiler
-  python3-venv iproute2 procps)
+  python3-venv iproute2 procps etcd-server)
 
 need=()
 for p in "${DEB_PKGS[@]}"; do
