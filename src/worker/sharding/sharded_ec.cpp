@@ -2,7 +2,12 @@
 // include/tzrec/sharding/sharded_ec.hpp): every id of an EC feature becomes a one-id bag.
 #include "tzrec/sharding/sharded_ec.hpp"
 
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/arange.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/repeat_interleave.h>
+#include <ATen/ops/zeros.h>
 
 #include <stdexcept>
 #include <unordered_set>

@@ -6,7 +6,16 @@
 // whole tables as autograd leaves on the global batch (at::embedding, index_add segment sums) with
 // the optimizer formula of include/tzrec/core/embedding.hpp written out (SGD, row-wise Adagrad
 // with one accumulator per column block).
-#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/TensorOperators.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/binary_cross_entropy_with_logits.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/embedding.h>
+#include <ATen/ops/matmul.h>
+#include <ATen/ops/rand.h>
+#include <ATen/ops/randint.h>
+#include <ATen/ops/zeros.h>
 #include <torch/autograd.h>
 
 #include <sstream>

@@ -1,7 +1,9 @@
 // ShardedEmbeddingCollection's pure parts (include/tzrec/sharding/sharded_ec.hpp): the planner
 // gives EC tables only the four types TorchRec's EmbeddingCollection shards (no table_row_wise),
 // a table_row_wise plan is refused, PoolJagged pools like the EBC (hand-computed values).
-#include <ATen/ATen.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/equal.h>
+#include <ATen/ops/tensor.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
