@@ -20,7 +20,11 @@
 //   InternalError    exit 1, "internal error"                another rank's unexpected exception
 // Errors agreed on across ranks (include/tzrec/comm/agree.hpp) keep their class on every rank.
 //
-// Thread-safety: immutable after construction; safe to copy and read from any thread.
+// Errors agreed on across ranks also carry the rank that raised them first (OriginRank), so the
+// boundary prints the message in full on that rank only.
+//
+// Thread-safety: immutable once thrown (SetOriginRank is called before the throw); safe to copy
+// and read from any thread.
 #pragma once
 
 #include <cstdint>
@@ -48,10 +52,15 @@ class Error : public std::runtime_error {
   [[nodiscard]] tzrec::ExitCode Code() const noexcept { return code_; }
   [[nodiscard]] int ExitCode() const noexcept { return static_cast<int>(code_); }
   [[nodiscard]] const char* Label() const noexcept { return label_; }
+  /// The rank that raised this error when every rank agreed on it (include/tzrec/comm/agree.hpp);
+  /// -1 for an error this process raised itself.
+  [[nodiscard]] int OriginRank() const noexcept { return origin_rank_; }
+  void SetOriginRank(int rank) noexcept { origin_rank_ = rank; }
 
  private:
   tzrec::ExitCode code_;
   const char* label_;
+  int origin_rank_ = -1;
 };
 
 /// The user's input (flags, data files, rows) is wrong: exit 2.

@@ -15,6 +15,7 @@
 // Thread-safety: not thread-safe; one Agent per process at a time (see agent.hpp).
 #pragma once
 
+#include <spdlog/fwd.h>  // spdlog::logger, declared only
 #include <sys/types.h>
 
 #include <chrono>
@@ -38,10 +39,6 @@
 #include "tzrun/rendezvous/handler.hpp"
 #include "tzrun/rendezvous/ranks.hpp"
 #include "worker_stdio.hpp"
-
-namespace spdlog {
-class logger;
-}  // namespace spdlog
 
 namespace tzrun::agent {
 

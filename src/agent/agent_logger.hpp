@@ -4,12 +4,10 @@
 // Thread-safety: make_logger registers nothing; the logger itself is thread-safe.
 #pragma once
 
+#include <spdlog/fwd.h>  // spdlog::logger, declared only
+
 #include <memory>
 #include <string>
-
-namespace spdlog {
-class logger;
-}  // namespace spdlog
 
 namespace tzrun::agent {
 

@@ -6,14 +6,12 @@
 // (atomics); construction and destruction on the agent thread.
 #pragma once
 
+#include <spdlog/fwd.h>  // spdlog::logger, declared only
+
 #include <atomic>
 #include <thread>
 
 #include "health_check.hpp"
-
-namespace spdlog {
-class logger;
-}  // namespace spdlog
 
 namespace tzrun::agent {
 

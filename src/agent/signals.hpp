@@ -11,13 +11,10 @@
 #pragma once
 
 #include <signal.h>
+#include <spdlog/fwd.h>  // spdlog::logger, declared only
 
 #include <string>
 #include <vector>
-
-namespace spdlog {
-class logger;
-}  // namespace spdlog
 
 namespace tzrun::agent {
 

@@ -15,6 +15,7 @@
 // Thread-safety: one thread (the agent's).
 #pragma once
 
+#include <spdlog/fwd.h>  // spdlog::logger, declared only
 #include <sys/types.h>
 
 #include <functional>
@@ -22,10 +23,6 @@
 #include <vector>
 
 #include "timer_requests.hpp"
-
-namespace spdlog {
-class logger;
-}  // namespace spdlog
 
 namespace tzrun::agent {
 

@@ -16,6 +16,8 @@
 // Thread-safety: none; used from the agent's supervision thread.
 #pragma once
 
+#include <spdlog/fwd.h>  // spdlog::logger, declared only
+
 #include <array>
 #include <cstddef>
 #include <memory>
@@ -24,10 +26,6 @@
 
 #include "logs.hpp"
 #include "tzrun/launch_config.hpp"
-
-namespace spdlog {
-class logger;
-}  // namespace spdlog
 
 namespace tzrun::agent {
 

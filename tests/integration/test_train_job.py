@@ -16,6 +16,7 @@ import math
 import os
 import pathlib
 import random
+import re
 import subprocess
 import sys
 import time
@@ -281,7 +282,10 @@ def test_resume_at_another_world_size(tmp_path, criteo, small_dlrm, w1, w2):
 def test_checkpoint_layout_and_keep_max(tmp_path, criteo, small_dlrm):
     import torch
     md = tmp_path / "m"
-    small_job(small_dlrm, criteo, md, 2, steps_edit(12, save_every=3, **{"train_config.keep_checkpoint_max": 2}))
+    proc = small_job(small_dlrm, criteo, md, 2,
+                     steps_edit(12, save_every=3, **{"train_config.keep_checkpoint_max": 2}))
+    # One evaluation per save; the last step is a save step, so the final evaluation is that one.
+    assert re.findall(r"eval step (\d+)  auc", proc.stdout) == ["3", "6", "9", "12"], proc.stdout
     cks = checkpoints(md)
     assert list(cks) == [9, 12], sorted(p.name for p in md.iterdir())
     assert not list(md.glob(".*tmp*")), "leftover temporary checkpoint directories"

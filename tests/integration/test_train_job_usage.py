@@ -10,13 +10,15 @@ bad-input tests use generated data and always run. Every test trains into its ow
 Budget: the whole file runs in about 1 minute on 2 shared cores.
 """
 import math
+import re
+import subprocess
 
 import pytest
 
 from train_job_helpers import (  # noqa: F401 (fixtures are used by name)
     CONFIGS, SMALL_BUCKETS, assert_complete, checkpoints, criteo, criteo_generated,
-    derived_config, details, load_config, load_pt, metrics, movielens_generated, run_job,
-    small_dlrm, small_job, steps_edit, tzrec, wait_no_job, write_config)
+    derived_config, details, job_env, load_config, load_pt, metrics, movielens_generated, run_job,
+    small_dlrm, small_job, steps_edit, train_cmd, tzrec, wait_no_job, write_config)
 
 
 @pytest.mark.needs_shared_data
@@ -123,6 +125,50 @@ def test_missing_train_input_names_the_path(tmp_path, small_dlrm, criteo_generat
     assert proc.returncode == 2, details(proc)
     assert str(missing) in out, details(proc)
     wait_no_job(str(tmp_path / "m"), timeout=5)
+
+
+def test_rank_without_training_rows_fails_naming_it(tmp_path, small_dlrm, criteo_generated):
+    # One row over two ranks: rank 1 has none. With num_steps every epoch ends before a step, which
+    # looped for ever; now every rank ends with rank 1's error, printed in full once.
+    one_row = tmp_path / "train.txt"
+    one_row.write_text((criteo_generated / "train.txt").read_text().splitlines()[0] + "\n")
+    proc, out = failing_job(small_dlrm, tmp_path / "m", 2, one_row, criteo_generated / "eval.txt",
+                            steps_edit(5))
+    assert proc.returncode == 2, details(proc)
+    assert f"rank 1 has no training rows in '{one_row}' (1 rows in all, split over 2 ranks)" in out, \
+        details(proc)
+    # Rank 0 agreed on rank 1's error and does not print it in full (only "the same error as rank
+    # 1", if tzrun has not stopped it first); the report shows the error file tzrec_train wrote.
+    assert not re.search(r"^(\[default0\]:)?tzrec_train train_eval rank 0: .*has no training rows",
+                         out, re.M), details(proc)
+    assert re.search(r"error_file: \S+/error\.json", out), details(proc)
+    assert re.search(r"traceback : tzrec_train train_eval rank \d: .*has no training rows", out), \
+        details(proc)
+    wait_no_job(str(tmp_path / "m"), timeout=5)
+
+
+def test_uneven_hosts_are_refused_before_planning(tmp_path, small_dlrm, criteo_generated):
+    # Three static nodes on this machine with 1, 1 and 2 processes (LOCAL_WORLD_SIZE 1, 1, 2, 2):
+    # the planner assumes hosts of one size, so every rank refuses the layout by name.
+    import socket
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    procs = []
+    for node, nproc in enumerate([1, 1, 2]):
+        cmd = train_cmd(small_dlrm, tmp_path / "m", nproc, criteo_generated / "train.txt",
+                        criteo_generated / "eval.txt", steps_edit(4))
+        cmd[1:2] = ["--nnodes=3", f"--node-rank={node}", "--master-addr=127.0.0.1",
+                    f"--master-port={port}"]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True, env=job_env()))
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 2, out
+    joined = "\n".join(outs)
+    assert "LOCAL_WORLD_SIZE by rank: 1, 1, 2, 2" in joined, joined
+    assert "start every node with the same --nproc-per-node" in joined, joined
+    assert not (tmp_path / "m").exists() or not checkpoints(tmp_path / "m")
 
 
 def test_id_out_of_num_buckets_names_feature_and_value(tmp_path, movielens_generated):

@@ -64,8 +64,10 @@ _lock = threading.Lock()
 
 
 def run_one(clang_tidy, build, path):
+    # Only the naming check: compiler warnings are the build's job (-Werror there). clang 23 warns
+    # about libstdc++ 12's own C++20-deprecated get_temporary_buffer inside std::stable_sort.
     cmd = [clang_tidy, "-p", build, "--quiet", f"--checks=-*,{CHECK}", "--warnings-as-errors=*",
-           path]
+           "--extra-arg=-Wno-deprecated-declarations", path]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     with _lock:
         _running.add(proc)

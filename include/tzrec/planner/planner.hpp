@@ -68,6 +68,11 @@ struct Topology {
   // Throws std::invalid_argument when world_size % local_world_size != 0 or a value is not
   // positive.
   void Validate() const;
+  // "" when every rank runs on a host of the same size, as the planner assumes (TorchRec's
+  // Topology has one local_world_size too), else what is wrong and the fix. local_world_sizes:
+  // each rank's LOCAL_WORLD_SIZE, by rank (a 1+1+2 process layout over three nodes gives
+  // {1, 1, 2, 2}).
+  static std::string HostLayoutProblem(const std::vector<int>& local_world_sizes);
 };
 
 // Per-table constraints (TorchRec ParameterConstraints subset).

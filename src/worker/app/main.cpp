@@ -24,13 +24,16 @@
 #include <c10/util/Exception.h>
 #include <malloc.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <exception>
 #include <functional>
 #include <iostream>
 #include <string>
 
+#include "failure.hpp"
 #include "plan_command.hpp"
 #include "tzrec/error.hpp"
 #ifdef TZREC_WITH_TRAIN
@@ -63,22 +66,43 @@ std::string Who(const std::string& command) {
   return "tzrec_train " + command + (rank != nullptr ? std::string(" rank ") + rank : "");
 }
 
+// RANK as a number; -1 when unset or not a number (outside a launcher).
+int MyRank() {
+  const char* rank = std::getenv("RANK");
+  if (rank == nullptr || *rank == '\0') return -1;
+  char* end = nullptr;
+  const long value = std::strtol(rank, &end, 10);
+  return *end == '\0' && value >= 0 ? static_cast<int>(value) : -1;
+}
+
+// The error that ends a command: one stderr line and the torchelastic error file (failure.hpp).
+int Fail(const std::string& who, const std::string& label, const std::string& message,
+         int exit_code, int origin_rank) {
+  const tzrec::FailureText text =
+      tzrec::DescribeFailure(who, label, message, exit_code, origin_rank, MyRank(),
+                             static_cast<std::int64_t>(std::time(nullptr)));
+  tzrec::WriteStderr(text.console);
+  const char* error_file = std::getenv("TORCHELASTIC_ERROR_FILE");
+  if (error_file != nullptr && *error_file != '\0') {
+    const std::string why = tzrec::WriteErrorFile(error_file, text.error_json);
+    if (!why.empty()) tzrec::WriteStderr(who + ": warning: TORCHELASTIC_ERROR_FILE: " + why + "\n");
+  }
+  return exit_code;
+}
+
 // Runs a command and maps what escapes it to an exit code with a one-line message.
 int Report(const std::string& command, const std::function<int()>& body) {
   const std::string who = Who(command);
   try {
     return body();
   } catch (const tzrec::Error& e) {
-    const std::string label = e.Label();
-    std::cerr << who << ": " << (label.empty() ? "" : label + ": ") << e.what() << std::endl;
-    return e.ExitCode();
+    return Fail(who, e.Label(), e.what(), e.ExitCode(), e.OriginRank());
   } catch (const c10::Error& e) {
     // A libtorch error: its message without the C++ backtrace.
-    std::cerr << who << ": internal error in libtorch: " << e.what_without_backtrace() << std::endl;
-    return static_cast<int>(tzrec::ExitCode::kInternal);
+    return Fail(who, "internal error in libtorch", e.what_without_backtrace(),
+                static_cast<int>(tzrec::ExitCode::kInternal), -1);
   } catch (const std::exception& e) {
-    std::cerr << who << ": internal error: " << e.what() << std::endl;
-    return static_cast<int>(tzrec::ExitCode::kInternal);
+    return Fail(who, "internal error", e.what(), static_cast<int>(tzrec::ExitCode::kInternal), -1);
   }
 }
 

@@ -115,14 +115,35 @@ void Commit(const TrainState& local, const std::vector<ShardDesc>& all,
   }
 }
 
-// Rank 0: keeps the newest keep_max checkpoints (never the one just written).
+// "" when dir is a checkpoint tzrec_train completed (its metadata.json names this step and every
+// file it lists has its recorded size: what Latest() would restore), else why not.
+std::string WhyIncomplete(const fs::path& dir, std::int64_t step) {
+  try {
+    const Json meta = LoadMetadata(dir, /*check_files=*/true);
+    if (meta.at("step").get<std::int64_t>() == step) return "";
+    return "its metadata.json records step " + std::to_string(meta.at("step").get<std::int64_t>());
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+// Rank 0: keeps the newest keep_max complete checkpoints (never the one just written). A
+// directory named like a checkpoint that is not complete (a damaged or hand-copied one) is neither
+// counted nor removed, so it cannot push a valid older checkpoint out; it is named in a warning.
 void Prune(const fs::path& model_dir, std::int64_t keep_max, std::int64_t step) {
   std::vector<std::pair<std::int64_t, fs::path>> existing;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(model_dir, ec)) {
     if (!entry.is_directory()) continue;
     if (auto s = StepOfDirName(entry.path().filename().string())) {
-      existing.emplace_back(*s, entry.path());
+      const std::string why = *s == step ? "" : WhyIncomplete(entry.path(), *s);
+      if (why.empty()) {
+        existing.emplace_back(*s, entry.path());
+      } else {
+        Warn("keep_checkpoint_max: '" + entry.path().string() +
+             "' is not a complete checkpoint and is neither counted nor removed (" + why +
+             "); remove it by hand if it is not needed");
+      }
     }
   }
   std::sort(existing.begin(), existing.end());

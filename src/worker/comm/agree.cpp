@@ -174,6 +174,15 @@ std::optional<RankStatus> FirstFailure(const std::vector<std::string>& encoded) 
   return std::nullopt;
 }
 
+namespace {
+// Throws `error` marked with the rank that raised it (every rank throws the same one).
+template <class E>
+[[noreturn]] void RaiseFrom(int rank, E error) {
+  error.SetOriginRank(rank);
+  throw error;
+}
+}  // namespace
+
 void ThrowAgreed(const RankStatus& s, const std::string& context) {
   const std::string rank = std::to_string(s.rank);
   std::string what = s.message;
@@ -184,23 +193,23 @@ void ThrowAgreed(const RankStatus& s, const std::string& context) {
   }
   switch (s.error_class) {
     case ErrorClass::kInput:
-      throw InputError(what);
+      RaiseFrom(s.rank, InputError(what));
     case ErrorClass::kConfig:
-      throw ConfigError(what);
+      RaiseFrom(s.rank, ConfigError(what));
     case ErrorClass::kPlanner:
-      throw PlannerError(static_cast<PlannerError::Kind>(s.planner_kind), s.planner_table,
-                         s.planner_missing_bytes, what);
+      RaiseFrom(s.rank, PlannerError(static_cast<PlannerError::Kind>(s.planner_kind),
+                                     s.planner_table, s.planner_missing_bytes, what));
     case ErrorClass::kComm:
-      throw CommError(what);
+      RaiseFrom(s.rank, CommError(what));
     case ErrorClass::kCheckpoint:
-      throw CheckpointError(what, s.code);
+      RaiseFrom(s.rank, CheckpointError(what, s.code));
     case ErrorClass::kInternal:
     case ErrorClass::kForeign:
-      throw InternalError(what);
+      RaiseFrom(s.rank, InternalError(what));
     case ErrorClass::kError:
       break;
   }
-  throw Error(what, s.code, InternLabel(s.label));
+  RaiseFrom(s.rank, Error(what, s.code, InternLabel(s.label)));
 }
 
 namespace agree_detail {

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "tzrec/planner/planner.hpp"
 
@@ -113,6 +114,32 @@ void Topology::Validate() const {
                                 std::to_string(storage_reserve_percent) +
                                 "; it must be in [0, 1), e.g. 0.15");
   }
+}
+
+std::string Topology::HostLayoutProblem(const std::vector<int>& local_world_sizes) {
+  if (local_world_sizes.empty()) return "";
+  const int first = local_world_sizes.front();
+  const auto world = static_cast<int>(local_world_sizes.size());
+  bool uniform = true;
+  std::string listed;
+  for (int size : local_world_sizes) {
+    uniform = uniform && size == first;
+    listed += (listed.empty() ? "" : ", ") + std::to_string(size);
+  }
+  if (!uniform) {
+    return "the ranks run on hosts with different numbers of processes (LOCAL_WORLD_SIZE by "
+           "rank: " +
+           listed +
+           "); the sharding planner needs the same number on every host: start every node "
+           "with the same --nproc-per-node";
+  }
+  if (first <= 0 || world % first != 0) {
+    return "world size " + std::to_string(world) + " is not a multiple of LOCAL_WORLD_SIZE " +
+           std::to_string(first) +
+           "; the sharding planner needs whole hosts: start every node with the same "
+           "--nproc-per-node";
+  }
+  return "";
 }
 
 }  // namespace tzrec

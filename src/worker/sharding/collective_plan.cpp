@@ -5,6 +5,7 @@
 #include <ATen/ops/full.h>
 
 #include <string>
+#include <vector>
 
 #include "tzrec/comm/agree.hpp"
 
@@ -12,6 +13,17 @@ namespace tzrec {
 
 ShardingPlan CollectivePlan(Comm& comm, const Topology& topology,
                             const std::vector<TableSpec>& tables, const PlannerOptions& options) {
+  // Every rank's host size: the plan assumes one for all (a 1+1+2 layout cannot be planned).
+  const at::Tensor sizes =
+      comm.AllGather(at::full({1}, static_cast<std::int64_t>(topology.local_world_size),
+                              at::TensorOptions().dtype(at::kLong).device(comm.Device())))
+          .to(at::kCPU);
+  std::vector<int> local_world_sizes;
+  for (int r = 0; r < comm.WorldSize(); ++r) {
+    local_world_sizes.push_back(static_cast<int>(sizes[r].item<std::int64_t>()));
+  }
+  const std::string layout = Topology::HostLayoutProblem(local_world_sizes);
+  if (!layout.empty()) throw InputError(layout);  // every rank sees the same sizes
   // "<hash>\n<json>" from rank 0; the others pass "".
   std::string message = AgreeOnFirstError(comm, [&] {
     if (comm.Rank() != 0) return std::string();

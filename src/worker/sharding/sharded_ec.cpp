@@ -2,6 +2,7 @@
 // include/tzrec/sharding/sharded_ec.hpp): every id of an EC feature becomes a one-id bag.
 #include "tzrec/sharding/sharded_ec.hpp"
 
+#include <ATen/TensorOperators.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>

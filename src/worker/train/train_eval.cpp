@@ -1,6 +1,7 @@
 // tzrec_train train_eval: the training job (include/tzrec/train/train.hpp).
 #include <ATen/autocast_mode.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/stack.h>
 #include <c10/core/GradMode.h>
 
 #include <chrono>
@@ -13,10 +14,12 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
+#include <vector>
 
 #include "dist_model.hpp"
 #include "train_common.hpp"
 #include "tzrec/checkpoint/checkpoint.hpp"
+#include "tzrec/comm/agree.hpp"
 #include "tzrec/comm/comm.hpp"
 #include "tzrec/config/config.hpp"
 #include "tzrec/input/input.hpp"
@@ -254,12 +257,18 @@ class Trainer {
     p.last_cursor = ds.Cursor().ToJson();
 
     auto done = [&]() { return tc.num_steps() > 0 && global_step_ >= tc.num_steps(); };
+    bool whole_epoch = false;  // the epoch being read started at its first row (not a resume)
+    std::int64_t epoch_start_step = global_step_;
     while (!done() && (tc.num_steps() > 0 || epoch_ < epochs)) {
       std::optional<Fetched> cur = Fetch(ds, true);
       if (!cur) {  // epoch over (or the data is exhausted for num_steps)
         ++epoch_;
         if (tc.num_steps() == 0 && epoch_ >= epochs) break;
+        // With num_steps, an epoch of no steps would repeat for ever.
+        if (whole_epoch && global_step_ == epoch_start_step) ThrowNoTrainingRows(ds);
         ds.StartNextEpoch();
+        whole_epoch = true;
+        epoch_start_step = global_step_;
         plan_total();
         continue;
       }
@@ -288,6 +297,26 @@ class Trainer {
                 p.loss_count, /*final=*/true);
   }
 
+  // A whole epoch gave no training step (batches stop when any rank runs out): names the rank
+  // with no rows, agreed on every rank so each ends with the same error.
+  void ThrowNoTrainingRows(const Dataset& ds) {
+    AgreeOnFirstError(*comm_, [&] {
+      if (ds.RowsAssigned() > 0) return;
+      throw InputError("train_config.num_steps " +
+                       std::to_string(config_.train_config().num_steps()) + ": rank " +
+                       std::to_string(rank_) + " has no training rows in '" +
+                       config_.train_input_path() + "' (" + std::to_string(ds.TotalRows()) +
+                       " rows in all, split over " + std::to_string(world_) +
+                       " ranks), so no step can run; give every rank rows (more rows or input "
+                       "files) or run fewer ranks");
+    });
+    throw InputError("train_config.num_steps " +
+                     std::to_string(config_.train_config().num_steps()) + ": an epoch of '" +
+                     config_.train_input_path() +
+                     "' ended before any "
+                     "training step although every rank has rows; check the input's batch_size");
+  }
+
   // Forward, backward and (every accumulation_ micro-batches) the dense step of one batch.
   void TrainStep(const Fetched& cur, Progress& p) {
     ApplySchedules();
@@ -298,15 +327,13 @@ class Trainer {
     if (tasks.empty()) {
       loss =
           BceWithLogitsLoss(logits, cur.batch.labels.to(device_), w.defined() ? w.to(device_) : w);
+      p.last_loss = loss.item<double>();
     } else {
       const MultiTaskLoss mt =
           MultiTaskBceLoss(logits, cur.batch.all_labels, w.defined() ? w.to(device_) : w, tasks);
       loss = mt.total;
-      p.task_loss_sum.resize(mt.per_task.size(), 0.0);
-      for (std::size_t t = 0; t < mt.per_task.size(); ++t)
-        p.task_loss_sum[t] += mt.per_task[t].item<double>();
+      ReadLosses(mt, p);
     }
-    p.last_loss = loss.item<double>();
     at::Tensor scaled = loss / static_cast<double>(accumulation_);
     if (scale_ > 0) {
       model_.ebc->SetGradientScale(scale_);
@@ -320,6 +347,18 @@ class Trainer {
     p.loss_sum += p.last_loss;
     ++p.loss_count;
     p.last_cursor = cur.cursor_json;
+  }
+
+  // The total and per-task losses of one step, read to the host in one transfer (one device
+  // synchronisation per step, as for a single-task model).
+  static void ReadLosses(const MultiTaskLoss& mt, Progress& p) {
+    std::vector<at::Tensor> parts{mt.total.detach()};
+    for (const at::Tensor& t : mt.per_task) parts.push_back(t.detach());
+    const at::Tensor host = at::stack(parts).to(at::kCPU, at::kDouble).contiguous();
+    const double* v = host.data_ptr<double>();
+    p.last_loss = v[0];
+    p.task_loss_sum.resize(mt.per_task.size(), 0.0);
+    for (std::size_t t = 0; t < mt.per_task.size(); ++t) p.task_loss_sum[t] += v[t + 1];
   }
 
   // The learning rates of this step from the schedules (TorchEasyRec tzrec/optim/lr_scheduler.py:
@@ -443,7 +482,11 @@ class Trainer {
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     samples_per_sec_ = static_cast<double>(samples) * world_ / std::max(secs, 1e-9);
-    if (!config_.eval_input_path().empty()) Evaluate();
+    // One evaluation per step: the final call after a save step does not evaluate again.
+    if (!config_.eval_input_path().empty() && evaluated_step_ != global_step_) {
+      Evaluate();
+      evaluated_step_ = global_step_;
+    }
     if (rank_ == 0) WriteMetrics();
   }
 
@@ -507,6 +550,7 @@ class Trainer {
   bool step_barrier_ = false;
   std::int64_t global_step_ = 0;
   std::int64_t saved_step_ = -1;
+  std::int64_t evaluated_step_ = -1;  // the step Evaluate() last ran at
   std::int64_t epoch_ = 0;
   std::optional<LrSchedule> sparse_schedule_;
   std::optional<LrSchedule> dense_schedule_;

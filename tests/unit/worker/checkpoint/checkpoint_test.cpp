@@ -269,6 +269,30 @@ TEST_F(CheckpointTest, KeepMaxPrunesOldest) {
   EXPECT_EQ(count, 5);
 }
 
+// A damaged directory named like a checkpoint is not counted toward keep_checkpoint_max (it would
+// push the valid older ones out) and is not removed either.
+TEST_F(CheckpointTest, KeepMaxCountsOnlyCompleteCheckpoints) {
+  CheckpointManager manager(dir_.string(), 2, comm_);
+  TrainState state = FullState(true);
+  state.step = 10;
+  manager.Save(state);
+  state.step = 20;
+  const std::string damaged = manager.Save(state);
+  fs::remove(fs::path(damaged) / "metadata.json");
+  fs::create_directories(dir_ / "model.ckpt-25");  // empty: a copy that never finished
+  state.step = 30;
+  manager.Save(state);
+  EXPECT_TRUE(fs::exists(dir_ / "model.ckpt-10"));  // 2 complete: 10 and 30
+  EXPECT_TRUE(fs::exists(damaged));
+  EXPECT_TRUE(fs::exists(dir_ / "model.ckpt-25"));
+  state.step = 40;
+  manager.Save(state);
+  EXPECT_FALSE(fs::exists(dir_ / "model.ckpt-10"));  // the oldest complete one goes
+  EXPECT_TRUE(fs::exists(dir_ / "model.ckpt-30"));
+  EXPECT_TRUE(fs::exists(damaged));
+  EXPECT_EQ(manager.Latest().value_or(""), (dir_ / "model.ckpt-40").string());
+}
+
 TEST_F(CheckpointTest, SavingAnExistingStepFails) {
   CheckpointManager manager(dir_.string(), 0, comm_);
   TrainState state = FullState(true);

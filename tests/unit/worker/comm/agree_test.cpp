@@ -89,6 +89,7 @@ TEST(AgreeStatus, ThrowAgreedKeepsClassCodeAndMessage) {
   } catch (const CheckpointError& e) {
     EXPECT_STREQ(e.what(), "checkpoint save failed on rank 1: disk full");
     EXPECT_EQ(e.Code(), ExitCode::kBadInput);
+    EXPECT_EQ(e.OriginRank(), 1);  // the boundary prints it in full on rank 1 only
   }
   try {
     ThrowAgreed(Caught(PlannerError(PlannerError::Kind::kInsufficientStorage, "t", 7, "no"), 0),
@@ -106,6 +107,7 @@ TEST(AgreeStatus, ThrowAgreedKeepsClassCodeAndMessage) {
   } catch (const InternalError& e) {
     EXPECT_STREQ(e.what(), "rank 2: index 9");
     EXPECT_EQ(e.ExitCode(), 1);
+    EXPECT_EQ(e.OriginRank(), 2);
   }
   try {
     ThrowAgreed(Caught(Error("plain", ExitCode::kCollective, "checkpoint"), 0), "");
@@ -115,6 +117,7 @@ TEST(AgreeStatus, ThrowAgreedKeepsClassCodeAndMessage) {
     EXPECT_EQ(e.ExitCode(), 4);
     EXPECT_STREQ(e.Label(), "checkpoint");
   }
+  EXPECT_EQ(InputError("mine").OriginRank(), -1);  // not agreed: this process's own
   EXPECT_THROW(ThrowAgreed(Caught(InputError("row 3"), 0), ""), InputError);
   EXPECT_THROW(ThrowAgreed(Caught(ConfigError("key"), 0), ""), ConfigError);
 }

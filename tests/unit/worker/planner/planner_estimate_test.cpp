@@ -114,6 +114,18 @@ class EnvGuard {
   std::vector<std::optional<std::string>> saved_;
 };
 
+TEST(PlannerTopology, HostLayoutMustBeUniform) {
+  EXPECT_EQ(Topology::HostLayoutProblem({2, 2, 2, 2}), "");
+  EXPECT_EQ(Topology::HostLayoutProblem({1}), "");
+  // Three nodes with 1, 1 and 2 processes: the plan would assume hosts of one size.
+  const std::string mixed = Topology::HostLayoutProblem({1, 1, 2, 2});
+  EXPECT_NE(mixed.find("LOCAL_WORLD_SIZE by rank: 1, 1, 2, 2"), std::string::npos) << mixed;
+  EXPECT_NE(mixed.find("--nproc-per-node"), std::string::npos) << mixed;
+  const std::string partial = Topology::HostLayoutProblem({2, 2, 2});
+  EXPECT_NE(partial.find("world size 3 is not a multiple of LOCAL_WORLD_SIZE 2"), std::string::npos)
+      << partial;
+}
+
 TEST(PlannerTopology, ValidateRejectsBadShapes) {
   EXPECT_NO_THROW(Cpu(4, 2).Validate());
   EXPECT_THROW(Cpu(3, 2).Validate(), std::invalid_argument);

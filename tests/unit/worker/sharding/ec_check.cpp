@@ -22,13 +22,12 @@
 #include <string>
 #include <vector>
 
+#include "check_common.hpp"
 #include "tzrec/comm/comm.hpp"
 #include "tzrec/sharding/collective_plan.hpp"
 #include "tzrec/sharding/sharded_ec.hpp"
 
 namespace tzrec_check {
-
-std::string Compare(const std::string& what, const at::Tensor& got, const at::Tensor& want);
 
 namespace {
 
@@ -101,12 +100,9 @@ std::string CheckEc(const std::shared_ptr<tzrec::Comm>& comm, const tzrec::Topol
   std::vector<tzrec::TableSpec> specs;
   for (const auto& t : tables)
     specs.push_back(tzrec::ToEcTableSpec(t, EcConstraint(plan_name, t.name)));
-  tzrec::PlannerOptions popts;
-  popts.batch_size = local_batch;
-  popts.optimizer = tzrec::ParseEmbeddingOptimizerKind(opt_name);
-  const tzrec::ShardingPlan plan = tzrec::CollectivePlan(*comm, topo, specs, popts);
+  const tzrec::ShardingPlan plan = PlanForCheck(*comm, topo, specs, local_batch, opt_name);
   tzrec::EmbeddingOptimizerConfig ocfg;
-  ocfg.kind = popts.optimizer;
+  ocfg.kind = tzrec::ParseEmbeddingOptimizerKind(opt_name);
   ocfg.lr = opt_name == "sgd" ? 0.5 : 0.05;
   tzrec::ShardedEmbeddingCollection ec(tables, plan, ocfg, 42, comm);
   std::vector<at::Tensor> ref_w;

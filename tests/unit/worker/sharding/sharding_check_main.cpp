@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "check_common.hpp"
 #include "tzrec/comm/comm.hpp"
 #include "tzrec/core/embedding.hpp"
 #include "tzrec/core/kjt.hpp"
@@ -213,10 +214,8 @@ std::string CheckOne(const Args& args, const std::shared_ptr<tzrec::Comm>& comm,
   std::vector<tzrec::TableSpec> specs;
   for (const auto& t : tables)
     specs.push_back(tzrec::ToTableSpec(t, Constraint(plan_name, t.name)));
-  tzrec::PlannerOptions popts;
-  popts.batch_size = local_batch;
-  popts.optimizer = tzrec::ParseEmbeddingOptimizerKind(opt_name);
-  const tzrec::ShardingPlan plan = tzrec::CollectivePlan(*comm, topo, specs, popts);
+  const tzrec::ShardingPlan plan =
+      tzrec_check::PlanForCheck(*comm, topo, specs, local_batch, opt_name);
   const auto ocfg = OptimizerConfig(opt_name);
   tzrec::ShardedEmbeddingBagCollection sharded(tables, plan, ocfg, 42, comm);
   std::vector<tzrec::EmbeddingBagCollection> reference = ReferenceEbcs(tables, plan, ocfg, device);
@@ -290,10 +289,14 @@ namespace tzrec_check {
 std::string Compare(const std::string& what, const at::Tensor& got, const at::Tensor& want) {
   return ::Compare(what, got, want);
 }
-// ec_check.cpp: the sharded EmbeddingCollection against composed libtorch.
-std::string CheckEc(const std::shared_ptr<tzrec::Comm>& comm, const tzrec::Topology& topo,
-                    std::int64_t global_batch, int steps, const std::string& plan_name,
-                    const std::string& opt_name);
+tzrec::ShardingPlan PlanForCheck(tzrec::Comm& comm, const tzrec::Topology& topo,
+                                 const std::vector<tzrec::TableSpec>& specs,
+                                 std::int64_t local_batch, const std::string& opt_name) {
+  tzrec::PlannerOptions popts;
+  popts.batch_size = local_batch;
+  popts.optimizer = tzrec::ParseEmbeddingOptimizerKind(opt_name);
+  return tzrec::CollectivePlan(comm, topo, specs, popts);
+}
 }  // namespace tzrec_check
 
 int main(int argc, char** argv) {

@@ -19,6 +19,8 @@ import sys
 import torch
 from torch import nn
 
+from golden_common import same_up_to_rounding
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROWS = 4
 DIM = 5
@@ -105,7 +107,7 @@ def main() -> int:
     path = HERE / "cross_golden.inc"
     if args.check:
         committed = path.read_text() if path.exists() else ""
-        if strip(committed) != strip(text) or not close(committed, text):
+        if not same_up_to_rounding(committed, text):
             print(f"{path} differs from what torch {torch.__version__} gives: run "
                   f"{pathlib.Path(__file__).name} --write and review the diff", file=sys.stderr)
             return 1
@@ -116,31 +118,6 @@ def main() -> int:
     else:
         sys.stdout.write(text)
     return 0
-
-
-def strip(text: str) -> list:
-    """The non-numeric tokens (names, flags) after the header comment."""
-    import re
-    body = "\n".join(line for line in text.splitlines() if not line.startswith("//"))
-    return [t for t in re.findall(r'"[^"]*"|[^\s{},"]+', body) if not _number(t)]
-
-
-def _number(t: str) -> bool:
-    try:
-        float(t)
-        return True
-    except ValueError:
-        return False
-
-
-def close(a: str, b: str) -> bool:
-    """Every number of a within 1e-6 (absolute + relative) of b's."""
-    import re
-    num = re.compile(r"(?<![\w.])-?\d+\.?\d*(?:e[-+]?\d+)?", re.I)
-    body = lambda s: "\n".join(l for l in s.splitlines() if not l.startswith("//"))  # noqa: E731
-    xs, ys = num.findall(body(a)), num.findall(body(b))
-    return len(xs) == len(ys) and all(
-        abs(float(x) - float(y)) <= 1e-6 + 1e-6 * abs(float(y)) for x, y in zip(xs, ys))
 
 
 if __name__ == "__main__":
