@@ -6,6 +6,7 @@
   on its own;
 - the same with node 1's agent SIGKILLed: node 0 stops waiting once node 1's heartbeat is
   gone and still reports success, as after a plain barrier timeout;
+- c10d, 2 nodes: the same for the agent hosting the rendezvous and the workers' store;
 - one node, 2 workers, local rank 1 lingers: a warning names it (rank, pid, how long) after
   --straggler-warning seconds; with --straggler-timeout it is stopped and the run fails with
   it as the root cause (SIGTERM, exit 143).
@@ -108,7 +109,10 @@ def static_pair(agents, out: pathlib.Path, slow_s: float, extra=()):
 
 
 def test_store_host_keeps_the_store_up_for_a_slower_healthy_node(tmp_path, agents):
-    a = static_pair(agents, tmp_path, 8.0, ["--exit-barrier-timeout=2"])
+    # close_timeout=1: node 0 no longer waits 30 s for the others after its own end either,
+    # so only the barrier's hold can keep the store up for node 1's 8 s worker.
+    a = static_pair(agents, tmp_path, 8.0,
+                    ["--exit-barrier-timeout=2", "--rdzv-conf=close_timeout=1"])
     assert a[1].wait(120) == 0, logs(*a)
     assert a[0].wait(30) == 0, logs(*a)
     ev = events(tmp_path)
@@ -138,6 +142,27 @@ def test_store_host_stops_waiting_for_a_node_whose_agent_died(tmp_path, agents):
     assert ("Error waiting on exit barrier: not every node finished within 1 s (1 of 2 "
             "arrived; node 1 stopped sending heartbeats); reporting success anyway") in \
         a[0].text(), logs(*a)
+
+
+def test_c10d_store_host_waits_for_a_slower_healthy_node(tmp_path, agents):
+    """c10d: 127.0.0.2 hosts the rendezvous store and (round rank 0) the workers' store."""
+    script = tmp_path / "w.py"
+    script.write_text(WORKER)
+    port = free_port()
+    conf = "join_timeout=60,last_call_timeout=1,keep_alive_interval=1,close_timeout=1"
+    argv = lambda addr: [  # noqa: E731
+        "--nnodes=2", "--nproc-per-node=1", "--rdzv-backend=c10d",
+        f"--rdzv-endpoint=127.0.0.1:{port}", "--rdzv-id=barrier-job", f"--rdzv-conf={conf}",
+        f"--local-addr={addr}", "--exit-barrier-timeout=2", str(script), str(tmp_path), "8",
+        "1", "*"]
+    host = agents(argv("127.0.0.2"), tmp_path / "host.log")
+    time.sleep(0.3)  # it hosts the rendezvous store
+    other = agents(argv("127.0.0.3"), tmp_path / "other.log")
+    assert other.wait(120) == 0, logs(host, other)
+    assert host.wait(30) == 0, logs(host, other)
+    ev = events(tmp_path)
+    assert "1.0 done" in ev and "1.0 sigterm" not in ev, f"{ev}\n{logs(host, other)}"
+    assert "node 1 still running healthy workers" in host.text(), logs(host, other)
 
 
 def single_node(agents, out: pathlib.Path, slow_s: float, flags):
