@@ -57,10 +57,19 @@ class Hold {
  public:
   Hold(store::Store& s, const ExitBarrierParams& p) : s_(s), p_(p) {}
 
+  /// Before the deadline: feeds the liveness test (throttled), so that at the deadline a node
+  /// that died earlier is already known to be silent.
+  void Track() {
+    const auto now = SteadyClock::now();
+    if (!p_.hosting || !p_.live || now < next_check_) return;
+    next_check_ = now + kHoldPoll;
+    if (const auto pending = Pending(s_, p_); !pending.empty()) (void)p_.live(pending);
+  }
+
   /// Past the deadline: the outcome when the barrier ends now (no live pending node).
   std::optional<BarrierOutcome> Check(std::int64_t arrived) {
     const auto now = SteadyClock::now();
-    if (holding_ && now < next_check_) return std::nullopt;
+    if (holding_ && now < next_check_) return std::nullopt;  // (first call: check at once)
     next_check_ = now + kHoldPoll;
     const std::vector<int> pending = p_.hosting ? Pending(s_, p_) : std::vector<int>{};
     const std::vector<int> live = pending.empty() ? pending : p_.live ? p_.live(pending) : pending;
@@ -69,9 +78,9 @@ class Hold {
     if (live.empty()) {
       BarrierOutcome out;
       out.kind = Kind::kTimedOut;
-      out.detail = "not every node finished within " + base::DurationText(p_.timeout) + " (" +
-                   counts +
-                   (holding_ ? "; " + NodeList(pending) + " stopped sending heartbeats" : "") + ")";
+      out.detail =
+          "not every node finished within " + base::DurationText(p_.timeout) + " (" + counts +
+          (pending.empty() ? "" : "; " + NodeList(pending) + " stopped sending heartbeats") + ")";
       return out;
     }
     if (!holding_ || now >= next_warn_) {
@@ -141,6 +150,8 @@ BarrierOutcome ExitBarrier(store::Store& round_store, const ExitBarrierParams& p
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
       if (left <= milliseconds(0)) {
         if (auto out = hold.Check(round_store.Add(prefix + "/num_members", 0))) return *out;
+      } else {
+        hold.Track();
       }
       try {
         const milliseconds slice = left <= milliseconds(0)

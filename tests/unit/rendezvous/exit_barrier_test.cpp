@@ -130,6 +130,22 @@ TEST(ExitBarrierHold, StoreHostGivesUpOnANodeThatStoppedHeartbeating) {
   EXPECT_NE(out.detail.find("node 1 stopped sending heartbeats"), std::string::npos) << out.detail;
 }
 
+TEST(ExitBarrierHold, ANodeDeadBeforeTheDeadlineDoesNotHoldTheStoreHostAtAll) {
+  Warnings w;
+  const int port = FreePort();
+  std::vector<std::unique_ptr<Handler>> nodes;
+  nodes.push_back(Node(port, 0, w));
+  nodes.push_back(Node(port, 1, w));
+  Form(nodes);
+  nodes[1].reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto out = nodes[0]->ExitBarrier(2500ms);  // longer than peer_stale_after (1.5 s)
+  EXPECT_EQ(out.kind, BarrierOutcome::Kind::kTimedOut);
+  EXPECT_NE(out.detail.find("node 1 stopped sending heartbeats"), std::string::npos) << out.detail;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 4s);
+  EXPECT_FALSE(w.Has("still running healthy workers"));
+}
+
 TEST(ExitBarrierHold, ANodeThatHostsNothingLeavesAtItsTimeout) {
   Warnings w;
   const int port = FreePort();
