@@ -9,7 +9,7 @@
 - c10d, 2 nodes: the same for the agent hosting the rendezvous and the workers' store;
 - one node, 2 workers, local rank 1 lingers: a warning names it (rank, pid, how long) after
   --straggler-warning seconds; with --straggler-timeout it is stopped and the run fails with
-  it as the root cause (SIGTERM, exit 143).
+  it as the root cause (SIGTERM, exit 143), or, with --max-restarts, the group restarts.
 """
 import os
 import pathlib
@@ -25,8 +25,9 @@ from conftest import binary, free_port
 VENV_BIN = str(pathlib.Path(sys.executable).parent)
 
 # Stdlib worker: records its start, sleeps argv[2] seconds on node GROUP_RANK == argv[3]
-# (local rank LOCAL_RANK == argv[4], or every one when it is "*"), else 0.2 s, then records
-# its end. A SIGTERM is recorded too.
+# (local rank LOCAL_RANK == argv[4], or every one when it is "*"; with argv[5] ==
+# "first-attempt-only" only in attempt 0), else 0.2 s, then records its end. A SIGTERM is
+# recorded too.
 WORKER = r'''
 import os, signal, sys, time
 out, slow_s, slow_node, slow_local = sys.argv[1], float(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -40,7 +41,9 @@ def on_term(signum, frame):
     sys.exit(143)
 signal.signal(signal.SIGTERM, on_term)
 note(f"start {os.getpid()}")
-slow = g == slow_node and slow_local in ("*", lr)
+only_first = len(sys.argv) > 5 and sys.argv[5] == "first-attempt-only"
+slow = g == slow_node and slow_local in ("*", lr) and not (
+    only_first and os.environ["TORCHELASTIC_RESTART_COUNT"] != "0")
 time.sleep(slow_s if slow else 0.2)
 note("done")
 '''
@@ -165,11 +168,11 @@ def test_c10d_store_host_waits_for_a_slower_healthy_node(tmp_path, agents):
     assert "node 1 still running healthy workers" in host.text(), logs(host, other)
 
 
-def single_node(agents, out: pathlib.Path, slow_s: float, flags):
+def single_node(agents, out: pathlib.Path, slow_s: float, flags, *extra):
     script = out / "w.py"
     script.write_text(WORKER)
     return agents([f"--master-port={free_port()}", "--nproc-per-node=2", *flags, str(script),
-                   str(out), str(slow_s), "0", "1"], out / "agent.log")
+                   str(out), str(slow_s), "0", "1", *extra], out / "agent.log")
 
 
 def test_straggler_warning_names_the_lingering_rank(tmp_path, agents):
@@ -199,3 +202,12 @@ def test_no_straggler_warning_by_default_for_a_short_tail(tmp_path, agents):
     a = single_node(agents, tmp_path, 2.0, [])
     assert a.wait(60) == 0, logs(a)
     assert "is still running" not in a.text(), logs(a)
+
+
+def test_a_stopped_straggler_is_a_failure_that_max_restarts_retries(tmp_path, agents):
+    a = single_node(agents, tmp_path, 120.0, ["--straggler-timeout=2", "--max-restarts=1"],
+                    "first-attempt-only")
+    assert a.wait(60) == 0, logs(a)
+    ev = events(tmp_path)
+    assert ev.count("0.1 sigterm") == 1 and ev.count("0.1 done") == 1, f"{ev}\n{logs(a)}"
+    assert "Worker group FAILED. 1/1 attempts left; will restart worker group" in a.text()
