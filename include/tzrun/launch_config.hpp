@@ -92,6 +92,14 @@ struct LaunchConfig {
   bool dry_run = false;                     ///< print config + worker envs, spawn nothing
   std::string log_level = "warning";        ///< tzrun's own log level (LOGLEVEL env as torchrun)
   std::string platform = "auto";  ///< --platform auto|dlc|kubeflow|slurm|none (env detection)
+  /// --exit-barrier-timeout S: torchrun's LocalElasticAgent(exit_barrier_timeout=300), which
+  /// torchrun's CLI cannot set; the store host waits on past it for live nodes (see
+  /// src/rendezvous/exit_barrier.hpp).
+  double exit_barrier_timeout = 300.0;
+  /// --straggler-warning S: warn about a local worker still running S s after every other local
+  /// worker exited 0 (0: never). --straggler-timeout S: stop it then, the group fails (0: never).
+  double straggler_warning = 60.0;
+  double straggler_timeout = 0.0;
 };
 
 }  // namespace tzrun

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -273,10 +274,11 @@ Action Agent::DecideNext(AttemptOutcome& outcome, const RestartBudget& budget) {
   // fate is being decided with the other nodes.
   if (EffectiveResult(outcome) != AttemptResult::kFailed) workers_.clear();
   while (true) {
-    Action a = Decide(outcome, budget, cfg_.role);
+    Action a = Decide(outcome, budget, cfg_.role, cfg_.exit_barrier_timeout);
     Say(a);
     if (a.kind == Action::Kind::kWaitExitBarrier) {
-      outcome.barrier = rdzv_->ExitBarrier(std::chrono::seconds(300));
+      outcome.barrier = rdzv_->ExitBarrier(std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::duration<double>(std::min(cfg_.exit_barrier_timeout, 1e9))));
     } else if (a.kind == Action::Kind::kAskRendezvous) {
       try {
         outcome.verdict = rdzv_->OnFailure(a.can_restart, outcome.local_exit_code);

@@ -85,6 +85,9 @@ class Agent {
   void Cleanup(int code);
   // supervise.cpp
   AttemptResult Monitor();
+  /// Straggler warning / --straggler-timeout (straggler.hpp); true: it was stopped, the
+  /// group failed. `timeout_ms`: poll timeout until its next deadline (-1: none).
+  bool WatchStraggler(bool& warned, int& timeout_ms);
   void StopGroup(int sig);
   void KillGroup(int sig);
   void WaitEvents(int timeout_ms, bool* escalate);

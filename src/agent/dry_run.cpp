@@ -61,6 +61,14 @@ std::vector<PlannedWorker> PlanWorkers(const LaunchConfig& cfg, const Env& base_
   return workers;
 }
 
+/// "60s", or "off" for 0 (the straggler settings).
+std::string SecondsOrOff(double s) {
+  if (s <= 0) return "off";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%gs", s);
+  return buf;
+}
+
 void PrintConfiguration(const LaunchConfig& cfg) {
   std::printf("resolved configuration:\n");
   std::printf("  nnodes=%d:%d node_rank=%d nproc_per_node=%d (%s)\n", cfg.min_nodes, cfg.max_nodes,
@@ -73,6 +81,9 @@ void PrintConfiguration(const LaunchConfig& cfg) {
               cfg.shutdown_timeout, cfg.log_dir.value_or("<temporary>").c_str());
   std::printf("  signals_to_handle=%s\n", base::Join(cfg.signals_to_handle, ",").c_str());
   std::printf("  forward_signals=%s\n", base::Join(cfg.forward_signals, ",").c_str());
+  std::printf("  exit_barrier_timeout=%gs straggler_warning=%s straggler_timeout=%s\n",
+              cfg.exit_barrier_timeout, SecondsOrOff(cfg.straggler_warning).c_str(),
+              SecondsOrOff(cfg.straggler_timeout).c_str());
 }
 
 /// Every variable torchrun sets is shown, even when it equals the agent's own value

@@ -1,6 +1,7 @@
 #include "restart_policy.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 namespace tzrun::agent {
 namespace {
@@ -97,7 +98,8 @@ AttemptResult EffectiveResult(const AttemptOutcome& what) {
   return r;
 }
 
-Action Decide(const AttemptOutcome& what, const RestartBudget& budget, const std::string& role) {
+Action Decide(const AttemptOutcome& what, const RestartBudget& budget, const std::string& role,
+              double exit_barrier_timeout_s) {
   switch (EffectiveResult(what)) {
     case AttemptResult::kSignaled: {
       Action a = Make(Kind::kLeaveSignaled);
@@ -106,10 +108,11 @@ Action Decide(const AttemptOutcome& what, const RestartBudget& budget, const std
     }
     case AttemptResult::kSucceeded:
       if (!what.barrier) {
+        std::ostringstream seconds;  // as Python prints the number: 300, 2.5
+        seconds << exit_barrier_timeout_s;
         return Make(Kind::kWaitExitBarrier, Say::kInfo,
-                    "[" + role +
-                        "] worker group successfully finished. Waiting 300 seconds for other "
-                        "agents to finish.");
+                    "[" + role + "] worker group successfully finished. Waiting " + seconds.str() +
+                        " seconds for other agents to finish.");
       }
       return AfterBarrier(*what.barrier, role);
     case AttemptResult::kPeerEvent:

@@ -78,9 +78,10 @@ struct Action {
 /// success with a handled signal received is kSignaled.
 [[nodiscard]] AttemptResult EffectiveResult(const AttemptOutcome& what);
 
-/// The next step after an attempt (see above). `role` is --role, used in the messages.
+/// The next step after an attempt (see above). `role` is --role, used in the messages;
+/// `exit_barrier_timeout_s` (--exit-barrier-timeout) in the exit barrier's message.
 [[nodiscard]] Action Decide(const AttemptOutcome& what, const RestartBudget& budget,
-                            const std::string& role);
+                            const std::string& role, double exit_barrier_timeout_s = 300);
 
 /// `budget` after one failure restart (remaining never drops below 0).
 [[nodiscard]] RestartBudget Spend(RestartBudget budget);

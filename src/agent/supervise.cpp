@@ -9,11 +9,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <utility>
 #include <vector>
 
 #include "agent_error.hpp"
 #include "agent_impl.hpp"
+#include "straggler.hpp"
 #include "tzrun/base/system.hpp"
 
 namespace tzrun::agent {
@@ -25,6 +27,7 @@ using std::chrono::milliseconds;
 }  // namespace
 
 AttemptResult Agent::Monitor() {
+  bool straggler_warned = false;
   while (true) {
     if (stop_signal_ != 0) return AttemptResult::kSignaled;
     if (!failures_.empty()) return AttemptResult::kFailed;
@@ -32,8 +35,45 @@ AttemptResult Agent::Monitor() {
       return AttemptResult::kSucceeded;
     }
     if (pending_event_) return AttemptResult::kPeerEvent;
-    WaitEvents(-1, nullptr);
+    int timeout_ms = -1;
+    if (WatchStraggler(straggler_warned, timeout_ms)) return AttemptResult::kFailed;
+    WaitEvents(timeout_ms, nullptr);
   }
+}
+
+bool Agent::WatchStraggler(bool& warned, int& timeout_ms) {
+  std::vector<RankRun> runs;
+  for (const auto& w : workers_) {
+    const bool ok = WIFEXITED(w.wait_status) && WEXITSTATUS(w.wait_status) == 0;
+    runs.push_back(RankRun{!w.reaped, w.reaped && ok, w.end_time});
+  }
+  const auto now = SysClock::now();
+  const auto c =
+      CheckStraggler(runs, now, {cfg_.straggler_warning, cfg_.straggler_timeout}, warned);
+  timeout_ms = c.wake_in_ms;
+  if (!c.straggler || (!c.warn && !c.stop)) return false;
+  Worker& w = workers_[*c.straggler];
+  const double running_s = std::chrono::duration<double>(now - w.start_time).count();
+  if (c.warn) {
+    warned = true;
+    log_->warn("{}", StragglerMessage(w.local_rank, w.pid, c.behind_s, running_s, 0));
+    return false;
+  }
+  log_->error("{}",
+              StragglerMessage(w.local_rank, w.pid, c.behind_s, running_s, cfg_.straggler_timeout));
+  const pid_t pid = w.pid;
+  StopGroup(SIGTERM);
+  if (failures_.empty()) {  // it exited 0 when told to stop: still the group's failure
+    WorkerFailure f;
+    f.local_rank = w.local_rank;
+    f.global_rank = w.global_rank;
+    f.pid = pid;
+    f.signal = SIGTERM;
+    f.error_file = w.error_file;
+    f.time = SysClock::now();
+    failures_.push_back(std::move(f));
+  }
+  return true;
 }
 
 void Agent::WaitEvents(int timeout_ms, bool* escalate) {

@@ -195,6 +195,30 @@ std::vector<OptionSpec> BuildOptions() {
                .help = "Seconds between forwarding a termination signal to the workers and "
                        "SIGKILLing the survivors (>= 0). Default: $TORCH_ELASTIC_SHUTDOWN_TIMEOUT, "
                        "else 30. Same flag as torchrun 2.12."});
+  o.push_back({.strings = {"--exit-barrier-timeout", "--exit_barrier_timeout"},
+               .dest = "exit_barrier_timeout",
+               .arity = kValue,
+               .type = kFloat,
+               .extension = true,
+               .help = "Seconds a node whose workers all succeeded waits for the other nodes "
+                       "to finish (>= 0). Default: 300, torchrun's LocalElasticAgent "
+                       "exit_barrier_timeout. The node hosting the store waits on past it "
+                       "while a slower node still runs healthy workers."});
+  o.push_back({.strings = {"--straggler-warning", "--straggler_warning"},
+               .dest = "straggler_warning",
+               .arity = kValue,
+               .type = kFloat,
+               .extension = true,
+               .help = "Warn about a local worker still running this many seconds after every "
+                       "other local worker exited 0 (> 0, or 0 for no warning). Default: 60."});
+  o.push_back({.strings = {"--straggler-timeout", "--straggler_timeout"},
+               .dest = "straggler_timeout",
+               .arity = kValue,
+               .type = kFloat,
+               .extension = true,
+               .help = "Stop a local worker still running this many seconds after every other "
+                       "local worker exited 0; the worker group then counts as failed (> 0, "
+                       "or 0 to never stop it). Default: 0."});
   o.push_back({.strings = {"--forward-signals", "--forward_signals"},
                .dest = "forward_signals",
                .arity = kValue,

@@ -99,6 +99,8 @@ class Parser {
   /// cannot be caught or forwarded.
   std::vector<std::string> SignalList(const std::string& dest) const;
   void ResolveShutdownTimeout(LaunchConfig& c) const;
+  /// The seconds value of option `dest` (>= 0, finite), else `def`; Bad() otherwise.
+  double Seconds(const std::string& dest, double def) const;
   void ResolveLogLevel(LaunchConfig& c) const;
 
   const std::vector<std::string>& args_;

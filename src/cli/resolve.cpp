@@ -95,6 +95,9 @@ void Parser::Resolve(LaunchConfig& c, std::vector<std::string>& warnings) const 
 
   // --- tzrun extensions ---
   ResolveShutdownTimeout(c);
+  c.exit_barrier_timeout = Seconds("exit_barrier_timeout", c.exit_barrier_timeout);
+  c.straggler_warning = Seconds("straggler_warning", c.straggler_warning);
+  c.straggler_timeout = Seconds("straggler_timeout", c.straggler_timeout);
   if (const Raw* r = FindRaw("summary_json")) c.summary_json = r->value;
   c.dry_run = Flag("dry_run");
   ResolveLogLevel(c);
@@ -335,6 +338,17 @@ void Parser::ResolveShutdownTimeout(LaunchConfig& c) const {
          ", or unset it)");
   }
   c.shutdown_timeout = *v;
+}
+
+double Parser::Seconds(const std::string& dest, double def) const {
+  const Raw* r = FindRaw(dest);
+  if (r == nullptr) return def;
+  const auto v = PythonFloat(r->value);  // the type is already checked
+  if (!v || !std::isfinite(*v) || *v < 0) {
+    Bad(dest, "seconds must be finite and >= 0",
+        "use a number of seconds such as 60; 0 is allowed, see --help");
+  }
+  return *v;
 }
 
 void Parser::ResolveLogLevel(LaunchConfig& c) const {

@@ -130,64 +130,6 @@ void SleepFor(milliseconds d, const Interrupt& interrupt) {
   }
 }
 
-BarrierOutcome ExitBarrier(store::Store& round_store, int world_size, milliseconds timeout,
-                           const Interrupt& interrupt,
-                           const std::function<std::optional<WatchEvent>()>& take_event) {
-  const std::string prefix(kTerminalStatePrefix);
-  const std::string last_member = prefix + "/last_member";
-  BarrierOutcome out;
-  try {
-    const auto idx = round_store.Add(prefix + "/num_members", 1);
-    if (idx == world_size) round_store.Set(last_member, "<val_ignored>");
-    const auto deadline = SteadyClock::now() + timeout;
-    while (true) {
-      if (interrupt) interrupt();
-      const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
-      if (left <= milliseconds(0)) {
-        out.kind = BarrierOutcome::Kind::kTimedOut;
-        out.detail = "not every node finished within " + base::DurationText(timeout) + " (" +
-                     std::to_string(round_store.Add(prefix + "/num_members", 0)) + " of " +
-                     std::to_string(world_size) + " arrived)";
-        return out;
-      }
-      try {
-        round_store.Wait({last_member}, std::clamp(left, milliseconds(1), milliseconds(200)));
-        return out;  // kDone
-      } catch (const store::TimeoutError&) {
-      }
-      if (round_store.Check({last_member})) return out;
-      if (!take_event) continue;
-      while (auto ev = take_event()) {
-        switch (ev->kind) {
-          case WatchEvent::Kind::kMembershipChanged:
-            if (ev->scale_up) continue;  // only the nodes still running admit newcomers
-            out.kind = BarrierOutcome::Kind::kRestart;
-            out.detail = ev->detail;
-            return out;
-          case WatchEvent::Kind::kRestartRequested:
-            out.kind = BarrierOutcome::Kind::kRestart;
-            out.counts_as_failure_restart = true;
-            out.detail = ev->detail;
-            return out;
-          case WatchEvent::Kind::kJobFailed:
-            out.kind = BarrierOutcome::Kind::kJobFailed;
-            out.exit_code = ev->exit_code;
-            out.detail = ev->detail;
-            return out;
-          case WatchEvent::Kind::kStoreLost:
-            out.kind = BarrierOutcome::Kind::kStoreLost;
-            out.detail = ev->detail;
-            return out;
-        }
-      }
-    }
-  } catch (const store::StoreError& e) {
-    out.kind = BarrierOutcome::Kind::kStoreLost;
-    out.detail = std::string("the rendezvous store failed during the exit barrier: ") + e.what();
-    return out;
-  }
-}
-
 void Depart(store::Store& round_store, int world_size, bool wait_for_all, milliseconds timeout,
             const store::LogSink& sink) {
   try {

@@ -91,11 +91,6 @@ std::unique_ptr<store::Server> HostStore(const std::string& bind_host, int port,
 /// Sleeps in slices, calling `interrupt` between them.
 void SleepFor(milliseconds d, const Interrupt& interrupt);
 
-/// torchrun's store barrier on `kTerminalStatePrefix`, also ending on watcher events.
-BarrierOutcome ExitBarrier(store::Store& round_store, int world_size, milliseconds timeout,
-                           const Interrupt& interrupt,
-                           const std::function<std::optional<WatchEvent>()>& take_event);
-
 /// End of job: counts this node out ("tzrun/departed" on the round store) and, when
 /// `wait_for_all`, waits (bounded, never throws) until `world_size` nodes did.
 void Depart(store::Store& round_store, int world_size, bool wait_for_all, milliseconds timeout,

@@ -14,6 +14,7 @@
 
 #include "common.hpp"
 #include "dynamic_ops.hpp"
+#include "exit_barrier.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/ranks.hpp"
 #include "tzrun/store/errors.hpp"
@@ -99,6 +100,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
         std::make_shared<store::PrefixStore>(key_ + "." + std::to_string(info.round), client_);
     info.store = round_store_;
     my_world_ = info.world_size;
+    my_rank_ = info.rank;
     detail::Log(o_.log, LogLevel::kInfo,
                 "The node '" + me_.Str() + "' has joined round " + std::to_string(info.round) +
                     " of the rendezvous '" + o_.run_id + "' as rank " + std::to_string(info.rank) +
@@ -158,10 +160,16 @@ class DynamicRendezvous final : public detail::WatchingHandler {
   BarrierOutcome ExitBarrier(milliseconds timeout) override {
     if (!round_store_) return {};
     Watch();
-    auto out = detail::ExitBarrier(
-        *round_store_, my_world_, timeout, [this] { CheckInterrupt(); },
-        [this] { return events_.Take(); });
-    return out;
+    detail::ExitBarrierParams p;
+    p.world_size = my_world_;
+    p.node_rank = my_rank_;
+    p.timeout = timeout;
+    // The rendezvous store or the round's workers' store: both go away with this agent. Lost
+    // participants reach the barrier as watcher events, so every pending node counts as live.
+    p.hosting = rdzv_server_ != nullptr || worker_server_ != nullptr;
+    p.log = o_.log;
+    return detail::ExitBarrier(
+        *round_store_, p, [this] { CheckInterrupt(); }, [this] { return events_.Take(); });
   }
 
   void Shutdown() override {
@@ -463,6 +471,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
   bool closed_by_me_ = false;
   int my_round_ = -1;
   int my_world_ = 0;
+  int my_rank_ = 0;
   std::set<NodeDesc> my_participants_;
   std::shared_ptr<store::Store> round_store_;
   std::unique_ptr<store::Server> worker_server_;

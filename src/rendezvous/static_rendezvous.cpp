@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "common.hpp"
+#include "exit_barrier.hpp"
 #include "tzrun/base/system.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/params.hpp"
@@ -70,6 +71,7 @@ class StaticRendezvous final : public detail::WatchingHandler {
     ++attempt_;
     const std::string prefix =
         attempt_ == 0 ? o_.run_id : o_.run_id + "." + std::to_string(attempt_);
+    round_prefix_ = prefix;
     round_store_ = std::make_shared<store::PrefixStore>(prefix, client_);
     if (attempt_ > 0) CleanWorkerKeys();
     RendezvousInfo info;
@@ -89,13 +91,18 @@ class StaticRendezvous final : public detail::WatchingHandler {
     const std::string key = RestartKey();
     auto proto = client_;
     const auto gen = events_.Reset();
-    watcher_.Start([this, key, proto, gen](const std::atomic<bool>& stop) {
-      std::unique_ptr<store::Store> conn;
+    watcher_.Start([this, key, proto, gen, round = round_prefix_](const std::atomic<bool>& stop) {
       try {
-        conn = proto->Clone();
-        auto ctl = std::make_shared<store::PrefixStore>(
-            o_.run_id, std::shared_ptr<store::Store>(std::move(conn)));
+        std::shared_ptr<store::Store> conn = proto->Clone();
+        auto ctl = std::make_shared<store::PrefixStore>(o_.run_id, conn);
+        // The heartbeat the store host's exit barrier reads (exit_barrier.hpp).
+        store::PrefixStore beat(round, conn);
+        auto next_beat = detail::SteadyClock::now();
         while (!stop) {
+          if (detail::SteadyClock::now() >= next_beat) {
+            beat.Add(detail::HeartbeatKey(o_.node_rank), 1);
+            next_beat = detail::SteadyClock::now() + o_.poll_interval;
+          }
           try {
             ctl->Wait({key}, std::min(o_.poll_interval, milliseconds(100)));
           } catch (const store::TimeoutError&) {
@@ -161,9 +168,23 @@ class StaticRendezvous final : public detail::WatchingHandler {
   BarrierOutcome ExitBarrier(milliseconds timeout) override {
     if (!round_store_) return {};
     Watch();
-    auto out = detail::ExitBarrier(*round_store_, o_.nnodes, timeout, InterruptFn(),
-                                   [this] { return events_.Take(); });
-    return out;
+    detail::ExitBarrierParams p;
+    p.world_size = o_.nnodes;
+    p.node_rank = o_.node_rank;
+    p.timeout = timeout;
+    p.hosting = server_ != nullptr;
+    p.log = o_.log;
+    detail::PeerLiveness liveness(o_.peer_stale_after);
+    p.live = [this, &liveness](const std::vector<int>& pending) {
+      std::vector<int> live;
+      const auto now = detail::SteadyClock::now();
+      for (int r : pending) {
+        liveness.Observe(r, round_store_->Add(detail::HeartbeatKey(r), 0), now);
+        if (liveness.Alive(r, now)) live.push_back(r);
+      }
+      return live;
+    };
+    return detail::ExitBarrier(*round_store_, p, InterruptFn(), [this] { return events_.Take(); });
   }
 
   void Shutdown() override {
@@ -282,6 +303,7 @@ class StaticRendezvous final : public detail::WatchingHandler {
   std::unique_ptr<store::Server> server_;
   std::shared_ptr<store::Client> client_;
   std::shared_ptr<store::Store> round_store_;
+  std::string round_prefix_;
   int attempt_ = -1;
 };
 

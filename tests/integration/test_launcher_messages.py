@@ -22,9 +22,17 @@ def test_dry_run_prints_resolved_configuration_and_every_torchrun_variable():
     out = p.stdout
     assert "resolved configuration:" in out
     assert "max_restarts=3" in out and "rdzv_backend=c10d" in out
+    assert "  exit_barrier_timeout=300s straggler_warning=60s straggler_timeout=off\n" in out
     rank1 = out.split("[local_rank 1]")[1]
     assert "  RANK=1\n" in rank1
     assert "  MASTER_PORT=<free port>\n" in rank1 and "MASTER_PORT=0" not in out
+
+
+def test_dry_run_shows_the_exit_barrier_and_straggler_settings():
+    p = tzrun("--dry-run", "--exit-barrier-timeout=2.5", "--straggler-warning=0",
+              "--straggler-timeout=30", "--no-python", "/bin/true")
+    assert p.returncode == 0, p.stderr
+    assert "  exit_barrier_timeout=2.5s straggler_warning=off straggler_timeout=30s\n" in p.stdout
 
 
 def test_log_level_off_silences_warnings():

@@ -23,6 +23,13 @@
 //     (it does not return) unless the signal is a handled one (then: 128+N as below).
 //   * TORCHELASTIC_HEALTH_CHECK_PORT: an HTTP health check (src/agent/health_check.hpp) where
 //     torchrun has a stub.
+//   * the exit barrier's timeout is cfg.exit_barrier_timeout (--exit-barrier-timeout, torchrun's
+//     LocalElasticAgent default 300 s); the node hosting the store waits on past it while a
+//     slower node still runs healthy workers (include/tzrun/rendezvous/handler.hpp).
+//   * stragglers (src/agent/straggler.hpp): one local worker still running
+//     cfg.straggler_warning s after every other one exited 0 gets a warning; after
+//     cfg.straggler_timeout s (when > 0) it is stopped and the group fails with it as the root
+//     cause.
 // Multi-node jobs go through tzrun::rendezvous (include/tzrun/rendezvous/handler.hpp):
 // `static` (node 0's agent hosts the c10d-compatible store the agents and the workers use)
 // and `c10d` / --standalone (elastic; round rank 0's agent hosts the workers' store). Ranks

@@ -125,7 +125,10 @@ class Handler {
   /// "torchelastic/agent/terminal_state", 300 s): waits until every node of the round
   /// arrived, or a restart / failure / store loss happened meanwhile (nodes merely waiting
   /// to join do not count: as in torchrun, a finished node does not restart for them). A
-  /// timeout is reported (kTimedOut) and, as in torchrun, not an error.
+  /// timeout is reported (kTimedOut) and, as in torchrun, not an error. tzrun addition: a
+  /// node that hosts a store the others use does not time out while a node that has not
+  /// arrived is still alive (it warns naming it and waits on; src/rendezvous/exit_barrier.hpp),
+  /// so its leaving never tears the store down under healthy, still running workers.
   virtual BarrierOutcome ExitBarrier(std::chrono::milliseconds timeout) = 0;
 
   /// End of job (success or final failure): stop the watcher, close the rendezvous

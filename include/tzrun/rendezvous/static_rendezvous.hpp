@@ -23,7 +23,11 @@
 //     (torch/distributed/rendezvous.py _create_c10d_store), so stale gloo peer addresses
 //     would make the restarted workers fail (as they do under torchrun);
 //   * the hosting node keeps the store up after its own end until every node has left
-//     (bounded by close_timeout), so a fast node 0 never cuts the others off.
+//     (bounded by close_timeout), so a fast node 0 never cuts the others off;
+//   * exit barrier: node 0 does not leave when its barrier times out while a node that has
+//     not arrived is still alive (its watcher bumps "<round>/tzrun/heartbeat/<rank>" every
+//     poll_interval; silent for peer_stale_after = gone): it warns naming the nodes and waits
+//     for them (src/rendezvous/exit_barrier.hpp). torchrun's node 0 leaves after 300 s.
 //
 // Thread-safety: see handler.hpp.
 #pragma once
@@ -50,8 +54,11 @@ struct StaticOptions {
   std::chrono::milliseconds read_timeout = std::chrono::seconds(60);
   /// How long the hosting node waits for the others to leave at the end.
   std::chrono::milliseconds close_timeout = std::chrono::seconds(30);
-  /// Period of the restart watcher's store polls.
+  /// Period of the restart watcher's store polls and of its heartbeat.
   std::chrono::milliseconds poll_interval = std::chrono::seconds(1);
+  /// Node 0's exit barrier past its timeout: a node whose heartbeat did not change for this
+  /// long no longer holds the store up.
+  std::chrono::milliseconds peer_stale_after = std::chrono::seconds(10);
   /// Node 0 binds this address ("" = all interfaces, dual-stack).
   std::string bind_host;
   /// One node whose port came from no flag or variable (torchrun's default 29500): when that

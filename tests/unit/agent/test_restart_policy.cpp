@@ -48,6 +48,13 @@ TEST(RestartPolicy, SuccessWaitsForTheExitBarrierFirst) {
             "to finish.");
 }
 
+TEST(RestartPolicy, TheBarrierMessageNamesTheConfiguredTimeout) {
+  const auto a = Decide(Ended(AttemptResult::kSucceeded), kBudget, "default", 2.5);
+  EXPECT_EQ(a.message,
+            "[default] worker group successfully finished. Waiting 2.5 seconds for other agents "
+            "to finish.");
+}
+
 TEST(RestartPolicy, SuccessAfterTheBarrierFinishesWithZero) {
   auto o = Ended(AttemptResult::kSucceeded);
   o.barrier = Barrier(BK::kDone);

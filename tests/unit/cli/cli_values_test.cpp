@@ -301,6 +301,29 @@ TEST(CliValidate, SignalsToHandle) {
               ElementsAre("SIGIOT", "SIGPOLL"));
 }
 
+TEST(CliValidate, ExitBarrierAndStragglerSeconds) {
+  const auto d = Cfg({"x.py"});
+  EXPECT_DOUBLE_EQ(d.exit_barrier_timeout, 300.0);  // torchrun's LocalElasticAgent default
+  EXPECT_DOUBLE_EQ(d.straggler_warning, 60.0);
+  EXPECT_DOUBLE_EQ(d.straggler_timeout, 0.0);
+  const auto c = Cfg({"--exit-barrier-timeout", "2.5", "--straggler_warning=0",
+                      "--straggler-timeout", "30", "x.py"});
+  EXPECT_DOUBLE_EQ(c.exit_barrier_timeout, 2.5);
+  EXPECT_DOUBLE_EQ(c.straggler_warning, 0.0);
+  EXPECT_DOUBLE_EQ(c.straggler_timeout, 30.0);
+  EXPECT_DOUBLE_EQ(Cfg({"x.py"}, {{"PET_EXIT_BARRIER_TIMEOUT", "9"}}).exit_barrier_timeout, 9.0);
+  EXPECT_DOUBLE_EQ(Cfg({"x.py"}, {{"PET_STRAGGLER_TIMEOUT", "4"}}).straggler_timeout, 4.0);
+  EXPECT_THAT(
+      ErrorOf({"--exit-barrier-timeout=-1", "x.py"}),
+      HasSubstr("argument --exit-barrier-timeout/--exit_barrier_timeout: invalid value '-1': "
+                "seconds must be "
+                "finite and >= 0"));
+  EXPECT_THAT(ErrorOf({"--straggler-warning=inf", "x.py"}),
+              HasSubstr("seconds must be finite and >= 0"));
+  EXPECT_THAT(ErrorOf({"x.py"}, {{"PET_STRAGGLER_TIMEOUT", "soon"}}),
+              HasSubstr("PET_STRAGGLER_TIMEOUT"));
+}
+
 TEST(CliValidate, ShutdownTimeout) {
   EXPECT_DOUBLE_EQ(Cfg({"x.py"}, {{"TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "7"}}).shutdown_timeout, 7.0);
   EXPECT_DOUBLE_EQ(
