@@ -92,6 +92,14 @@ struct LaunchConfig {
   bool dry_run = false;                     ///< print config + worker envs, spawn nothing
   std::string log_level = "warning";        ///< tzrun's own log level (LOGLEVEL env as torchrun)
   std::string platform = "auto";  ///< --platform auto|dlc|kubeflow|slurm|none (env detection)
+  /// --max-membership-restarts: restarts of a running worker group for membership changes
+  /// (nodes joining or leaving a c10d job) this agent performs before it stops the job with
+  /// exit 125; -1: unbounded (torchrun's behaviour, which has no bound).
+  int max_membership_restarts = 10;
+  /// --no-restart-exit-codes: root-cause exit codes (tzrun's: 128+N for signal N) that are
+  /// never retried, whatever --max-restarts allows. Default: none (only a worker's error file
+  /// with extraInfo.retryable == "false" stops retries).
+  std::set<int> no_restart_exit_codes;
 };
 
 }  // namespace tzrun
