@@ -247,6 +247,35 @@ def test_flapping_peer_is_bounded_by_max_membership_restarts(tmp_path, nodes):
     assert summary["no_restart_reason"] == "--max-membership-restarts=2 used up", summary
 
 
+def test_membership_bound_stops_every_node(tmp_path, nodes):
+    """c (hosts the store, default bound) and a (--max-membership-restarts=1) run, b joins and
+    leaves: a's second membership change stops the job, and c stops with a's 125 because a
+    closed the rendezvous (not because the store went away: c hosts it)."""
+    script = setup(tmp_path, names=("a",))
+    port = free_port()
+    tz = [binary("tzrun")]
+    argv = lambda addr, name, *extra: c10d_argv(  # noqa: E731
+        tz, port, addr, "--nnodes=2:3", "--max-restarts=0", *extra, str(script),
+        str(tmp_path), name, "", "99")
+    c = nodes(argv("127.0.0.4", "c"), tmp_path / "c.log")
+    time.sleep(0.5)
+    a = nodes(argv("127.0.0.2", "a", "--max-membership-restarts=1"), tmp_path / "a.log")
+    deadline = time.monotonic() + 90
+    while not any(r["node"] == "c" for r in starts(tmp_path)):
+        assert time.monotonic() < deadline, logs(a, c)
+        time.sleep(0.1)
+    b = nodes(argv("127.0.0.3", "b"), tmp_path / "b.log")  # scale-up: a's first restart
+    while sum(1 for r in starts(tmp_path) if r["node"] == "b") < 1:
+        assert time.monotonic() < deadline and b.proc.poll() is None, logs(a, b, c)
+        time.sleep(0.1)
+    b.proc.send_signal(signal.SIGTERM)  # b leaves: a's second membership change
+    assert a.wait(90) == MEMBERSHIP_EXIT, logs(a, b, c)
+    assert c.wait(90) == MEMBERSHIP_EXIT, logs(a, b, c)
+    assert "(--max-membership-restarts=1); stopping the job with exit code 125" in a.text(), \
+        logs(a)
+    assert "was closed by node" in c.text() and "(exit code 125)" in c.text(), logs(c)
+
+
 # --------------------------------------------------------------------------------------
 # 3. failures not worth retrying
 
