@@ -100,6 +100,14 @@ struct LaunchConfig {
   /// worker exited 0 (0: never). --straggler-timeout S: stop it then, the group fails (0: never).
   double straggler_warning = 60.0;
   double straggler_timeout = 0.0;
+  /// --max-membership-restarts: restarts of a running worker group for membership changes
+  /// (nodes joining or leaving a c10d job) this agent performs before it stops the job with
+  /// exit 125; -1: unbounded (torchrun's behaviour, which has no bound).
+  int max_membership_restarts = 10;
+  /// --no-restart-exit-codes: root-cause exit codes (tzrun's: 128+N for signal N) that are
+  /// never retried, whatever --max-restarts allows. Default: none (only a worker's error file
+  /// with extraInfo.retryable == "false" stops retries).
+  std::set<int> no_restart_exit_codes;
 };
 
 }  // namespace tzrun

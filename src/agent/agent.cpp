@@ -134,6 +134,17 @@ void Agent::CreateRendezvous() {
   }
 }
 
+void Agent::FailJob(int code) {
+  // The other nodes stop too, as when a node without restarts left fails (dynamic: the
+  // rendezvous is closed carrying `code`; static: a job-wide "fail" decision).
+  if (!rdzv_ || rdzv_done_) return;
+  try {
+    (void)rdzv_->OnFailure(false, code);
+  } catch (const rendezvous::RendezvousError& e) {
+    log_->error("{}", e.what());
+  }
+}
+
 int Agent::FinishJob(int code) {
   // End of job (success or final failure): close the rendezvous and let the others finish
   // with the store before it goes away (rendezvous::Handler::shutdown).
@@ -231,10 +242,10 @@ void Agent::NextRound(int local_restarts, rendezvous::RendezvousInfo& info,
 }
 
 AttemptOutcome Agent::RunAttempt(const rendezvous::RendezvousInfo& info,
-                                 const rendezvous::AssignedRanks& ranks) {
+                                 const rendezvous::AssignedRanks& ranks, int restart_count) {
   pending_event_.reset();
-  attempt_ = info.restart_count;
-  StartWorkers(info, ranks);
+  attempt_ = restart_count;
+  StartWorkers(info, ranks, restart_count);
   rdzv_->Watch();
   AttemptOutcome outcome;
   outcome.result = Monitor();
@@ -245,9 +256,23 @@ AttemptOutcome Agent::RunAttempt(const rendezvous::RendezvousInfo& info,
   outcome.stop_signal = stop_signal_;
   outcome.peer_event = pending_event_;
   if (!failures_.empty()) {
-    outcome.local_exit_code = TzrunExitCode(failures_[SelectRootCause(failures_)]);
+    outcome.root = LocalRootCause();
+    outcome.local_exit_code = outcome.root->exit_code;
   }
   return outcome;
+}
+
+RootCause Agent::LocalRootCause() const {
+  const WorkerFailure& f = failures_[SelectRootCause(failures_)];
+  RootCause r;
+  r.global_rank = f.global_rank;
+  r.local_rank = f.local_rank;
+  r.exit_code = TzrunExitCode(f);
+  if (auto info = ReadErrorFile(f.error_file)) {
+    r.marked_not_retryable = info->not_retryable;
+    r.error_message = info->message;
+  }
+  return r;
 }
 
 void Agent::Say(const Action& a) {
@@ -276,6 +301,7 @@ Action Agent::DecideNext(AttemptOutcome& outcome, const RestartBudget& budget) {
   while (true) {
     Action a = Decide(outcome, budget, cfg_.role, cfg_.exit_barrier_timeout);
     Say(a);
+    if (!a.no_restart_reason.empty()) no_restart_reason_ = a.no_restart_reason;
     if (a.kind == Action::Kind::kWaitExitBarrier) {
       outcome.barrier = rdzv_->ExitBarrier(std::chrono::duration_cast<std::chrono::milliseconds>(
           std::chrono::duration<double>(std::min(cfg_.exit_barrier_timeout, 1e9))));
@@ -294,17 +320,19 @@ Action Agent::DecideNext(AttemptOutcome& outcome, const RestartBudget& budget) {
 
 int Agent::RunJob() {
   PrepareJob();
-  RestartBudget budget{cfg_.max_restarts, cfg_.max_restarts, 0};
+  budget_.remaining = budget_.max_restarts = cfg_.max_restarts;
+  budget_.max_membership_restarts = cfg_.max_membership_restarts;
+  budget_.no_restart_exit_codes = cfg_.no_restart_exit_codes;
   while (true) {
     InterruptCheck();  // a signal that arrived meanwhile: do not rendezvous / spawn at all
     rendezvous::RendezvousInfo info;
     rendezvous::AssignedRanks ranks;
-    NextRound(budget.local_restarts, info, ranks);
-    AttemptOutcome outcome = RunAttempt(info, ranks);
-    const Action a = DecideNext(outcome, budget);
+    NextRound(budget_.local_restarts, info, ranks);
+    AttemptOutcome outcome = RunAttempt(info, ranks, budget_.local_restarts);
+    const Action a = DecideNext(outcome, budget_);
     switch (a.kind) {
       case Action::Kind::kRestart:
-        if (a.spend_restart) budget = Spend(budget);
+        budget_ = a.spend_restart ? Spend(budget_) : SpendMembership(budget_);
         continue;
       case Action::Kind::kLeaveSignaled:
         workers_.clear();
@@ -313,6 +341,7 @@ int Agent::RunJob() {
         throw AgentError(a.message, exit_code::kInfrastructure);
       case Action::Kind::kFinish:
         if (a.report_failure) ReportFailure();
+        if (a.fail_job) FailJob(a.exit_code);
         return FinishJob(a.exit_code);
       case Action::Kind::kWaitExitBarrier:
       case Action::Kind::kAskRendezvous:
@@ -322,8 +351,10 @@ int Agent::RunJob() {
 }
 
 void Agent::StartWorkers(const rendezvous::RendezvousInfo& info,
-                         const rendezvous::AssignedRanks& ranks) {
-  const int attempt = info.restart_count;
+                         const rendezvous::AssignedRanks& ranks, int restart_count) {
+  // torchrun's restart_count = spec.max_restarts - remaining_restarts: this agent's own
+  // failure restarts, not the round's (local_elastic_agent.py _start_workers).
+  const int attempt = restart_count;
   workers_.clear();
   failures_.clear();
   stdio_.reset();

@@ -76,11 +76,14 @@ class Agent {
   void NextRound(int local_restarts, rendezvous::RendezvousInfo& info,
                  rendezvous::AssignedRanks& ranks);
   AttemptOutcome RunAttempt(const rendezvous::RendezvousInfo& info,
-                            const rendezvous::AssignedRanks& ranks);
+                            const rendezvous::AssignedRanks& ranks, int restart_count);
+  [[nodiscard]] RootCause LocalRootCause() const;
   Action DecideNext(AttemptOutcome& outcome, const RestartBudget& budget);
   void Say(const Action& a);
-  void StartWorkers(const rendezvous::RendezvousInfo& info, const rendezvous::AssignedRanks& ranks);
+  void StartWorkers(const rendezvous::RendezvousInfo& info, const rendezvous::AssignedRanks& ranks,
+                    int restart_count);
   void StartWorker(const WorkerSpec& spec, const std::string& prefix_template);
+  void FailJob(int code);
   int FinishJob(int code);
   void Cleanup(int code);
   // supervise.cpp
@@ -133,7 +136,7 @@ class Agent {
   std::map<pid_t, int> signalled_strays_;  // re-parented descendant -> last signal sent
 
   // Current attempt.
-  int attempt_ = 0;
+  int attempt_ = 0;  // TORCHELASTIC_RESTART_COUNT: this agent's failure restarts (torchrun)
   std::vector<Worker> workers_;
   std::vector<WorkerFailure> failures_;
   std::optional<AttemptStdio> stdio_;  // log files and tee pipes; reset closes them
@@ -147,6 +150,8 @@ class Agent {
   // Summary bookkeeping.
   SysClock::time_point start_time_ = SysClock::now();
   std::vector<std::vector<RankOutcome>> attempts_;
+  RestartBudget budget_;           // restarts performed / left (RunJob)
+  std::string no_restart_reason_;  // why a restart the budget allowed was refused
   std::optional<std::size_t> root_global_rank_;
   std::string hostname_;
 };

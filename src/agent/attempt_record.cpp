@@ -54,7 +54,16 @@ void Agent::ReportFailure() {
   const std::string& entrypoint = cfg_.training_script;
   log_->error("{}", FormatFailureLogMessage(failures_[root], entrypoint));
   if (hostname_.empty()) hostname_ = LocalFqdn();
-  const std::string text = FormatFailureReport(entrypoint, failures_, root, hostname_);
+  std::string text = FormatFailureReport(entrypoint, failures_, root, hostname_);
+  if (budget_.local_restarts > 0 || budget_.membership_restarts > 0) {
+    text += "tzrun: this node restarted its worker group " +
+            std::to_string(budget_.local_restarts) +
+            " time(s) after failures (--max-restarts=" + std::to_string(budget_.max_restarts) +
+            ") and " + std::to_string(budget_.membership_restarts) +
+            " time(s) for membership changes (--max-membership-restarts=" +
+            std::to_string(budget_.max_membership_restarts) + ")\n";
+  }
+  if (!no_restart_reason_.empty()) text += "tzrun: not restarted: " + no_restart_reason_ + "\n";
   std::fputs(text.c_str(), stderr);
   std::fflush(stderr);
   auto it = base_env_.find("TORCHELASTIC_ERROR_FILE");
@@ -75,6 +84,9 @@ void Agent::WriteSummary(int code, const std::string& outcome) {
   s.outcome = outcome;
   s.exit_code = code;
   s.restarts = attempts_.empty() ? 0 : static_cast<int>(attempts_.size()) - 1;
+  s.failure_restarts = budget_.local_restarts;
+  s.membership_restarts = budget_.membership_restarts;
+  s.no_restart_reason = no_restart_reason_;
   s.world_size = world_size_ > 0 ? world_size_ : cfg_.nproc_per_node;
   s.start_time = UnixSeconds(start_time_);
   s.end_time = UnixSeconds(SysClock::now());

@@ -79,6 +79,11 @@ void PrintConfiguration(const LaunchConfig& cfg) {
               cfg.rdzv_id.c_str());
   std::printf("  max_restarts=%d shutdown_timeout=%gs log_dir=%s\n", cfg.max_restarts,
               cfg.shutdown_timeout, cfg.log_dir.value_or("<temporary>").c_str());
+  std::vector<std::string> codes;
+  for (int c : cfg.no_restart_exit_codes) codes.push_back(std::to_string(c));
+  std::printf("  max_membership_restarts=%d no_restart_exit_codes=%s\n",
+              cfg.max_membership_restarts,
+              codes.empty() ? "<none>" : base::Join(codes, ",").c_str());
   std::printf("  signals_to_handle=%s\n", base::Join(cfg.signals_to_handle, ",").c_str());
   std::printf("  forward_signals=%s\n", base::Join(cfg.forward_signals, ",").c_str());
   std::printf("  exit_barrier_timeout=%gs straggler_warning=%s straggler_timeout=%s\n",

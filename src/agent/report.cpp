@@ -205,6 +205,10 @@ std::optional<ErrorFileInfo> ReadErrorFile(const std::string& path) {
       info.traceback = cs->get<std::string>();
     }
     if (auto ts = ei->find("timestamp"); ts != ei->end()) info.timestamp = ParseTimestamp(*ts);
+    if (auto rt = ei->find("retryable"); rt != ei->end()) {
+      info.not_retryable = (rt->is_string() && rt->get<std::string>() == "false") ||
+                           (rt->is_boolean() && !rt->get<bool>());
+    }
   }
   return info;
 }
@@ -451,6 +455,10 @@ std::string SummaryToJson(const RunSummary& s) {
   j["outcome"] = s.outcome;
   j["exit_code"] = s.exit_code;
   j["restarts"] = s.restarts;
+  j["failure_restarts"] = s.failure_restarts;
+  j["membership_restarts"] = s.membership_restarts;
+  j["no_restart_reason"] = nullptr;
+  if (!s.no_restart_reason.empty()) j["no_restart_reason"] = s.no_restart_reason;
   j["world_size"] = s.world_size;
   j["start_time"] = s.start_time;
   j["end_time"] = s.end_time;

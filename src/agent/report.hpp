@@ -13,7 +13,13 @@
 //     "hostname": string,               // agent host (FQDN as torchrun reports it); may be ""
 //     "outcome": "succeeded" | "failed" | "signaled" | "infrastructure_error",
 //     "exit_code": int,                 // tzrun's own exit status
-//     "restarts": int,                  // group restarts performed
+//     "restarts": int,                  // group restarts performed (the next two summed)
+//     "failure_restarts": int,          // after failures (this node's last
+//                                       //   TORCHELASTIC_RESTART_COUNT; --max-restarts)
+//     "membership_restarts": int,       // for membership changes (--max-membership-restarts)
+//     "no_restart_reason": string|null, // why a failure was not retried although restarts
+//                                       //   were left (not retryable), or why membership
+//                                       //   restarts stopped; null otherwise
 //     "world_size": int,                // WORLD_SIZE of the last attempt
 //     "start_time": number, "end_time": number, "duration_s": number,
 //     "root_cause_rank": int | null,    // GLOBAL rank of the root-cause worker (last attempt)
@@ -59,10 +65,14 @@ struct ErrorFileInfo {
   std::string message;              ///< "<ExceptionType>: <str(e)>" or the plain message
   std::string traceback;            ///< extraInfo.py_callstack ("" if absent)
   std::optional<double> timestamp;  ///< unix seconds when the worker recorded the error
+  /// extraInfo.retryable is "false" (or JSON false): the worker says a restart cannot help
+  /// (tzrun extension, written by tzrec_train; the agent does not restart then).
+  bool not_retryable = false;
 };
 
 /// Reads a torchelastic error file. Accepted forms (error_handler.py):
-///   {"message": {"message": "...", "extraInfo": {"py_callstack": "...", "timestamp": "..."}}}
+///   {"message": {"message": "...", "extraInfo": {"py_callstack": "...", "timestamp": "...",
+///                                                "retryable": "false"}}}   (retryable optional)
 ///   {"message": "<plain string>", "timestamp": N}   (timestamp optional)
 /// Returns nullopt when `path` is empty, missing or an empty file. A file that is not
 /// valid JSON or has neither shape yields an ErrorFileInfo whose message says so (never
@@ -153,6 +163,9 @@ struct RunSummary {
   std::string outcome;  ///< "succeeded" | "failed" | "signaled" | "infrastructure_error"
   int exit_code = 0;
   int restarts = 0;
+  int failure_restarts = 0;
+  int membership_restarts = 0;
+  std::string no_restart_reason;  ///< "" => null
   int world_size = 0;
   double start_time = 0;
   double end_time = 0;

@@ -227,6 +227,24 @@ std::vector<OptionSpec> BuildOptions() {
                        "job (e.g. SIGUSR1,SIGUSR2 for a worker that checkpoints before "
                        "preemption). Default: none; signals in --signals-to-handle stop the job, "
                        "as under torchrun."});
+  o.push_back({.strings = {"--max-membership-restarts", "--max_membership_restarts"},
+               .dest = "max_membership_restarts",
+               .arity = kValue,
+               .type = kInt,
+               .extension = true,
+               .help = "How many times this node may restart a healthy worker group because "
+                       "nodes joined or left (c10d), before it stops the whole job with exit "
+                       "125; -1: no bound (torchrun). These restarts do not use --max-restarts. "
+                       "Default: 10."});
+  o.push_back({.strings = {"--no-restart-exit-codes", "--no_restart_exit_codes"},
+               .dest = "no_restart_exit_codes",
+               .arity = kValue,
+               .extension = true,
+               .help = "Comma-separated worker exit codes (1..255; 128+N for signal N) that "
+                       "are never retried: the whole job stops at once, whatever "
+                       "--max-restarts allows (e.g. 2,3 for a bad config). A worker whose "
+                       "error file has extraInfo.retryable \"false\" is never retried either. "
+                       "Default: none."});
   o.push_back({.strings = {"--summary-json", "--summary_json"},
                .dest = "summary_json",
                .arity = kValue,

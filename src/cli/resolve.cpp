@@ -146,6 +146,18 @@ void Parser::ResolveNnodes(LaunchConfig& c) const {
 
 void Parser::ResolveRestarts(LaunchConfig& c) const {
   c.max_restarts = IntValue("max_restarts", 0, 0, kIntMax, "max_restarts must be >= 0");
+  c.max_membership_restarts = IntValue("max_membership_restarts", 10, -1, kIntMax,
+                                       "max-membership-restarts must be >= -1 (-1: no bound)");
+  for (const auto& item : base::Split(ValueOr("no_restart_exit_codes", ""), ',')) {
+    const std::string code = base::Strip(item);
+    if (code.empty()) continue;
+    const auto v = PythonInt(code);
+    if (!v || *v < 1 || *v > 255) {
+      Bad("no_restart_exit_codes", "not an exit code in 1..255: " + PyRepr(code),
+          "list exit codes separated by commas, e.g. --no-restart-exit-codes=2,3");
+    }
+    c.no_restart_exit_codes.insert(static_cast<int>(*v));
+  }
   const Raw* r = FindRaw("monitor_interval");
   c.monitor_interval = r ? *PythonFloat(r->value) : 0.1;
   if (!(c.monitor_interval > 0)) Bad("monitor_interval", "monitor-interval must be > 0", "");

@@ -4,7 +4,7 @@ a worker store published under any of them).
 
 - static, 2 nodes x 2 workers (heterogeneous variant too), real torch gloo all_reduce;
 - static job-wide restart: one node's worker fails, both nodes restart with the same
-  TORCHELASTIC_RESTART_COUNT; with no restarts left the other node stops with its code;
+  TORCHELASTIC_RESTART_COUNT (every node spends a restart); with no restarts left the other node stops with its code;
 - c10d 2:3: a third agent joining later scales everybody up to a 3-node world without
   spending restarts;
 - c10d: a SIGKILLed node (agent + workers) -> the survivors restart with the smaller world;
@@ -280,8 +280,11 @@ def test_c10d_killed_node_survivors_restart_with_smaller_world(tmp_path, agents)
     wait_for(lambda: len(worlds(tmp_path, 2)) == 2, 150, "the survivors' 2-node world", a, b)
     second = worlds(tmp_path, 2)
     assert sorted(f["GROUP_RANK"] for f in second) == ["0", "1"]
-    # Both survivors use the same worker-store prefix (/worker/attempt_<N>).
-    assert len({f["TORCHELASTIC_RESTART_COUNT"] for f in second}) == 1
+    # TORCHELASTIC_RESTART_COUNT is each agent's own failure restarts (torchrun): a survivor
+    # whose gloo worker failed spent one, one that saw the membership change first did not.
+    # The restarted group forms either way (a fresh workers' store per round, no per-attempt
+    # key prefix in torch 2.11).
+    assert {f["TORCHELASTIC_RESTART_COUNT"] for f in second} <= {"0", "1"}, second
     (tmp_path / "stop").touch()
     assert a.wait(60) == 0, logs(a, b)
     assert b.wait(60) == 0, logs(a, b)

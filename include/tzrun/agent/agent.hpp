@@ -39,6 +39,11 @@
 // c10d: membership changes), a node that gives up stops the others with its exit code, a
 // lost rendezvous store ends the run with 125, and every restart gets a clean workers'
 // store. Rendezvous errors exit 125 (usage errors in --rdzv-* 2; a node not needed 0).
+// Restarts (src/agent/restart_policy.hpp): TORCHELASTIC_RESTART_COUNT is this agent's own
+// failure-restart count, as torchrun's; membership restarts are counted and bounded by
+// --max-membership-restarts (exit 125 beyond it, for the whole job); a failure whose error
+// file says retryable "false", or whose exit code is in --no-restart-exit-codes, is not
+// retried and stops every node (tzrun additions).
 //
 // Thread-safety: call run() at most once at a time per process; it changes process-wide
 // state for its duration (signal mask, SIGPIPE disposition, child-subreaper flag) and reaps

@@ -46,9 +46,10 @@ struct RendezvousInfo {
   int rank = 0;        ///< node (group) rank, 0-based
   int world_size = 1;  ///< number of nodes in this round
   int round = 0;       ///< static: the job-wide attempt; dynamic: the rendezvous round
-  /// TORCHELASTIC_RESTART_COUNT for this round's workers, the same on every node: static:
-  /// the job-wide attempt; dynamic: the largest local failure-restart count among this
-  /// round's participants.
+  /// The round's restart number, the same on every node: static: the job-wide attempt;
+  /// dynamic: the largest local failure-restart count among this round's participants.
+  /// Informational: the agent gives its workers its own failure-restart count as
+  /// TORCHELASTIC_RESTART_COUNT (torchrun's spec.max_restarts - remaining_restarts).
   int restart_count = 0;
   std::string master_addr;  ///< workers' MASTER_ADDR (the agent-hosted worker store)
   int master_port = 0;      ///< workers' MASTER_PORT

@@ -1,4 +1,5 @@
-// Unit tests of the restart policy (src/agent/restart_policy.hpp): every branch of decide().
+// Unit tests of the restart policy (src/agent/restart_policy.hpp): every branch of decide(),
+// the membership-restart bound and the not-retryable rules.
 #include <gtest/gtest.h>
 
 #include <csignal>
@@ -13,7 +14,15 @@ using Say = Action::Say;
 using BK = rendezvous::BarrierOutcome::Kind;
 using WK = rendezvous::WatchEvent::Kind;
 
-const RestartBudget kBudget{2, 3, 1};
+RestartBudget Budget(int remaining, int max_restarts, int local_restarts) {
+  RestartBudget b;
+  b.remaining = remaining;
+  b.max_restarts = max_restarts;
+  b.local_restarts = local_restarts;
+  return b;
+}
+
+const RestartBudget kBudget = Budget(2, 3, 1);
 
 AttemptOutcome Ended(AttemptResult r) {
   AttemptOutcome o;
@@ -115,7 +124,7 @@ TEST(RestartPolicy, FailureAsksTheRendezvousWithTheBudget) {
   auto a = Decide(o, kBudget, "default");
   EXPECT_EQ(a.kind, Kind::kAskRendezvous);
   EXPECT_TRUE(a.can_restart);
-  a = Decide(o, RestartBudget{0, 3, 3}, "default");
+  a = Decide(o, Budget(0, 3, 3), "default");
   EXPECT_EQ(a.kind, Kind::kAskRendezvous);
   EXPECT_FALSE(a.can_restart);
 }
@@ -136,7 +145,7 @@ TEST(RestartPolicy, FailureWithoutRestartsFinishesWithTheRootCause) {
   auto o = Ended(AttemptResult::kFailed);
   o.local_exit_code = 137;
   o.verdict = rendezvous::FailureDecision{false, -1, 137};
-  const auto a = Decide(o, RestartBudget{0, 0, 0}, "default");
+  const auto a = Decide(o, Budget(0, 0, 0), "default");
   EXPECT_EQ(a.kind, Kind::kFinish);
   EXPECT_EQ(a.exit_code, 137);
   EXPECT_TRUE(a.report_failure);
@@ -226,13 +235,130 @@ TEST(RestartPolicy, PeerStoreLost) {
 }
 
 TEST(RestartPolicy, SpendNeverGoesNegative) {
-  auto b = Spend(RestartBudget{1, 3, 2});
+  auto b = Spend(Budget(1, 3, 2));
   EXPECT_EQ(b.remaining, 0);
   EXPECT_EQ(b.local_restarts, 3);
   b = Spend(b);
   EXPECT_EQ(b.remaining, 0);
   EXPECT_EQ(b.local_restarts, 4);
   EXPECT_EQ(b.max_restarts, 3);
+}
+
+// ---- membership restarts: counted, bounded (--max-membership-restarts) ----------------
+
+TEST(RestartPolicy, MembershipRestartsAreCountedApartFromFailureRestarts) {
+  auto b = SpendMembership(Budget(0, 0, 0));
+  b = SpendMembership(b);
+  EXPECT_EQ(b.membership_restarts, 2);
+  EXPECT_EQ(b.local_restarts, 0);  // TORCHELASTIC_RESTART_COUNT stays
+  EXPECT_EQ(b.remaining, 0);
+}
+
+TEST(RestartPolicy, MembershipRestartBeyondTheBoundStopsTheJob) {
+  auto o = Ended(AttemptResult::kPeerEvent);
+  o.peer_event = Event(WK::kMembershipChanged, "node 2 left the round");
+  auto b = Budget(0, 0, 0);
+  b.max_membership_restarts = 2;
+  b.membership_restarts = 1;
+  auto a = Decide(o, b, "default");
+  EXPECT_EQ(a.kind, Kind::kRestart);  // the second one is still allowed
+  EXPECT_FALSE(a.spend_restart);
+  b.membership_restarts = 2;
+  a = Decide(o, b, "default");
+  EXPECT_EQ(a.kind, Kind::kFinish);
+  EXPECT_EQ(a.exit_code, kMembershipRestartsExhaustedExitCode);
+  EXPECT_TRUE(a.fail_job);  // every node stops, not only this one
+  EXPECT_FALSE(a.report_failure);
+  EXPECT_EQ(a.say, Say::kStderrError);
+  EXPECT_EQ(a.message,
+            "[default] node 2 left the round, but this node already restarted its worker group "
+            "2 time(s) for membership changes (--max-membership-restarts=2); stopping the job "
+            "with exit code 125. Find out why nodes keep joining or leaving, or raise "
+            "--max-membership-restarts (-1: no bound, as torchrun)");
+  EXPECT_EQ(a.no_restart_reason, "--max-membership-restarts=2 used up");
+}
+
+TEST(RestartPolicy, MembershipBoundAppliesToBarrierAndUnknownNews) {
+  auto b = Budget(3, 3, 0);
+  b.max_membership_restarts = 0;
+  auto o = Ended(AttemptResult::kSucceeded);
+  o.barrier = Barrier(BK::kRestart, "node 1 left", 0, /*counts=*/false);
+  EXPECT_TRUE(Decide(o, b, "default").fail_job);
+  o.barrier = Barrier(BK::kRestart, "node 1 failed", 0, /*counts=*/true);
+  EXPECT_EQ(Decide(o, b, "default").kind, Kind::kRestart);  // a failure restart: budget
+  o = Ended(AttemptResult::kPeerEvent);
+  EXPECT_TRUE(Decide(o, b, "default").fail_job);
+}
+
+TEST(RestartPolicy, UnboundedMembershipRestartsAsTorchrun) {
+  auto o = Ended(AttemptResult::kPeerEvent);
+  o.peer_event = Event(WK::kMembershipChanged, "1 node(s) waiting to join");
+  auto b = Budget(0, 0, 0);
+  b.max_membership_restarts = -1;
+  b.membership_restarts = 1000;
+  EXPECT_EQ(Decide(o, b, "default").kind, Kind::kRestart);
+}
+
+// ---- failures not worth retrying ----------------------------------------------------
+
+AttemptOutcome FailedWith(int exit_code, bool not_retryable, std::string message = {}) {
+  auto o = Ended(AttemptResult::kFailed);
+  o.local_exit_code = exit_code;
+  RootCause r;
+  r.global_rank = 3;
+  r.local_rank = 1;
+  r.exit_code = exit_code;
+  r.marked_not_retryable = not_retryable;
+  r.error_message = std::move(message);
+  o.root = r;
+  return o;
+}
+
+TEST(RestartPolicy, ErrorFileMarkedNotRetryableStopsTheJobWithRestartsLeft) {
+  auto o = FailedWith(2, true, "ConfigError: bad config");
+  auto a = Decide(o, kBudget, "trainer");
+  EXPECT_EQ(a.kind, Kind::kAskRendezvous);
+  EXPECT_FALSE(a.can_restart);  // the rendezvous then stops every node
+  EXPECT_EQ(a.say, Say::kError);
+  EXPECT_EQ(a.message,
+            "[trainer] Worker group FAILED and will not be restarted: rank 3 (local_rank 1) "
+            "failed with exit code 2 and its error file marks the failure not retryable "
+            "(extraInfo.retryable = \"false\"): ConfigError: bad config; 2/3 attempts left "
+            "unused; stopping the job");
+  EXPECT_EQ(a.no_restart_reason,
+            "rank 3 (local_rank 1) failed with exit code 2 and its error file marks the failure "
+            "not retryable (extraInfo.retryable = \"false\"): ConfigError: bad config");
+  o.verdict = rendezvous::FailureDecision{false, 0, 2};
+  a = Decide(o, kBudget, "trainer");
+  EXPECT_EQ(a.kind, Kind::kFinish);
+  EXPECT_EQ(a.exit_code, 2);
+  EXPECT_TRUE(a.report_failure);
+}
+
+TEST(RestartPolicy, ListedExitCodeIsNotRetried) {
+  auto b = kBudget;
+  b.no_restart_exit_codes = {2, 3};
+  auto a = Decide(FailedWith(3, false), b, "default");
+  EXPECT_FALSE(a.can_restart);
+  EXPECT_EQ(a.no_restart_reason,
+            "rank 3 (local_rank 1) failed with exit code 3, which --no-restart-exit-codes lists "
+            "as not worth retrying");
+  a = Decide(FailedWith(1, false), b, "default");  // not listed: retried
+  EXPECT_TRUE(a.can_restart);
+  EXPECT_EQ(a.say, Say::kNothing);
+  EXPECT_TRUE(a.no_restart_reason.empty());
+}
+
+TEST(RestartPolicy, NotRetryableSaysNothingExtraWithoutRestartsLeft) {
+  const auto a = Decide(FailedWith(2, true), Budget(0, 0, 0), "default");
+  EXPECT_FALSE(a.can_restart);
+  EXPECT_EQ(a.say, Say::kNothing);
+  EXPECT_TRUE(a.no_restart_reason.empty());
+}
+
+TEST(RestartPolicy, DefaultRulesRetryEveryExitCode) {
+  EXPECT_EQ(NotRetryableReason(FailedWith(2, false), kBudget), "");
+  EXPECT_EQ(NotRetryableReason(Ended(AttemptResult::kFailed), kBudget), "");  // root unknown
 }
 
 }  // namespace

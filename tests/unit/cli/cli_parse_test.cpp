@@ -58,6 +58,8 @@ TEST(CliDefaults, MatchTorchrun) {
   EXPECT_THAT(c.signals_to_handle, ElementsAre("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"));
   EXPECT_FALSE(c.virtual_local_rank);
   EXPECT_DOUBLE_EQ(c.shutdown_timeout, 30.0);
+  EXPECT_EQ(c.max_membership_restarts, 10);
+  EXPECT_TRUE(c.no_restart_exit_codes.empty());
   EXPECT_FALSE(c.summary_json.has_value());
   EXPECT_FALSE(c.dry_run);
   EXPECT_EQ(c.log_level, "warning");
@@ -138,6 +140,12 @@ std::vector<ValueCase> ValueCases() {
        [](const LaunchConfig& c) { EXPECT_DOUBLE_EQ(c.straggler_warning, 5.0); }},
       {"--straggler-timeout", "6",
        [](const LaunchConfig& c) { EXPECT_DOUBLE_EQ(c.straggler_timeout, 6.0); }},
+      {"--max-membership-restarts", "-1",
+       [](const LaunchConfig& c) { EXPECT_EQ(c.max_membership_restarts, -1); }},
+      {"--no-restart-exit-codes", " 3, 2,,3",
+       [](const LaunchConfig& c) {
+         EXPECT_EQ(c.no_restart_exit_codes, (std::set<int>{2, 3}));
+       }},
       {"--summary-json", "/tmp/s.json",
        [](const LaunchConfig& c) { EXPECT_EQ(c.summary_json, "/tmp/s.json"); }},
       {"--log-level", "DEBUG", [](const LaunchConfig& c) { EXPECT_EQ(c.log_level, "debug"); }},
@@ -263,13 +271,17 @@ TEST(CliAbbrev, UniquePrefixesResolve) {
   // torchrun's --log- means --log-dir; tzrun's --log-level does not steal it.
   EXPECT_EQ(Cfg({"--log-", "/tmp/x", "x.py"}).log_dir, "/tmp/x");
   EXPECT_EQ(Cfg({"--log-l", "info", "x.py"}).log_level, "info");
+  // torchrun's --max- / --no- keep meaning --max-restarts / --no-python next to the tzrun
+  // extensions --max-membership-restarts / --no-restart-exit-codes.
+  EXPECT_EQ(Cfg({"--max-", "2", "x.py"}).max_restarts, 2);
+  EXPECT_TRUE(Cfg({"--no-", "x.py"}).no_python);
 }
 
 TEST(CliAbbrev, AmbiguousPrefixListsCandidates) {
   EXPECT_EQ(ErrorOf({"--n", "2", "x.py"}),
             "ambiguous option: --n could match --nnodes, --nproc-per-node, --nproc_per_node, "
-            "--no-python, --no_python, --node-rank, --node_rank, --numa-binding, --numa_binding "
-            "(type more of the option name)");
+            "--no-python, --no_python, --node-rank, --node_rank, --numa-binding, --numa_binding, "
+            "--no-restart-exit-codes, --no_restart_exit_codes (type more of the option name)");
   EXPECT_THAT(
       ErrorOf({"--st", "x.py"}),
       HasSubstr("ambiguous option: --st could match --standalone, --start-method, --start_method"));
