@@ -251,6 +251,7 @@ AttemptOutcome Agent::RunAttempt(const rendezvous::RendezvousInfo& info,
   outcome.result = Monitor();
   StopGroup(stop_signal_ != 0 ? stop_signal_ : SIGTERM);
   DrainTees();
+  CaptureTails();
   stdio_.reset();
   RecordAttempt();
   outcome.stop_signal = stop_signal_;
@@ -332,6 +333,7 @@ int Agent::RunJob() {
     const Action a = DecideNext(outcome, budget_);
     switch (a.kind) {
       case Action::Kind::kRestart:
+        WarnMutedFailures();  // the final attempt's are in the failure report
         budget_ = a.spend_restart ? Spend(budget_) : SpendMembership(budget_);
         continue;
       case Action::Kind::kLeaveSignaled:
@@ -406,6 +408,7 @@ void Agent::StartWorker(const WorkerSpec& spec, const std::string& prefix_templa
   WorkerStdioSpec io;
   io.local_rank = lr;
   io.shown = cfg_.local_ranks_filter.empty() || cfg_.local_ranks_filter.contains(lr);
+  w.muted = !io.shown;
   if (!log_dir_->Disabled()) {
     io.redirects = cfg_.redirects.ForRank(lr);
     io.tee = cfg_.tee.ForRank(lr);

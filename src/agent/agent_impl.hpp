@@ -54,6 +54,9 @@ struct Worker {
   SysClock::time_point start_time{};
   SysClock::time_point end_time{};
   std::string error_file;
+  bool muted = false;                      // --local-ranks-filter hides its output
+  bool stopped_by_tzrun = false;           // StopGroup() signalled it before it was reaped
+  std::optional<std::string> stderr_tail;  // failed workers only, captured by CaptureTails()
 };
 
 class Agent {
@@ -110,8 +113,10 @@ class Agent {
   void ServeTimers(bool readable);
   void EndByWatchdogSignal() const;
   // attempt_record.cpp
+  void CaptureTails();
   void RecordAttempt();
   void ReportFailure();
+  void WarnMutedFailures();
   void WriteSummary(int code, const std::string& outcome);
 
   LaunchConfig cfg_;

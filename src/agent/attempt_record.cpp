@@ -32,11 +32,32 @@ RankOutcome OutcomeOf(const Worker& w, int restarts) {
   }
   if (r.exit_code != 0) {
     if (auto info = ReadErrorFile(w.error_file)) r.error_message = info->message;
+    r.stderr_tail = w.stderr_tail;
   }
+  r.stopped_by_tzrun = w.stopped_by_tzrun;
   return r;
 }
 
 }  // namespace
+
+void Agent::CaptureTails() {
+  // After DrainTees(): every pipe has been read to its end.
+  if (!stdio_) return;
+  for (auto& w : workers_) {
+    if (w.reaped && w.wait_status != 0) w.stderr_tail = stdio_->StderrTailOf(w.local_rank);
+  }
+  for (auto& f : failures_) {
+    for (const auto& w : workers_) {
+      if (w.local_rank == f.local_rank) f.stderr_tail = w.stderr_tail;
+    }
+  }
+}
+
+void Agent::WarnMutedFailures() {
+  for (const auto& f : failures_) {
+    if (f.muted && !f.stopped_by_tzrun) log_->warn("{}", FormatMutedFailure(f, true));
+  }
+}
 
 void Agent::RecordAttempt() {
   std::vector<RankOutcome> ranks;

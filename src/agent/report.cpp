@@ -247,18 +247,69 @@ int TzrunExitCode(const WorkerFailure& f) noexcept {
 }
 
 std::size_t SelectRootCause(const std::vector<WorkerFailure>& failures) {
-  std::size_t best = 0;
+  const bool any_own = std::any_of(failures.begin(), failures.end(),
+                                   [](const WorkerFailure& f) { return !f.stopped_by_tzrun; });
+  std::optional<std::size_t> best;
   double best_ts = 0;
   for (std::size_t i = 0; i < failures.size(); ++i) {
+    if (any_own && failures[i].stopped_by_tzrun) continue;
     const auto info = ReadErrorFile(failures[i].error_file);
     const double ts = info && info->timestamp ? *info->timestamp : ToUnix(failures[i].time);
-    if (i == 0 || ts < best_ts) {
+    if (!best || ts < best_ts) {
       best = i;
       best_ts = ts;
     }
   }
-  return best;
+  return best.value_or(0);
 }
+
+namespace {
+
+std::size_t CountLines(std::string_view s) {
+  return s.empty() ? 0 : static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')) + 1;
+}
+
+std::string LinesWord(std::size_t n) {
+  return std::to_string(n) + (n == 1 ? " line" : " lines");
+}
+
+// One "[idx]:" block of torchrun's report (+ tzrun's stderr tail).
+std::string FailureBlock(std::size_t idx, const WorkerFailure& f, std::string_view hostname) {
+  const auto info = ReadErrorFile(f.error_file);
+  const double ts = info && info->timestamp ? *info->timestamp : ToUnix(f.time);
+  const bool has_info = info && !(info->traceback.empty() && info->message.empty());
+  std::string msg;
+  if (has_info) {
+    msg = ReplaceAll(info->traceback.empty() ? info->message : info->traceback, "\n", "\n  ");
+  } else if (f.signal != 0) {
+    msg = "Signal " + std::to_string(f.signal) + " (" + SignalName(f.signal) +
+          ") received by PID " + std::to_string(f.pid);
+  } else {
+    msg = std::string(kNoTracebackHint);
+  }
+  std::string block;
+  block += "[" + std::to_string(idx) + "]:\n";
+  block += "  time      : " + FormatLocalTime(ts) + "\n";
+  block += "  host      : " + std::string(hostname) + "\n";
+  block += "  rank      : " + std::to_string(f.global_rank) +
+           " (local_rank: " + std::to_string(f.local_rank) + ")\n";
+  block += "  exitcode  : " + std::to_string(TorchExitCode(f)) + " (pid: " + std::to_string(f.pid) +
+           ")\n";
+  block += "  error_file: " + (info ? f.error_file : std::string(kNotAvailable)) + "\n";
+  block += "  traceback : " + msg;
+  if (!has_info && f.stderr_tail && !f.stderr_tail->empty()) {
+    block += "\n  stderr    : last " + LinesWord(CountLines(*f.stderr_tail)) + ":\n    " +
+             ReplaceAll(*f.stderr_tail, "\n", "\n    ");
+  }
+  return block;
+}
+
+std::string RankRef(const WorkerFailure& f) {
+  return "rank " + std::to_string(f.global_rank) + " (local_rank: " + std::to_string(f.local_rank) +
+         ", pid: " + std::to_string(f.pid);
+}
+
+}  // namespace
 
 std::string FormatFailureReport(std::string_view entrypoint,
                                 const std::vector<WorkerFailure>& failures, std::size_t root_index,
@@ -267,33 +318,17 @@ std::string FormatFailureReport(std::string_view entrypoint,
   std::size_t width = DisplayLen(title);
   std::string root_block;
   std::vector<std::string> others;
+  std::vector<const WorkerFailure*> stopped;
+  const bool root_stopped = root_index < failures.size() && failures[root_index].stopped_by_tzrun;
 
+  std::size_t shown = 0;
   for (std::size_t idx = 0; idx < failures.size(); ++idx) {
     const WorkerFailure& f = failures[idx];
-    const auto info = ReadErrorFile(f.error_file);
-    const double ts = info && info->timestamp ? *info->timestamp : ToUnix(f.time);
-
-    std::string msg;
-    if (info && !(info->traceback.empty() && info->message.empty())) {
-      msg = ReplaceAll(info->traceback.empty() ? info->message : info->traceback, "\n", "\n  ");
-    } else if (f.signal != 0) {
-      msg = "Signal " + std::to_string(f.signal) + " (" + SignalName(f.signal) +
-            ") received by PID " + std::to_string(f.pid);
-    } else {
-      msg = std::string(kNoTracebackHint);
+    if (f.stopped_by_tzrun && !root_stopped) {
+      stopped.push_back(&f);
+      continue;
     }
-
-    std::string block;
-    block += "[" + std::to_string(idx) + "]:\n";
-    block += "  time      : " + FormatLocalTime(ts) + "\n";
-    block += "  host      : " + std::string(hostname) + "\n";
-    block += "  rank      : " + std::to_string(f.global_rank) +
-             " (local_rank: " + std::to_string(f.local_rank) + ")\n";
-    block += "  exitcode  : " + std::to_string(TorchExitCode(f)) +
-             " (pid: " + std::to_string(f.pid) + ")\n";
-    block += "  error_file: " + (info ? f.error_file : std::string(kNotAvailable)) + "\n";
-    block += "  traceback : " + msg;
-
+    std::string block = FailureBlock(shown++, f, hostname);
     std::size_t start = 0;
     while (start <= block.size()) {
       std::size_t nl = block.find('\n', start);
@@ -326,17 +361,44 @@ std::string FormatFailureReport(std::string_view entrypoint,
   out += root_block + "\n";
   out += border + "\n";
 
+  if (!stopped.empty()) {
+    out += "tzrun: stopped by tzrun after the failure (not failures themselves): ";
+    for (std::size_t i = 0; i < stopped.size(); ++i) {
+      if (i != 0) out += ", ";
+      out +=
+          RankRef(*stopped[i]) + ", exitcode: " + std::to_string(TorchExitCode(*stopped[i])) + ")";
+    }
+    out += "\n";
+  }
   if (root_index < failures.size()) {
     const WorkerFailure& r = failures[root_index];
-    out += "tzrun: root cause is rank " + std::to_string(r.global_rank) +
-           " (local_rank: " + std::to_string(r.local_rank) + ", pid: " + std::to_string(r.pid) +
-           "), ";
+    out += "tzrun: root cause is " + RankRef(r) + "), ";
     if (r.signal != 0) {
       out += "killed by signal " + std::to_string(r.signal) + " (" + SignalName(r.signal) + ")";
     } else {
       out += "exited with code " + std::to_string(r.exit_code);
     }
     out += "; exit code " + std::to_string(TzrunExitCode(r)) + "\n";
+  }
+  for (const WorkerFailure& f : failures) {
+    if (f.muted && (!f.stopped_by_tzrun || root_stopped)) {
+      out += "tzrun: " + FormatMutedFailure(f, false) + "\n";
+    }
+  }
+  return out;
+}
+
+std::string FormatMutedFailure(const WorkerFailure& f, bool with_tail) {
+  std::string out = RankRef(f) + ") failed (exitcode: " + std::to_string(TorchExitCode(f)) +
+                    ") with its output hidden by --local-ranks-filter; ";
+  if (!f.stderr_tail) {
+    out += "its stderr was not captured";
+  } else if (f.stderr_tail->empty()) {
+    out += "it wrote nothing to stderr";
+  } else if (with_tail) {
+    out += "its last stderr lines:\n  " + ReplaceAll(*f.stderr_tail, "\n", "\n  ");
+  } else {
+    out += "see its entry in the report above";
   }
   return out;
 }
@@ -435,12 +497,24 @@ nlohmann::ordered_json RankJson(const RankOutcome& r) {
   } else {
     j["signal_name"] = nullptr;
   }
-  j["state"] = r.signal != 0 ? "signaled" : (r.exit_code == 0 ? "succeeded" : "failed");
+  if (r.exit_code == 0 && r.signal == 0) {
+    j["state"] = "succeeded";
+  } else if (r.stopped_by_tzrun) {
+    j["state"] = "stopped";
+  } else {
+    j["state"] = r.signal != 0 ? "signaled" : "failed";
+  }
   j["restarts"] = r.restarts;
   j["start_time"] = r.start_time;
   j["end_time"] = r.end_time;
   j["duration_s"] = std::max(0.0, r.end_time - r.start_time);
   j["error_message"] = r.error_message;
+  j["stopped_by_tzrun"] = r.stopped_by_tzrun;
+  if (r.stderr_tail && (r.exit_code != 0 || r.signal != 0)) {
+    j["stderr_tail"] = *r.stderr_tail;
+  } else {
+    j["stderr_tail"] = nullptr;
+  }
   return j;
 }
 

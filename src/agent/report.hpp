@@ -32,10 +32,19 @@
 //     "exit_code": int,           // WEXITSTATUS, or 128+signal when killed by a signal
 //     "signal": int,              // 0 unless killed by a signal
 //     "signal_name": string|null, // e.g. "SIGKILL"
-//     "state": "succeeded" | "failed" | "signaled",
+//     "state": "succeeded" | "failed" | "signaled" | "stopped",
+//                                 // "stopped": tzrun itself stopped it (see stopped_by_tzrun)
+//                                 // and it exited non-zero
 //     "restarts": int,            // TORCHELASTIC_RESTART_COUNT of that attempt
 //     "start_time": number, "end_time": number, "duration_s": number,
-//     "error_message": string     // from the worker's error file, "" if none
+//     "error_message": string,    // from the worker's error file, "" if none
+//     "stopped_by_tzrun": bool,   // tzrun sent it SIGTERM/SIGKILL (or the shutdown signal it
+//                                 // received) because another rank failed, a peer node
+//                                 // changed or tzrun shut down, before it exited
+//     "stderr_tail": string|null  // non-zero exit only: its last stderr lines (at most 20
+//                                 // lines / 4096 bytes, '\n'-separated, no trailing '\n');
+//                                 // null when succeeded or when its stderr went straight to
+//                                 // the console (not captured, see stderr_tail.hpp)
 //   }
 #pragma once
 
@@ -88,6 +97,10 @@ struct WorkerFailure {
   int signal = 0;          ///< signal number if the worker was killed by one, else 0
   std::string error_file;  ///< its TORCHELASTIC_ERROR_FILE ("" if none)
   std::chrono::system_clock::time_point time;  ///< when the agent observed the exit
+  bool stopped_by_tzrun = false;               ///< tzrun signalled it to stop before it exited
+  bool muted = false;  ///< its console output was hidden by --local-ranks-filter
+  std::optional<std::string> stderr_tail =
+      std::nullopt;  ///< last stderr lines; nullopt: not captured
 };
 
 /// "SIGKILL" for 9 etc. (Python's signal.Signals(n).name); "<N/A>" if unknown.
@@ -98,7 +111,9 @@ int TzrunExitCode(const WorkerFailure& f) noexcept;
 
 /// torchrun's root-cause rule (ChildFailedError.get_first_failure): the failure with the
 /// smallest timestamp, where the timestamp is the error file's if it has one, else the
-/// observation time; ties go to the earliest element. Precondition: non-empty.
+/// observation time; ties go to the earliest element. Failures stopped by tzrun are only
+/// chosen when every failure was (tzrun: a rank tzrun stopped is never the root cause of
+/// the failure that made tzrun stop it). Precondition: non-empty.
 std::size_t SelectRootCause(const std::vector<WorkerFailure>& failures);
 
 /// torchrun's ChildFailedError message, byte-for-byte in torchrun's layout, e.g.
@@ -117,15 +132,31 @@ std::size_t SelectRootCause(const std::vector<WorkerFailure>& failures);
 ///     error_file: <N/A>
 ///     traceback : Signal 9 (SIGKILL) received by PID 1234
 ///   ============================================================
-/// Block index = position in `failures`; border width = min(60, longest line/title).
-/// time = error-file timestamp or observation time, local time, whole seconds.
-/// Followed by one tzrun line naming the root cause and tzrun's exit code:
+/// Block index = position among the reported failures; border width = min(60, longest
+/// line/title). time = error-file timestamp or observation time, local time, whole seconds.
+/// tzrun extensions (torchrun's layout otherwise):
+///  * a failure with no error-file content and a non-empty stderr_tail gets, after its
+///    traceback line, "  stderr    : last <n> line(s):" and the lines indented by 4;
+///  * failures stopped by tzrun are not blocks (unless the root cause is one of them, i.e.
+///    all were); after the closing border one line lists them:
+///    "tzrun: stopped by tzrun after the failure (not failures themselves): rank 0
+///     (local_rank: 0, pid: 1235, exitcode: -15), ..." (one line).
+/// Then one tzrun line naming the root cause and tzrun's exit code:
 ///   "tzrun: root cause is rank 1 (local_rank: 1, pid: 1234), killed by signal 9 (SIGKILL);
-///    exit code 137" (one line).
+///    exit code 137" (one line), and for every reported failure muted by
+/// --local-ranks-filter the line of FormatMutedFailure(f, false).
 /// The result ends with '\n'. Precondition: root_index < failures.size().
 std::string FormatFailureReport(std::string_view entrypoint,
                                 const std::vector<WorkerFailure>& failures, std::size_t root_index,
                                 std::string_view hostname);
+
+/// The console note for a failed rank whose output --local-ranks-filter hid:
+///   "rank 1 (local_rank: 1, pid: 1234) failed (exitcode: 1) with its output hidden by
+///    --local-ranks-filter; <where its stderr is>"
+/// where the last part is "see its entry in the report above" (with_tail false, tail
+/// non-empty), "its last stderr lines:\n  <line>\n  <line>..." (with_tail true),
+/// "it wrote nothing to stderr" or "its stderr was not captured". No trailing '\n'.
+std::string FormatMutedFailure(const WorkerFailure& f, bool with_tail);
 
 /// torchrun's ERROR log message for the root cause (without the log-line header):
 /// "failed (exitcode: <c>) local_rank: <l> (pid: <p>) of binary: <entrypoint>"
@@ -156,6 +187,8 @@ struct RankOutcome {
   double start_time = 0;
   double end_time = 0;
   std::string error_message;
+  bool stopped_by_tzrun = false;
+  std::optional<std::string> stderr_tail = std::nullopt;  ///< only for non-zero exits (see schema)
 };
 
 struct RunSummary {

@@ -172,6 +172,8 @@ void Agent::RecordExit(Worker& w, int status) {
   f.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   f.error_file = w.error_file;
   f.time = w.end_time;
+  f.stopped_by_tzrun = w.stopped_by_tzrun;
+  f.muted = w.muted;
   log_->info("worker local_rank {} (pid {}) failed: {}", w.local_rank, w.pid,
              f.signal != 0 ? "killed by " + SignalName(f.signal)
                            : "exit code " + std::to_string(f.exit_code));
@@ -233,6 +235,9 @@ void Agent::StopGroup(int sig) {
   ReapAll();
   signalled_strays_.clear();
   if (AllGone()) return;
+  for (auto& w : workers_) {
+    if (!w.reaped) w.stopped_by_tzrun = true;  // whatever it exits with now, tzrun caused it
+  }
   SignalTargets(sig, true);
   int forwarded = sig;
   bool escalate = false;

@@ -52,7 +52,13 @@ void AttemptStdio::OpenStream(const WorkerStdioSpec& spec, int stream, ChildFds&
   const bool redirect = tee || HasBit(spec.redirects, bit);
   int& child_fd = child.fds_[ChildFds::Index(stream)];
   if (!redirect) {
-    child_fd = spec.shown ? -1 : devnull_;
+    if (spec.shown) {
+      child_fd = -1;  // the console: not captured
+    } else if (stream == 1) {
+      child_fd = devnull_;
+    } else {
+      OpenPipe(spec, stream, -1, child);  // muted: kept for the failure report only
+    }
     return;
   }
   const std::string& path = stream == 1 ? spec.stdout_path : spec.stderr_path;
@@ -64,10 +70,16 @@ void AttemptStdio::OpenStream(const WorkerStdioSpec& spec, int stream, ChildFds&
                      exit_code::kInfrastructure);
   }
   if (!(tee && spec.shown)) {
+    if (stream == 2) tails_[spec.local_rank].file = path;
     child_fd = file.Get();
     child.owned_.push_back(std::move(file));
     return;
   }
+  OpenPipe(spec, stream, file.Get(), child);
+  files_.push_back(std::move(file));
+}
+
+void AttemptStdio::OpenPipe(const WorkerStdioSpec& spec, int stream, int file_fd, ChildFds& child) {
   std::array<int, 2> p{-1, -1};
   if (::pipe2(p.data(), O_CLOEXEC) != 0) {
     const int err = errno;
@@ -78,12 +90,25 @@ void AttemptStdio::OpenStream(const WorkerStdioSpec& spec, int stream, ChildFds&
   ::fcntl(p[0], F_SETFL, ::fcntl(p[0], F_GETFL) | O_NONBLOCK);
   Tee t;
   t.fd = UniqueFd(p[0]);
-  t.router =
-      std::make_unique<TeeRouter>(console_, spec.prefix, stream, file.Get(), true, spec.local_rank);
+  if (file_fd >= 0) {
+    t.router =
+        std::make_unique<TeeRouter>(console_, spec.prefix, stream, file_fd, true, spec.local_rank);
+  }
+  if (stream == 2) {
+    t.tail = std::make_unique<StderrTail>();
+    tails_[spec.local_rank].tee = static_cast<int>(tees_.size());
+  }
   tees_.push_back(std::move(t));
-  files_.push_back(std::move(file));
-  child_fd = p[1];
+  child.fds_[ChildFds::Index(stream)] = p[1];
   child.owned_.emplace_back(p[1]);
+}
+
+std::optional<std::string> AttemptStdio::StderrTailOf(int local_rank) const {
+  const auto it = tails_.find(local_rank);
+  if (it == tails_.end()) return std::nullopt;
+  if (it->second.tee >= 0) return tees_[static_cast<std::size_t>(it->second.tee)].tail->Text();
+  if (!it->second.file.empty()) return ReadFileTail(it->second.file);
+  return std::nullopt;
 }
 
 bool AttemptStdio::AnyOpen() const noexcept {
@@ -97,14 +122,18 @@ void AttemptStdio::Pump(std::size_t i) {
   while (true) {
     ssize_t n = ::read(t.fd.Get(), buf.data(), buf.size());
     if (n > 0) {
-      t.router->Feed(std::string_view(buf.data(), static_cast<std::size_t>(n)));
+      const std::string_view bytes(buf.data(), static_cast<std::size_t>(n));
+      if (t.router) t.router->Feed(bytes);
+      if (t.tail) t.tail->Feed(bytes);
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     // EOF or error: this stream is finished.
-    t.router->Finish();
-    if (!t.router->FileError().empty()) log_.error("{}", t.router->FileError());
+    if (t.router) {
+      t.router->Finish();
+      if (!t.router->FileError().empty()) log_.error("{}", t.router->FileError());
+    }
     t.fd.Reset();
     return;
   }
@@ -115,7 +144,7 @@ void AttemptStdio::FinishAll() {
     if (tees_[i].fd.Get() < 0) continue;
     Pump(i);
     if (tees_[i].fd.Get() >= 0) {
-      tees_[i].router->Finish();
+      if (tees_[i].router) tees_[i].router->Finish();
       tees_[i].fd.Reset();
     }
   }

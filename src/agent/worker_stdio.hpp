@@ -8,6 +8,12 @@
 //   tee'd and shown         → a pipe the agent reads: every byte to the file, whole
 //                             prefixed lines to the console (TeeRouter, logs.hpp)
 //   tee'd but filtered out  → the log file only
+//   stderr of a filtered-out rank that is not redirected → a pipe the agent reads into a
+//                             StderrTail only (stdout still goes to /dev/null)
+//
+// Every stderr tzrun reads (a pipe) also feeds a StderrTail; a stderr written to a log
+// file only is tailed from the file; a stderr on the console is not captured
+// (StderrTailOf(), stderr_tail.hpp).
 //
 // Ownership (RAII): AttemptStdio owns the read ends of the tee pipes and the tee'd log
 // files until it is destroyed; ChildFds owns the ends given to one worker and closes them
@@ -20,11 +26,14 @@
 
 #include <array>
 #include <cstddef>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "logs.hpp"
+#include "stderr_tail.hpp"
 #include "tzrun/launch_config.hpp"
 
 namespace tzrun::agent {
@@ -97,18 +106,30 @@ class AttemptStdio {
   /// writers are stuck).
   void FinishAll();
 
+  /// The last lines of local rank `local_rank`'s stderr (stderr_tail.hpp bounds): from its
+  /// pipe's StderrTail or the end of its stderr log file; nullopt when its stderr went to
+  /// the console (not captured) or the file cannot be read. Call after FinishAll().
+  [[nodiscard]] std::optional<std::string> StderrTailOf(int local_rank) const;
+
  private:
   struct Tee {
-    UniqueFd fd;  // read end of the worker's pipe
-    std::unique_ptr<TeeRouter> router;
+    UniqueFd fd;                        // read end of the worker's pipe
+    std::unique_ptr<TeeRouter> router;  // null: tail only (muted rank's stderr)
+    std::unique_ptr<StderrTail> tail;   // stderr streams only
+  };
+  struct TailSource {
+    int tee = -1;      // index into tees_, or -1
+    std::string file;  // stderr log file when not read through a pipe
   };
   void OpenStream(const WorkerStdioSpec& spec, int stream, ChildFds& child);
+  void OpenPipe(const WorkerStdioSpec& spec, int stream, int file_fd, ChildFds& child);
 
   ConsoleSink& console_;
   int devnull_;
   spdlog::logger& log_;
   std::vector<Tee> tees_;
-  std::vector<UniqueFd> files_;  // tee'd log files (TeeRouter does not own them)
+  std::vector<UniqueFd> files_;      // tee'd log files (TeeRouter does not own them)
+  std::map<int, TailSource> tails_;  // local rank -> where its stderr tail comes from
 };
 
 }  // namespace tzrun::agent

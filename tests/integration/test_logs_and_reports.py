@@ -392,10 +392,11 @@ def test_report_for_exit_code_failure(tmp_path):
     assert "  error_file: <N/A>" in root
     assert "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html" in root
     assert re.search(r"  time      : \d{4}-\d\d-\d\d_\d\d:\d\d:\d\d", root)
-    # The other worker was stopped by tzrun and is listed as an other failure (as torchrun).
-    assert "  rank      : 0 (local_rank: 0)" in failures
-    assert re.search(r"  exitcode  : -15 \(pid: \d+\)", failures)
-    assert re.search(r"Signal 15 \(SIGTERM\) received by PID \d+", failures)
+    # The other worker was stopped by tzrun: torchrun lists it as an other failure, tzrun
+    # names it after the report as stopped by tzrun, so the root cause is the only failure.
+    assert "  <NO_OTHER_FAILURES>" in failures and "Signal 15" not in block
+    assert re.search(r"\ntzrun: stopped by tzrun after the failure \(not failures themselves\): "
+                     r"rank 0 \(local_rank: 0, pid: \d+, exitcode: -15\)\n", proc.stderr)
     assert re.search(r"tzrun: root cause is rank 1 \(local_rank: 1, pid: \d+\), exited with code 3; "
                      r"exit code 3", proc.stderr)
 
@@ -515,3 +516,125 @@ def test_summary_json_failure_with_restarts(tmp_path):
         by_lr = {r["local_rank"]: r for r in ranks}
         assert by_lr[1]["signal"] == 9 and by_lr[1]["exit_code"] == 137
     assert s["ranks"] == s["attempts"][-1]
+
+
+# ---------------------------------------------------------------- stderr tail, muted and stopped ranks
+
+NOISY_FAILER = """\
+import os, sys, time
+lr = int(os.environ["LOCAL_RANK"])
+for i in range(40):
+    print(f"noise {lr} {i}", file=sys.stderr)
+if lr == int(os.environ.get("FAIL_RANK", "1")):
+    time.sleep(0.3)
+    raise RuntimeError(f"boom on local rank {lr}")
+time.sleep(60)
+"""
+
+
+def tail_of(block: str) -> list[str]:
+    """The '  stderr    : last N lines:' field of the root-cause block, as lines."""
+    root = block.split("Root Cause (first observed failure):")[1]
+    ls = lines(root)
+    i = next(i for i, l in enumerate(ls) if l.startswith("  stderr    : last "))
+    n = int(re.fullmatch(r"  stderr    : last (\d+) lines?:", ls[i])[1])
+    return [l.removeprefix("    ") for l in ls[i + 1:i + 1 + n]]
+
+
+@pytest.mark.parametrize("flags", [["-r", "2"], ["-t", "2"], ["-r", "2", "-t", "1"]],
+                         ids=["redirected", "teed", "redirected-stdout-teed"])
+def test_report_and_summary_show_stderr_tail_without_error_file(tmp_path, flags):
+    worker = script(tmp_path, "noisy.py", NOISY_FAILER)
+    summary = tmp_path / "s.json"
+    proc = tzrun(["--nproc-per-node=2", "--log-dir", tmp_path / "logs", *flags,
+                  "--summary-json", summary, worker])
+    assert proc.returncode == 1, proc.stderr
+    block = report_block(proc.stderr)
+    assert "  error_file: <N/A>" in block
+    tail = tail_of(block)
+    assert len(tail) == 20, block  # bounded: the last 20 lines
+    assert tail[-1] == "RuntimeError: boom on local rank 1", block
+    assert tail[0].startswith("noise 1 ") and "Traceback (most recent call last):" in tail
+    s = json.loads(summary.read_text())
+    assert s["root_cause"]["stderr_tail"] == "\n".join(tail)
+    by_lr = {r["local_rank"]: r for r in s["ranks"]}
+    assert by_lr[0]["stderr_tail"] is None or by_lr[0]["state"] == "stopped"
+
+
+def test_stderr_on_console_is_not_captured(tmp_path):
+    worker = script(tmp_path, "noisy.py", NOISY_FAILER)
+    summary = tmp_path / "s.json"
+    proc = tzrun(["--nproc-per-node=2", "--summary-json", summary, worker])
+    assert proc.returncode == 1, proc.stderr
+    # The traceback went to the console directly (above the report); nothing is repeated.
+    assert "RuntimeError: boom on local rank 1" in lines(proc.stderr)
+    assert "  stderr    :" not in report_block(proc.stderr)
+    assert json.loads(summary.read_text())["root_cause"]["stderr_tail"] is None
+
+
+@pytest.mark.parametrize("log_dir", [None, "/dev/null"], ids=["temp-log-dir", "no-log-files"])
+def test_muted_rank_failure_is_named_with_its_tail(tmp_path, log_dir):
+    worker = script(tmp_path, "noisy.py", NOISY_FAILER)
+    summary = tmp_path / "s.json"
+    args = ["--nproc-per-node=2", "--local-ranks-filter", "0", "--max-restarts=1",
+            "--summary-json", summary]
+    if log_dir:
+        args += ["--log-dir", log_dir]
+    proc = tzrun(args + [worker])
+    assert proc.returncode == 1, proc.stderr
+    assert "noise 1 0" not in lines(proc.stderr)  # still muted on the console
+    # The failure that caused the restart is named on the console, with its tail.
+    first = proc.stderr.index("will restart worker group")
+    m = re.search(r"rank 1 \(local_rank: 1, pid: \d+\) failed \(exitcode: 1\) with its output "
+                  r"hidden by --local-ranks-filter; its last stderr lines:\n", proc.stderr[first:])
+    assert m, proc.stderr
+    after = lines(proc.stderr[first + m.end():])
+    assert "  RuntimeError: boom on local rank 1" in after[:20], after[:20]
+    # The final failure: the report's root-cause block carries the tail, a note names it.
+    block = report_block(proc.stderr)
+    assert tail_of(block)[-1] == "RuntimeError: boom on local rank 1"
+    assert re.search(r"\ntzrun: rank 1 \(local_rank: 1, pid: \d+\) failed \(exitcode: 1\) with its "
+                     r"output hidden by --local-ranks-filter; see its entry in the report above\n",
+                     proc.stderr)
+    s = json.loads(summary.read_text())
+    for ranks in s["attempts"]:
+        by_lr = {r["local_rank"]: r for r in ranks}
+        assert by_lr[1]["stderr_tail"].endswith("RuntimeError: boom on local rank 1")
+        assert by_lr[1]["state"] == "failed" and not by_lr[1]["stopped_by_tzrun"]
+
+
+def test_ranks_stopped_by_tzrun_are_marked_in_the_summary(tmp_path):
+    worker = script(tmp_path, "noisy.py", NOISY_FAILER)
+    summary = tmp_path / "s.json"
+    proc = tzrun(["--nproc-per-node=3", "--summary-json", summary, worker],
+                 env=base_env(FAIL_RANK="2"))
+    assert proc.returncode == 1, proc.stderr
+    block = report_block(proc.stderr)
+    assert "  <NO_OTHER_FAILURES>" in block and "Signal 15" not in block
+    m = re.search(r"tzrun: stopped by tzrun after the failure \(not failures themselves\): (.*)\n",
+                  proc.stderr)
+    assert m and re.fullmatch(r"rank 0 \(local_rank: 0, pid: \d+, exitcode: -15\), "
+                              r"rank 1 \(local_rank: 1, pid: \d+, exitcode: -15\)", m[1]), m and m[1]
+    s = json.loads(summary.read_text())
+    assert s["root_cause_rank"] == 2 and s["root_cause"]["state"] == "failed"
+    assert s["root_cause"]["stopped_by_tzrun"] is False
+    by_lr = {r["local_rank"]: r for r in s["ranks"]}
+    for lr in (0, 1):
+        assert by_lr[lr]["state"] == "stopped" and by_lr[lr]["stopped_by_tzrun"] is True
+        assert by_lr[lr]["signal_name"] == "SIGTERM"
+    assert [r["local_rank"] for r in s["ranks"] if r["state"] == "failed"] == [2]
+
+
+@pytest.mark.needs_torchrun
+def test_stopped_rank_layout_matches_torchrun_otherwise(tmp_path):
+    """Besides tzrun's extra lines, the root-cause block is torchrun's."""
+    worker = script(tmp_path, "noisy.py", NOISY_FAILER)
+    ours = tzrun(["--nproc-per-node=2", worker])
+    theirs = torchrun(["--nproc-per-node=2", worker])
+    assert ours.returncode == 1 and theirs.returncode == 1, (ours.stderr, theirs.stderr)
+    ob, tb = report_block(ours.stderr), report_block(theirs.stderr)
+    o_root = normalise_report(ob.split("Root Cause (first observed failure):")[1])
+    t_root = normalise_report(tb.split("Root Cause (first observed failure):")[1])
+    assert re.sub(r"\[\d+\]:", "[i]:", o_root) == re.sub(r"\[\d+\]:", "[i]:", t_root)
+    # torchrun lists the SIGTERMed rank as an other failure; tzrun says it stopped it.
+    assert "Signal 15 (SIGTERM)" in tb and "Signal 15 (SIGTERM)" not in ob

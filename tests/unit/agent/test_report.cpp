@@ -467,3 +467,110 @@ TEST_F(Report, SummaryWriteFailureLeavesNoPartialFile) {
   }
   EXPECT_THROW(WriteSummaryJson("", SampleSummary()), ReportError);
 }
+
+// ------------------------------------------------------------------ tzrun extensions
+
+namespace {
+WorkerFailure Failure(int rank, int exit_code, int sig, long long t) {
+  WorkerFailure f;
+  f.local_rank = rank;
+  f.global_rank = rank;
+  f.pid = 1000 + rank;
+  f.exit_code = exit_code;
+  f.signal = sig;
+  f.time = At(t);
+  return f;
+}
+}  // namespace
+
+TEST_F(Report, StderrTailShownWhenNoErrorFile) {
+  auto f = Failure(1, 1, 0, 1795975282);
+  f.stderr_tail = "Traceback (most recent call last):\nRuntimeError: boom";
+  const std::string text = FormatFailureReport("w.py", {f}, 0, "h");
+  EXPECT_NE(text.find("  traceback : To enable traceback see: "
+                      "https://pytorch.org/docs/stable/elastic/errors.html\n"
+                      "  stderr    : last 2 lines:\n"
+                      "    Traceback (most recent call last):\n"
+                      "    RuntimeError: boom\n"
+                      "============================================================\n"),
+            std::string::npos)
+      << text;
+
+  // An error file wins: its traceback is shown, the tail is not.
+  f.error_file = tmp_.File("e.json", kRecordErrorJson);
+  const std::string with_file = FormatFailureReport("w.py", {f}, 0, "h");
+  EXPECT_EQ(with_file.find("  stderr    :"), std::string::npos) << with_file;
+  // An empty or uncaptured tail adds nothing.
+  f.error_file.clear();
+  f.stderr_tail = "";
+  EXPECT_EQ(FormatFailureReport("w.py", {f}, 0, "h").find("stderr    :"), std::string::npos);
+  f.stderr_tail.reset();
+  EXPECT_EQ(FormatFailureReport("w.py", {f}, 0, "h").find("stderr    :"), std::string::npos);
+}
+
+TEST_F(Report, RanksStoppedByTzrunAreNotFailures) {
+  auto stopped = Failure(0, 0, SIGTERM, 1795975280);  // observed earlier than the root cause
+  stopped.stopped_by_tzrun = true;
+  auto stopped2 = Failure(2, 1, 0, 1795975283);
+  stopped2.stopped_by_tzrun = true;
+  const std::vector<WorkerFailure> f = {stopped, Failure(1, 3, 0, 1795975282), stopped2};
+  ASSERT_EQ(SelectRootCause(f), 1u);
+  const std::string text = FormatFailureReport("w.py", f, 1, "h");
+  EXPECT_NE(text.find("Failures:\n  <NO_OTHER_FAILURES>\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Root Cause (first observed failure):\n[0]:\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Signal 15"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ntzrun: stopped by tzrun after the failure (not failures themselves): "
+                      "rank 0 (local_rank: 0, pid: 1000, exitcode: -15), "
+                      "rank 2 (local_rank: 2, pid: 1002, exitcode: 1)\n"
+                      "tzrun: root cause is rank 1 (local_rank: 1, pid: 1001), exited with code "
+                      "3; exit code 3\n"),
+            std::string::npos)
+      << text;
+
+  // Only stopped ranks (a peer node failed): torchrun's rule over all of them.
+  const std::vector<WorkerFailure> all_stopped = {stopped2, stopped};
+  EXPECT_EQ(SelectRootCause(all_stopped), 1u);
+  const std::string t2 = FormatFailureReport("w.py", all_stopped, 1, "h");
+  EXPECT_NE(t2.find("Signal 15 (SIGTERM) received by PID 1000"), std::string::npos) << t2;
+  EXPECT_EQ(t2.find("stopped by tzrun after"), std::string::npos) << t2;
+}
+
+TEST_F(Report, MutedFailureIsNamed) {
+  auto f = Failure(3, 2, 0, 100);
+  f.muted = true;
+  f.stderr_tail = "E1\nE2";
+  EXPECT_EQ(tzrun::agent::FormatMutedFailure(f, true),
+            "rank 3 (local_rank: 3, pid: 1003) failed (exitcode: 2) with its output hidden by "
+            "--local-ranks-filter; its last stderr lines:\n  E1\n  E2");
+  const std::string text = FormatFailureReport("w.py", {f}, 0, "h");
+  EXPECT_NE(text.find("\ntzrun: rank 3 (local_rank: 3, pid: 1003) failed (exitcode: 2) with its "
+                      "output hidden by --local-ranks-filter; see its entry in the report "
+                      "above\n"),
+            std::string::npos)
+      << text;
+  f.stderr_tail = "";
+  EXPECT_NE(tzrun::agent::FormatMutedFailure(f, true).find("it wrote nothing to stderr"),
+            std::string::npos);
+  f.stderr_tail.reset();
+  EXPECT_NE(tzrun::agent::FormatMutedFailure(f, true).find("its stderr was not captured"),
+            std::string::npos);
+}
+
+TEST_F(Report, SummaryMarksStoppedRanksAndCarriesTails) {
+  RunSummary s = SampleSummary();
+  s.ranks[0].stderr_tail = "not shown: exit 0";
+  s.ranks[1].stderr_tail = "Fatal Python error: boom";
+  s.attempts[0][1].stopped_by_tzrun = true;
+  s.attempts[0][0].stderr_tail = "E: first";
+  const json j = json::parse(SummaryToJson(s));
+  EXPECT_TRUE(j["ranks"][0]["stderr_tail"].is_null());
+  EXPECT_EQ(j["ranks"][1]["stderr_tail"], "Fatal Python error: boom");
+  EXPECT_EQ(j["root_cause"]["stderr_tail"], "Fatal Python error: boom");
+  EXPECT_EQ(j["ranks"][1]["stopped_by_tzrun"], false);
+  EXPECT_EQ(j["attempts"][0][1]["state"], "stopped");
+  EXPECT_EQ(j["attempts"][0][1]["stopped_by_tzrun"], true);
+  EXPECT_EQ(j["attempts"][0][1]["signal_name"], "SIGTERM");
+  EXPECT_EQ(j["attempts"][0][0]["state"], "failed");
+  EXPECT_EQ(j["attempts"][0][0]["stderr_tail"], "E: first");
+  EXPECT_TRUE(j["attempts"][0][1]["stderr_tail"].is_null());
+}
