@@ -362,6 +362,9 @@ std::string FormatFailureReport(std::string_view entrypoint,
   out += border + "\n";
 
   if (!stopped.empty()) {
+    std::sort(stopped.begin(), stopped.end(), [](const WorkerFailure* a, const WorkerFailure* b) {
+      return a->global_rank < b->global_rank;
+    });
     out += "tzrun: stopped by tzrun after the failure (not failures themselves): ";
     for (std::size_t i = 0; i < stopped.size(); ++i) {
       if (i != 0) out += ", ";
