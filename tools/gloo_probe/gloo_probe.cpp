@@ -29,8 +29,8 @@ int main(int argc, char** argv) {
     auto options = c10d::ProcessGroupGloo::Options::create_default(env.timeout);
     backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, env.rank, env.world, options);
     std::cout << "gloo_probe rank=" << env.rank << " world=" << env.world
-              << " backend=" << backend->getBackendName() << " store_prefix=/worker/attempt_"
-              << env.restart_count << " timeout_ms=" << env.timeout.count() << std::endl;
+              << " backend=" << backend->getBackendName() << " timeout_ms=" << env.timeout.count()
+              << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "gloo_probe: set-up failed: " << e.what() << '\n';
     return 2;

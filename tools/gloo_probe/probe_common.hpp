@@ -3,15 +3,15 @@
 // collective checks run through the c10d::Backend base class.
 //
 // Environment (set by tzrun/torchrun): RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
-// TORCHELASTIC_RESTART_COUNT; optional PROCESS_GROUP_TIMEOUT_SECONDS (default 120 here, so that a
+// optional PROCESS_GROUP_TIMEOUT_SECONDS (default 120 here, so that a
 // broken CI run fails in minutes; the training worker defaults to 1800 s like torch).
 //
 // Store chain, following torch 2.11's Python path (torch/distributed/rendezvous.py
 // _create_c10d_store, torch/distributed/distributed_c10d.py init_process_group and
-// _new_process_group_helper), with the agent-store attempt prefix of the launcher contract:
+// _new_process_group_helper), with no per-attempt prefix (2.11 dropped it: the launcher hands every
+// attempt a clean store, docs/design.md "Restarts get a clean workers' store"):
 //   PrefixStore("<device>/", PrefixStore("0/", PrefixStore("default_pg",
-//     PrefixStore("/worker/attempt_<TORCHELASTIC_RESTART_COUNT>",
-//                 TCPStore client to MASTER_ADDR:MASTER_PORT))))
+//                 TCPStore client to MASTER_ADDR:MASTER_PORT)))
 //
 // Checks: all_reduce (sum float, max int64), all_to_all with uneven splits (alltoall_base with
 // split sizes, 2-D rows, some splits empty), all_gather (list and into-tensor), broadcast from the
@@ -46,7 +46,6 @@ struct ProbeEnv {
   int local_rank = 0;  // LOCAL_RANK, 0 when unset (only the NCCL probe uses it)
   std::string master_addr;
   std::uint16_t master_port = 0;
-  std::string restart_count;
   std::chrono::milliseconds timeout{120'000};
 };
 
@@ -85,8 +84,6 @@ inline ProbeEnv ReadEnv() {
   env.master_addr = RequireEnv("MASTER_ADDR");
   env.master_port =
       static_cast<std::uint16_t>(ParseLong("MASTER_PORT", RequireEnv("MASTER_PORT"), 1, 65535));
-  env.restart_count = std::to_string(ParseLong(
-      "TORCHELASTIC_RESTART_COUNT", RequireEnv("TORCHELASTIC_RESTART_COUNT"), 0, 1L << 30));
   if (const char* t = std::getenv("PROCESS_GROUP_TIMEOUT_SECONDS"); t != nullptr && *t != '\0') {
     env.timeout = std::chrono::seconds(ParseLong("PROCESS_GROUP_TIMEOUT_SECONDS", t, 1, 86400));
   }
@@ -95,9 +92,9 @@ inline ProbeEnv ReadEnv() {
 
 // Builds the store chain torch's env:// init + init_process_group build for the default group;
 // `device` is "cpu" for Gloo and "cuda" for NCCL (distributed_c10d.py: PrefixStore(f"{device}/")).
-// The "/worker/attempt_<N>" level is the launcher contract for agent-store clients (older torch's
-// rendezvous.py added it; 2.11's no longer does): it keeps a restarted group's keys apart from the
-// previous attempt's in the agent's store, which outlives worker restarts.
+// No "/worker/attempt_<N>" level, as torch 2.11: TORCHELASTIC_RESTART_COUNT differs between nodes
+// after a failure restart under c10d (each agent counts its own), so a prefix made of it would
+// keep the ranks of one round apart; the launcher gives every round a clean store instead.
 inline c10::intrusive_ptr<c10d::Store> MakeStore(const ProbeEnv& env, const std::string& device) {
   c10d::TCPStoreOptions opts;
   opts.port = env.master_port;
@@ -106,9 +103,7 @@ inline c10::intrusive_ptr<c10d::Store> MakeStore(const ProbeEnv& env, const std:
   opts.waitWorkers = false;
   opts.timeout = env.timeout;
   auto tcp = c10::make_intrusive<c10d::TCPStore>(env.master_addr, opts);
-  c10::intrusive_ptr<c10d::Store> store =
-      c10::make_intrusive<c10d::PrefixStore>("/worker/attempt_" + env.restart_count, tcp);
-  store = c10::make_intrusive<c10d::PrefixStore>("default_pg", store);
+  c10::intrusive_ptr<c10d::Store> store = c10::make_intrusive<c10d::PrefixStore>("default_pg", tcp);
   store = c10::make_intrusive<c10d::PrefixStore>("0/", store);
   return c10::make_intrusive<c10d::PrefixStore>(device + "/", store);
 }
