@@ -72,7 +72,6 @@ struct LaunchConfig {
   bool master_port_explicit = false;  ///< given on the CLI or via PET_MASTER_PORT
   std::optional<std::string> local_addr;
   std::optional<std::string> logs_specs;
-  std::optional<std::string> numa_binding;
   std::vector<std::string> signals_to_handle = {"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"};
   /// tzrun extension --forward-signals: signals passed on to every worker's process group while
   /// the job goes on (e.g. SIGUSR1 to checkpoint before preemption); one listed here is not a

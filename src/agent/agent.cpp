@@ -203,10 +203,6 @@ void Agent::PrepareJob() {
   }
   cfg_.rdzv_id = run_id_;
   FindProgram();
-  if (cfg_.numa_binding) {
-    log_->warn("--numa-binding={} is not supported by tzrun yet; workers run unbound",
-               *cfg_.numa_binding);
-  }
   for (pid_t c : detail::ListChildren(::getpid())) preexisting_children_.insert(c);
   signals_.emplace(cfg_.signals_to_handle, cfg_.forward_signals, *log_);
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {

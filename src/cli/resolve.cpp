@@ -89,7 +89,15 @@ void Parser::Resolve(LaunchConfig& c, std::vector<std::string>& warnings) const 
     }
     c.logs_specs = r->value;
   }
-  if (const Raw* r = FindRaw("numa_binding")) c.numa_binding = r->value;
+  if (FindRaw("numa_binding") != nullptr) {
+    // torchrun 2.11 (torch/numa/binding.py) wraps each worker in numactl bound to the CPUs of its
+    // GPU's NUMA node; tzrun does not, and never runs workers unbound in place of that.
+    Bad("numa_binding",
+        "NUMA binding is not implemented by tzrun (torchrun binds each worker to the CPUs of its "
+        "GPU's NUMA node)",
+        "drop the flag, or bind the workers yourself: tzrun --no-python numactl --cpunodebind=0 "
+        "--membind=0 python3 train.py");
+  }
   ResolveSignals(c);
   c.virtual_local_rank = Flag("virtual_local_rank");
 

@@ -87,7 +87,7 @@ TEST(CliPet, EmptyValueMeansUnsetAndSomeOptionsHaveNoPet) {
   EXPECT_EQ(Cfg({"x.py"}, {{"PET_MAX_RESTARTS", ""}}).max_restarts, 0);
   EXPECT_EQ(Cfg({"x.py"}, {{"PET_NPROC_PER_NODE", ""}}).nproc_per_node, 1);
   EXPECT_FALSE(Cfg({"x.py"}, {{"PET_LOGS_SPECS", "mine"}}).logs_specs.has_value());
-  EXPECT_FALSE(Cfg({"x.py"}, {{"PET_NUMA_BINDING", "node"}}).numa_binding.has_value());
+  EXPECT_NO_THROW(Cfg({"x.py"}, {{"PET_NUMA_BINDING", "node"}}));  // torchrun reads no PET_ for it
 }
 
 // --------------------------------------------------------- --nproc-per-node
@@ -257,6 +257,10 @@ TEST(CliValidate, Choices) {
             "'spawn', 'fork', 'forkserver')");
   EXPECT_THAT(ErrorOf({"--numa-binding", "cpu", "x.py"}),
               HasSubstr("choose from 'node', 'socket', 'exclusive', 'core-complex'"));
+  // A valid mode is refused by name: tzrun does not bind, and never runs workers unbound instead.
+  EXPECT_THAT(ErrorOf({"--numa-binding", "node", "x.py"}),
+              AllOf(HasSubstr("--numa-binding"), HasSubstr("'node'"),
+                    HasSubstr("NUMA binding is not implemented by tzrun"), HasSubstr("numactl")));
   EXPECT_THAT(ErrorOf({"--platform", "k8s", "x.py"}), HasSubstr("invalid choice: 'k8s'"));
   EXPECT_THAT(ErrorOf({"--event-log-handler", "foo", "x.py"}),
               HasSubstr("use null, console or dynamic_rendezvous"));
