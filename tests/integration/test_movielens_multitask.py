@@ -5,6 +5,7 @@ skipped when absent):
 - the fastest multi-task example (examples/configs/simple_multi_task_movielens.config, tasks like =
   rating >= 4 and love = rating == 5) trains a few steps on 2 ranks under tzrun and both per-task
   eval AUCs (auc_like, auc_love) are there and above chance;
+- the other multi-task examples (mmoe, dbmtl, ple) train a few steps and report both tasks' AUC;
 - examples/configs/multi_tower_din_movielens.config is refused only for its sequence parts: as is,
   for multi_tower_din; as a multi_tower (towers and final kept), for its sequence_feature; without
   that, for its SEQUENCE group; without the group, it trains (every other field is accepted).
@@ -48,6 +49,18 @@ def test_simple_multi_task_like_and_love_auc(movielens_mt, tmp_path):
     assert "auc_like 0." in proc.stdout and "auc_love 0." in proc.stdout, details(proc)
     print(f"simple_multi_task {STEPS} steps: auc_like {m['eval_auc_like']:.4f} "
           f"auc_love {m['eval_auc_love']:.4f}")
+
+
+@pytest.mark.parametrize("model", ["mmoe", "dbmtl", "ple"])
+def test_other_multi_task_examples_train(movielens_mt, tmp_path, model):
+    md = tmp_path / model
+    proc = run_job(CONFIGS / f"{model}_movielens.config", md, 2, movielens_mt / "train.csv",
+                   movielens_mt / "eval.csv", steps_edit(10, **{"eval_config.num_steps": 4}),
+                   timeout=120)
+    m = metrics(md)
+    assert m["global_step"] == 10, m
+    for task in ("like", "love"):
+        assert 0 < m[f"eval_auc_{task}"] < 1, (task, m, details(proc))
 
 
 def refusal(proc) -> str:
