@@ -6,6 +6,7 @@ skipped when absent):
   rating >= 4 and love = rating == 5) trains a few steps on 2 ranks under tzrun and both per-task
   eval AUCs (auc_like, auc_love) are there and above chance;
 - the other multi-task examples (mmoe, dbmtl, ple) train a few steps and report both tasks' AUC;
+- examples/configs/multi_tower_hist_movielens.config (the history as ";"-separated bags) trains;
 - examples/configs/multi_tower_din_movielens.config is refused only for its sequence parts: as is,
   for multi_tower_din; as a multi_tower (towers and final kept), for its sequence_feature; without
   that, for its SEQUENCE group; without the group, it trains (every other field is accepted).
@@ -61,6 +62,15 @@ def test_other_multi_task_examples_train(movielens_mt, tmp_path, model):
     assert m["global_step"] == 10, m
     for task in ("like", "love"):
         assert 0 < m[f"eval_auc_{task}"] < 1, (task, m, details(proc))
+
+
+def test_history_bag_example_trains(movielens_mt, tmp_path):
+    md = tmp_path / "hist"
+    proc = run_job(CONFIGS / "multi_tower_hist_movielens.config", md, 2,
+                   movielens_mt / "train.csv", movielens_mt / "eval.csv",
+                   steps_edit(10, **{"eval_config.num_steps": 4}), timeout=120)
+    m = metrics(md)
+    assert m["global_step"] == 10 and 0 < m["eval_auc"] < 1, (m, details(proc))
 
 
 def refusal(proc) -> str:
