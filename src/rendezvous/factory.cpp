@@ -16,21 +16,22 @@ std::unique_ptr<Handler> MakeHandler(HandlerParams params, store::LogSink log,
     h->SetInterrupt(interrupt);
     return h;
   }
-  if (backend == "c10d") {
+  if (backend == "c10d" || backend == "etcd-v2") {
     auto o = std::move(params.dynamic_options);
     o.log = std::move(log);
     auto h = MakeDynamicRendezvous(std::move(o), interrupt);
     h->SetInterrupt(interrupt);
     return h;
   }
-  if (backend == "etcd" || backend == "etcd-v2") {
-    throw ConfigError("--rdzv-backend=" + backend +
-                      " is not supported by tzrun; use --rdzv-backend=c10d (the agent matching "
-                      "--rdzv-endpoint hosts the rendezvous store, no etcd needed) or static");
+  if (backend == "etcd") {
+    throw ConfigError(
+        "--rdzv-backend=etcd (torchrun's legacy EtcdRendezvous) is not supported by tzrun; use "
+        "--rdzv-backend=etcd-v2 with the same etcd --rdzv-endpoint (the same etcd, torchrun's "
+        "current etcd backend) or c10d");
   }
   throw ConfigError("--rdzv-backend=" + backend +
                     " is not a known rendezvous backend; use "
-                    "static or c10d");
+                    "static, c10d or etcd-v2");
 }
 
 }  // namespace tzrun::rendezvous

@@ -25,9 +25,9 @@ namespace tzrun::rendezvous {
 /// backend's options are ignored). The `log` members of the options are replaced by the
 /// `log` argument of make_handler.
 struct HandlerParams {
-  std::string backend = "static";  ///< "static" or "c10d" (--standalone is c10d)
+  std::string backend = "static";  ///< "static", "c10d" or "etcd-v2" (--standalone is c10d)
   StaticOptions static_options;    ///< used when backend == "static"
-  DynamicOptions dynamic_options;  ///< used when backend == "c10d"
+  DynamicOptions dynamic_options;  ///< used when backend == "c10d" or "etcd-v2"
 };
 
 /// The handler for params.backend. The c10d handler connects to or hosts its store here

@@ -57,8 +57,41 @@ TEST(RendezvousOptions, DynamicFromLaunchConfig) {
   d.rdzv_conf = {{"store_type", "file"}};
   EXPECT_THROW((void)DynamicOptions(d, "me"), ConfigError);
   d.rdzv_conf = {};
-  d.rdzv_backend = "etcd-v2";
+  d.rdzv_backend = "etcd";  // the legacy EtcdRendezvous: refused
   EXPECT_THROW((void)rendezvous::MakeHandler(HandlerParams(d, "me"), {}), ConfigError);
+}
+
+TEST(RendezvousOptions, EtcdV2DefaultsAndRefusedKeys) {
+  LaunchConfig d;
+  d.rdzv_id = "job";
+  d.rdzv_backend = "etcd-v2";
+  d.rdzv_endpoint = "etcd-host";
+  auto p = HandlerParams(d, "me");
+  EXPECT_EQ(p.backend, "etcd-v2");
+  EXPECT_EQ(p.dynamic_options.backend, "etcd-v2");
+  EXPECT_EQ(p.dynamic_options.endpoint.port, 2379);  // etcd's client port, as torchrun
+  d.rdzv_conf = {{"protocol", "HTTP"}, {"read_timeout", "7"}};
+  EXPECT_EQ(DynamicOptions(d, "me").read_timeout, 7s);
+  for (const auto& [k, v] :
+       std::vector<std::pair<std::string, std::string>>{{"protocol", "https"},
+                                                        {"protocol", "ftp"},
+                                                        {"ssl_cert", "/c.pem"},
+                                                        {"ssl_cert_key", "/k.pem"},
+                                                        {"ca_cert", "/ca.pem"},
+                                                        {"is_host", "true"},
+                                                        {"store_type", "tcp"}}) {
+    d.rdzv_conf = {{k, v}};
+    try {
+      (void)DynamicOptions(d, "me");
+      ADD_FAILURE() << k << "=" << v << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("--rdzv-conf " + k), std::string::npos) << e.what();
+    }
+  }
+  d.rdzv_backend = "c10d";
+  d.rdzv_conf = {{"is_host", "true"}};
+  EXPECT_EQ(DynamicOptions(d, "me").backend, "c10d");
+  EXPECT_EQ(DynamicOptions(d, "me").endpoint.port, 29400);
 }
 
 TEST(RendezvousOptions, HandlerParamsPickTheBackend) {
