@@ -76,6 +76,8 @@ struct EtcdWrite {
   std::optional<std::int64_t> prev_index;
   std::optional<std::int64_t> ttl;  ///< seconds
   bool dir = false;
+  /// Only renews the ttl (refresh=true, no value; python-etcd's refresh()).
+  bool refresh = false;
 };
 
 class EtcdClient {

@@ -24,14 +24,15 @@ std::unique_ptr<Handler> MakeHandler(HandlerParams params, store::LogSink log,
     return h;
   }
   if (backend == "etcd") {
-    throw ConfigError(
-        "--rdzv-backend=etcd (torchrun's legacy EtcdRendezvous) is not supported by tzrun; use "
-        "--rdzv-backend=etcd-v2 with the same etcd --rdzv-endpoint (the same etcd, torchrun's "
-        "current etcd backend) or c10d");
+    auto o = std::move(params.etcd_options);
+    o.log = std::move(log);
+    auto h = MakeEtcdRendezvous(std::move(o), interrupt);
+    h->SetInterrupt(interrupt);
+    return h;
   }
   throw ConfigError("--rdzv-backend=" + backend +
                     " is not a known rendezvous backend; use "
-                    "static, c10d or etcd-v2");
+                    "static, c10d, etcd-v2 or etcd");
 }
 
 }  // namespace tzrun::rendezvous

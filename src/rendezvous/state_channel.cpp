@@ -138,8 +138,11 @@ class EtcdChannel final : public StateChannel {
 // ---- torch's EtcdStore as a store::Store --------------------------------------------------
 class EtcdStoreAdapter final : public store::Store {
  public:
-  EtcdStoreAdapter(const EtcdClient& client, milliseconds timeout)
-      : client_(client), kv_(client, "/torch/elastic/store", timeout), timeout_(timeout) {}
+  EtcdStoreAdapter(const EtcdClient& client, milliseconds timeout, std::string prefix)
+      : client_(client),
+        prefix_(std::move(prefix)),
+        kv_(client, prefix_, timeout),
+        timeout_(timeout) {}
 
   using Store::Barrier;
   using Store::Get;
@@ -198,10 +201,10 @@ class EtcdStoreAdapter final : public store::Store {
   [[nodiscard]] store::Duration Timeout() const override { return timeout_; }
   void SetTimeout(store::Duration timeout) override {
     timeout_ = timeout;
-    kv_ = EtcdKvStore(client_, "/torch/elastic/store", timeout);
+    kv_ = EtcdKvStore(client_, prefix_, timeout);
   }
   [[nodiscard]] std::unique_ptr<store::Store> Clone() const override {
-    return std::make_unique<EtcdStoreAdapter>(client_, timeout_);
+    return std::make_unique<EtcdStoreAdapter>(client_, timeout_, prefix_);
   }
 
  private:
@@ -220,6 +223,7 @@ class EtcdStoreAdapter final : public store::Store {
   }
 
   EtcdClient client_;
+  std::string prefix_;
   EtcdKvStore kv_;
   milliseconds timeout_;
 };
@@ -235,8 +239,9 @@ std::unique_ptr<StateChannel> MakeEtcdChannel(const EtcdClient& client, const st
   return std::make_unique<EtcdChannel>(client, "/torch/elastic/rendezvous/" + run_id);
 }
 
-std::shared_ptr<store::Store> MakeEtcdStore(const EtcdClient& client, milliseconds timeout) {
-  return std::make_shared<EtcdStoreAdapter>(client, timeout);
+std::shared_ptr<store::Store> MakeEtcdStore(const EtcdClient& client, milliseconds timeout,
+                                            const std::string& prefix) {
+  return std::make_shared<EtcdStoreAdapter>(client, timeout, prefix);
 }
 
 }  // namespace tzrun::rendezvous::detail

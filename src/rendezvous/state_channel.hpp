@@ -56,7 +56,9 @@ std::unique_ptr<StateChannel> MakeEtcdChannel(const EtcdClient& client, const st
 /// torch's EtcdStore (prefix /torch/elastic/store) as a store::Store: Set, Get, Add, Check,
 /// Wait, MultiGet, MultiSet, DeleteKey; the other calls throw store::StoreError (torch's
 /// EtcdStore has none of them either).
+/// `prefix`: the legacy etcd backend's <run path>/rdzv/v_<version>/kv.
 std::shared_ptr<store::Store> MakeEtcdStore(const EtcdClient& client,
-                                            std::chrono::milliseconds timeout);
+                                            std::chrono::milliseconds timeout,
+                                            const std::string& prefix = "/torch/elastic/store");
 
 }  // namespace tzrun::rendezvous::detail

@@ -1,4 +1,4 @@
-"""The etcd-v2 rendezvous backend end to end: a real etcd (Debian's etcd-server, started here
+"""The etcd-v2 and legacy etcd rendezvous backends end to end: a real etcd (Debian's etcd-server, started here
 on free ports with --enable-v2=true) and tzrun agents on 127.0.0.1 told apart by --local-addr
 (as test_rendezvous_local.py does for c10d).
 
@@ -11,6 +11,8 @@ on free ports with --enable-v2=true) and tzrun agents on 127.0.0.1 told apart by
 - etcd unreachable -> exit 125 naming etcd; refused --rdzv-conf keys and the legacy `etcd`
   backend -> usage errors naming them;
 - a real torchrun agent (python-etcd installed) and a tzrun agent share one rendezvous.
+Each runs with both backends where both apply (the legacy `etcd` backend ranks nodes in join
+order, etcd-v2 by sorted node descriptor).
 """
 import base64
 import json
@@ -76,21 +78,39 @@ def etcd_state(endpoint: str, run_id: str):
     return pickle.loads(base64.b64decode(node["value"])), node
 
 
+BACKENDS = ["etcd-v2", "etcd"]
+# The legacy backend reads only timeout, last_call_timeout, etcd_prefix and read_timeout.
+LEGACY_CONF = "timeout=120,last_call_timeout=1,read_timeout=10"
+
+
 def etcd_args(endpoint, addr, out, worker, *, nnodes="2", nproc=1, restarts=0, run_id="etcd-job",
-              conf=CONF):
-    return [f"--nnodes={nnodes}", f"--nproc-per-node={nproc}", "--rdzv-backend=etcd-v2",
+              conf=CONF, backend="etcd-v2"):
+    if backend == "etcd" and conf == CONF:
+        conf = LEGACY_CONF
+    return [f"--nnodes={nnodes}", f"--nproc-per-node={nproc}", f"--rdzv-backend={backend}",
             f"--rdzv-endpoint={endpoint}", f"--rdzv-id={run_id}", f"--rdzv-conf={conf}",
             f"--local-addr={addr}", f"--max-restarts={restarts}", str(worker), str(out)]
 
 
-def test_etcd_v2_two_nodes_gloo_all_reduce(tmp_path, agents, etcd):
-    a = agents(etcd_args(etcd, "127.0.0.2", tmp_path, ALLREDUCE, nproc=2), tmp_path / "a.log")
-    b = agents(etcd_args(etcd, "127.0.0.3", tmp_path, ALLREDUCE), tmp_path / "b.log")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_etcd_two_nodes_gloo_all_reduce(tmp_path, agents, etcd, backend):
+    a = agents(etcd_args(etcd, "127.0.0.2", tmp_path, ALLREDUCE, nproc=2, backend=backend),
+               tmp_path / "a.log")
+    time.sleep(0.5)  # the legacy backend ranks by join order: a first
+    b = agents(etcd_args(etcd, "127.0.0.3", tmp_path, ALLREDUCE, backend=backend),
+               tmp_path / "b.log")
     assert a.wait(180) == 0, logs(a, b)
     assert b.wait(60) == 0, logs(a, b)
     for rank in range(3):
         value, world = (tmp_path / f"sum{rank}.txt").read_text().split()
         assert float(value) == 6.0 and int(world) == 3
+    # Workers got the TCPStore of round rank 0 (torchrun 2.11's shared agent store).
+    assert "master_addr=127.0.0.2" in a.text() and "master_addr=127.0.0.2" in b.text(), logs(a, b)
+    if backend == "etcd":
+        url = f"http://{etcd}/v2/keys/torchelastic/p2p/run_etcd-job/rdzv/active_version"
+        state = json.loads(json.load(urllib.request.urlopen(url, timeout=5))["node"]["value"])
+        assert state["status"] == "closed" and state["participants"] == [0, 1], state
+        return
     # The state is torchrun's: pickle.loads gives a _RendezvousState, closed by the shutdown.
     state, node = etcd_state(etcd, "etcd-job")
     assert type(state).__name__ == "_RendezvousState"
@@ -100,17 +120,18 @@ def test_etcd_v2_two_nodes_gloo_all_reduce(tmp_path, agents, etcd):
     assert set(state.last_heartbeats) == set(state.participants)
     assert all(t.tzinfo is not None for t in state.last_heartbeats.values())
     assert 0 < node["ttl"] <= 7200  # torchrun's state TTL
-    # Workers got the TCPStore of round rank 0 (torchrun 2.11's shared agent store).
-    assert "master_addr=127.0.0.2" in a.text() and "master_addr=127.0.0.2" in b.text(), logs(a, b)
 
 
-def test_etcd_v2_loses_the_rank0_node_then_grows_back(tmp_path, agents, etcd):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_etcd_loses_the_rank0_node_then_grows_back(tmp_path, agents, etcd, backend):
     worker = tmp_path / "loop.py"
     worker.write_text(LOOP_WORKER)
-    conf = CONF.replace("last_call_timeout=1", "last_call_timeout=3")
+    conf = (CONF if backend == "etcd-v2" else LEGACY_CONF).replace("last_call_timeout=1",
+                                                                   "last_call_timeout=3")
     args = lambda addr: etcd_args(etcd, addr, tmp_path, worker, nnodes="2:3", restarts=3,  # noqa: E731
-                                  conf=conf)
+                                  conf=conf, backend=backend)
     a = agents(args("127.0.0.2"), tmp_path / "a.log")
+    time.sleep(0.5)  # a joins first: rank 0 under both backends
     b = agents(args("127.0.0.3"), tmp_path / "b.log")
     c = agents(args("127.0.0.4"), tmp_path / "c.log")
     wait_for(lambda: len(worlds(tmp_path, 3)) == 3, 150, "a 3-node world", a, b, c)
@@ -120,7 +141,8 @@ def test_etcd_v2_loses_the_rank0_node_then_grows_back(tmp_path, agents, etcd):
     a.proc.wait()
     wait_for(lambda: len(worlds(tmp_path, 2)) == 2, 150, "the survivors' 2-node world", b, c)
     second = worlds(tmp_path, 2)
-    assert {f["MASTER_ADDR"] for f in second} == {"127.0.0.3"}, second
+    assert len({f["MASTER_ADDR"] for f in second}) == 1, second
+    assert {f["MASTER_ADDR"] for f in second} <= {"127.0.0.3", "127.0.0.4"}, second
     assert all(f["sum"] == 2.0 for f in second)
     # The lost node comes back (a new agent): the world grows back to 3 nodes.
     a2 = agents(args("127.0.0.2"), tmp_path / "a2.log")
@@ -134,10 +156,12 @@ def test_etcd_v2_loses_the_rank0_node_then_grows_back(tmp_path, agents, etcd):
         assert x.wait(60) == 0, logs(a2, b, c)
 
 
-def test_etcd_v2_unreachable_etcd_exits_125(tmp_path, agents):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_etcd_unreachable_etcd_exits_125(tmp_path, agents, backend):
     port = free_port()  # nothing listens there
-    a = agents(etcd_args(f"127.0.0.1:{port}", "127.0.0.2", tmp_path, ALLREDUCE,
-                         conf="join_timeout=3,read_timeout=2"), tmp_path / "a.log")
+    conf = "join_timeout=3,read_timeout=2" if backend == "etcd-v2" else "timeout=3,read_timeout=2"
+    a = agents(etcd_args(f"127.0.0.1:{port}", "127.0.0.2", tmp_path, ALLREDUCE, conf=conf,
+                         backend=backend), tmp_path / "a.log")
     assert a.wait(60) == INFRA_EXIT, logs(a)
     assert f"lost etcd at 127.0.0.1:{port}" in a.text(), logs(a)
     assert "--enable-v2=true" in a.text(), logs(a)
@@ -148,7 +172,9 @@ def test_etcd_v2_unreachable_etcd_exits_125(tmp_path, agents):
     ("etcd-v2", "ssl_cert=/c.pem", "--rdzv-conf ssl_cert"),
     ("etcd-v2", "ca_cert=/ca.pem", "--rdzv-conf ca_cert"),
     ("etcd-v2", "is_host=true", "--rdzv-conf is_host"),
-    ("etcd", "", "--rdzv-backend=etcd (torchrun's legacy EtcdRendezvous)"),
+    ("etcd", "protocol=https", "--rdzv-conf protocol=https"),
+    ("etcd", "cacert=/ca.pem", "--rdzv-conf cacert"),
+    ("etcd", "join_timeout=5", "--rdzv-conf join_timeout"),
 ])
 def test_etcd_refusals_name_what_is_refused(tmp_path, backend, conf, needle):
     argv = [binary("tzrun"), "--nnodes=2", f"--rdzv-backend={backend}",
@@ -166,11 +192,14 @@ def _has_python_etcd() -> bool:
 
 
 @pytest.mark.needs_torchrun
-def test_etcd_v2_torchrun_and_tzrun_agents_share_one_rendezvous(tmp_path, agents, etcd):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_etcd_torchrun_and_tzrun_agents_share_one_rendezvous(tmp_path, agents, etcd, backend):
     if not _has_python_etcd():
-        pytest.skip("torchrun's etcd-v2 backend needs python-etcd (pip install python-etcd)")
-    args = lambda addr: etcd_args(etcd, addr, tmp_path, ALLREDUCE, run_id="mixed")  # noqa: E731
+        pytest.skip("torchrun's etcd backends need python-etcd (pip install python-etcd)")
+    args = lambda addr: etcd_args(etcd, addr, tmp_path, ALLREDUCE, run_id="mixed",  # noqa: E731
+                                  backend=backend)
     a = agents(args("127.0.0.2"), tmp_path / "tzrun.log")
+    time.sleep(0.5)  # tzrun's node joins first (legacy: join order is the rank)
     log = open(tmp_path / "torchrun.log", "w")
     t = subprocess.Popen([os.path.join(VENV_BIN, "torchrun"), *args("127.0.0.3")],
                          env=env_for(LOGLEVEL="INFO"), stdout=log, stderr=subprocess.STDOUT)
@@ -187,5 +216,7 @@ def test_etcd_v2_torchrun_and_tzrun_agents_share_one_rendezvous(tmp_path, agents
     text = (tmp_path / "torchrun.log").read_text()
     # tzrun's node (127.0.0.2 sorts first) is rank 0 and hosts the workers' TCPStore.
     assert "group_rank=1" in text and "master_addr=127.0.0.2" in text, text[-4000:]
+    if backend == "etcd":
+        return
     state, _ = etcd_state(etcd, "mixed")
     assert sorted(n.addr for n in state.participants) == ["127.0.0.2", "127.0.0.3"]
