@@ -156,6 +156,31 @@ def test_etcd_loses_the_rank0_node_then_grows_back(tmp_path, agents, etcd, backe
         assert x.wait(60) == 0, logs(a2, b, c)
 
 
+FAIL_WORKER = r'''
+import os, sys, time
+if os.environ["GROUP_RANK"] == "1":
+    time.sleep(1.0)
+    sys.exit(3)
+time.sleep(60)
+'''
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_etcd_final_failure_stops_the_other_node_with_its_exit_code(tmp_path, agents, etcd,
+                                                                    backend):
+    """No restarts left on node 1: it closes the rendezvous with its exit code (a tzrun field
+    in the state) and node 0 stops its workers and exits with that code."""
+    worker = tmp_path / "fail.py"
+    worker.write_text(FAIL_WORKER)
+    a = agents(etcd_args(etcd, "127.0.0.2", tmp_path, worker, backend=backend), tmp_path / "a.log")
+    time.sleep(0.5)
+    b = agents(etcd_args(etcd, "127.0.0.3", tmp_path, worker, backend=backend), tmp_path / "b.log")
+    t0 = time.monotonic()
+    assert b.wait(120) == 3, logs(a, b)
+    assert a.wait(60) == 3, logs(a, b)
+    assert time.monotonic() - t0 < 40, logs(a, b)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_etcd_unreachable_etcd_exits_125(tmp_path, agents, backend):
     port = free_port()  # nothing listens there
