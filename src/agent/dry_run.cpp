@@ -74,7 +74,7 @@ void PrintConfiguration(const LaunchConfig& cfg) {
   std::printf("  nnodes=%d:%d node_rank=%d nproc_per_node=%d (%s)\n", cfg.min_nodes, cfg.max_nodes,
               cfg.node_rank, cfg.nproc_per_node, cfg.nproc_per_node_spec.c_str());
   std::printf("  rdzv_backend=%s rdzv_endpoint=%s rdzv_id=%s\n",
-              IsDynamic(cfg) ? "c10d" : cfg.rdzv_backend.c_str(),
+              cfg.standalone ? "c10d" : cfg.rdzv_backend.c_str(),
               cfg.rdzv_endpoint.empty() ? "<derived>" : cfg.rdzv_endpoint.c_str(),
               cfg.rdzv_id.c_str());
   std::printf("  max_restarts=%d shutdown_timeout=%gs log_dir=%s\n", cfg.max_restarts,

@@ -1,6 +1,7 @@
 #include "rendezvous_options.hpp"
 
 #include "agent_error.hpp"
+#include "tzrun/base/strings.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/params.hpp"
 
@@ -54,14 +55,82 @@ rendezvous::StaticOptions StaticOptions(const LaunchConfig& cfg) {
   return o;
 }
 
+namespace {
+
+// The etcd-v2 keys of torchrun's etcd_rendezvous_backend.py that tzrun does not implement
+// (TLS) and the c10d-only keys: refused by name.
+void CheckEtcdConf(const rendezvous::ConfMap& c) {
+  if (auto it = c.find("protocol"); it != c.end()) {
+    const auto v = base::Lower(base::Strip(it->second));
+    if (v == "https") {
+      throw rendezvous::ConfigError(
+          "--rdzv-conf protocol=https: tzrun's etcd client speaks plain HTTP only (no TLS); "
+          "use protocol=http with an etcd that serves http, or --rdzv-backend=c10d");
+    }
+    if (v != "http") {
+      throw rendezvous::ConfigError("--rdzv-conf protocol=" + it->second +
+                                    ": the protocol must be http (https is not supported)");
+    }
+  }
+  for (const char* key : {"ssl_cert", "ssl_cert_key", "ca_cert"}) {
+    if (c.contains(key)) {
+      throw rendezvous::ConfigError(std::string("--rdzv-conf ") + key +
+                                    ": TLS to etcd is not supported by tzrun (plain HTTP only); "
+                                    "drop the key and serve etcd over http, or use c10d");
+    }
+  }
+  for (const char* key : {"is_host", "store_type"}) {
+    if (c.contains(key)) {
+      throw rendezvous::ConfigError(std::string("--rdzv-conf ") + key +
+                                    ": only the c10d backend has it (under etcd-v2 the state "
+                                    "and the store are in etcd); drop the key");
+    }
+  }
+}
+
+// The legacy etcd backend reads timeout, last_call_timeout, etcd_prefix and the TLS keys
+// (etcd_rendezvous.py); tzrun adds read_timeout. The keys of the other dynamic backends would
+// do nothing there: refused by name, like TLS.
+void CheckLegacyEtcdConf(const rendezvous::ConfMap& c) {
+  if (auto it = c.find("protocol");
+      it != c.end() && base::Lower(base::Strip(it->second)) != "http") {
+    throw rendezvous::ConfigError("--rdzv-conf protocol=" + it->second +
+                                  ": tzrun's etcd client speaks plain HTTP only (no TLS); use "
+                                  "protocol=http with an etcd that serves http");
+  }
+  for (const char* key : {"cacert", "cert", "key"}) {
+    if (c.contains(key)) {
+      throw rendezvous::ConfigError(std::string("--rdzv-conf ") + key +
+                                    ": TLS to etcd is not supported by tzrun (plain HTTP only); "
+                                    "drop the key and serve etcd over http, or use c10d");
+    }
+  }
+  for (const char* key :
+       {"join_timeout", "close_timeout", "heartbeat_timeout", "keep_alive_interval",
+        "keep_alive_max_attempt", "is_host", "store_type", "ssl_cert", "ssl_cert_key", "ca_cert"}) {
+    if (c.contains(key)) {
+      throw rendezvous::ConfigError(
+          std::string("--rdzv-conf ") + key +
+          ": the legacy etcd backend has no such setting (it reads timeout, "
+          "last_call_timeout, etcd_prefix, read_timeout); drop the key or use "
+          "--rdzv-backend=etcd-v2");
+    }
+  }
+}
+
+}  // namespace
+
 rendezvous::DynamicOptions DynamicOptions(const LaunchConfig& cfg, const std::string& local_addr) {
   rendezvous::DynamicOptions o;
+  const bool etcd = !cfg.standalone && cfg.rdzv_backend == "etcd-v2";
+  o.backend = etcd ? "etcd-v2" : "c10d";
   o.run_id = cfg.rdzv_id;
   o.min_nodes = cfg.min_nodes;
   o.max_nodes = cfg.max_nodes;
-  o.endpoint = ParseEndpoint(cfg.rdzv_endpoint, 29400);
+  o.endpoint = ParseEndpoint(cfg.rdzv_endpoint, etcd ? 2379 : 29400);
   o.local_addr = local_addr;
   const auto& c = cfg.rdzv_conf;
+  if (etcd) CheckEtcdConf(c);
   if (auto it = c.find("store_type"); it != c.end() && it->second != "tcp") {
     throw rendezvous::ConfigError("--rdzv-conf store_type=" + it->second +
                                   ": tzrun supports only store_type=tcp (the FileStore variant "
@@ -78,11 +147,30 @@ rendezvous::DynamicOptions DynamicOptions(const LaunchConfig& cfg, const std::st
   return o;
 }
 
+rendezvous::EtcdOptions EtcdOptions(const LaunchConfig& cfg, const std::string& local_addr) {
+  rendezvous::EtcdOptions o;
+  o.run_id = cfg.rdzv_id;
+  o.min_nodes = cfg.min_nodes;
+  o.max_nodes = cfg.max_nodes;
+  o.endpoint = ParseEndpoint(cfg.rdzv_endpoint, 2379);
+  o.local_addr = local_addr;
+  const auto& c = cfg.rdzv_conf;
+  CheckLegacyEtcdConf(c);
+  if (auto it = c.find("etcd_prefix"); it != c.end()) o.prefix = it->second;
+  if (auto t = ConfSeconds(c, "timeout")) o.timeout = *t;
+  if (auto t = ConfSeconds(c, "last_call_timeout")) o.last_call_timeout = *t;
+  if (auto t = ConfSeconds(c, "read_timeout")) o.read_timeout = *t;
+  return o;
+}
+
 rendezvous::HandlerParams HandlerParams(const LaunchConfig& cfg, const std::string& local_addr) {
   rendezvous::HandlerParams p;
   p.backend = cfg.standalone ? "c10d" : cfg.rdzv_backend;
   if (p.backend == "static") p.static_options = StaticOptions(cfg);
-  if (p.backend == "c10d") p.dynamic_options = DynamicOptions(cfg, local_addr);
+  if (p.backend == "c10d" || p.backend == "etcd-v2") {
+    p.dynamic_options = DynamicOptions(cfg, local_addr);
+  }
+  if (p.backend == "etcd") p.etcd_options = EtcdOptions(cfg, local_addr);
   return p;
 }
 

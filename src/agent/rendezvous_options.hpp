@@ -33,10 +33,17 @@ void ValidateTopology(const LaunchConfig& cfg);
 /// Throws rendezvous::ConfigError.
 [[nodiscard]] rendezvous::StaticOptions StaticOptions(const LaunchConfig& cfg);
 
-/// Options of the c10d backend for `cfg`; `local_addr` is --local-addr or the FQDN.
-/// Throws rendezvous::ConfigError (e.g. store_type other than tcp).
+/// Options of the c10d and etcd-v2 backends for `cfg`; `local_addr` is --local-addr or the
+/// FQDN. Throws rendezvous::ConfigError (e.g. store_type other than tcp; under etcd-v2 the
+/// TLS keys and the c10d-only keys).
 [[nodiscard]] rendezvous::DynamicOptions DynamicOptions(const LaunchConfig& cfg,
                                                         const std::string& local_addr);
+
+/// Options of the legacy etcd backend (default port 2379; rdzv-conf timeout,
+/// last_call_timeout, etcd_prefix, read_timeout). Throws rendezvous::ConfigError for the TLS
+/// keys (cacert, cert, key, protocol other than http) and the other backends' keys.
+[[nodiscard]] rendezvous::EtcdOptions EtcdOptions(const LaunchConfig& cfg,
+                                                  const std::string& local_addr);
 
 /// What rendezvous::make_handler needs for `cfg` (--standalone → c10d). Only the chosen
 /// backend's options are filled; an unknown backend is left to make_handler to reject.

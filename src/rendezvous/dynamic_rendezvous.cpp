@@ -14,7 +14,9 @@
 
 #include "common.hpp"
 #include "dynamic_ops.hpp"
+#include "etcd_client.hpp"
 #include "exit_barrier.hpp"
+#include "state_channel.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/ranks.hpp"
 #include "tzrun/store/errors.hpp"
@@ -26,8 +28,6 @@ using detail::milliseconds;
 using detail::SteadyClock;
 using store::LogLevel;
 using TimePoint = SteadyClock::time_point;
-
-constexpr std::string_view kNullState = "null";
 
 using detail::Action;
 using detail::Op;
@@ -61,7 +61,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
     if (rdzv_server_) rdzv_server_->Stop();
   }
 
-  [[nodiscard]] std::string Backend() const override { return "c10d"; }
+  [[nodiscard]] std::string Backend() const override { return o_.backend; }
   [[nodiscard]] const std::string& RunId() const override { return o_.run_id; }
   [[nodiscard]] const std::string& StoreEndpoint() const { return store_endpoint_; }
 
@@ -79,8 +79,8 @@ class DynamicRendezvous final : public detail::WatchingHandler {
                     o_.run_id + "'.");
     TimePoint deadline = SteadyClock::now() + o_.join_timeout;
     try {
-      RunOp(*client_, Op::kExit, deadline, true, local_restart_count, std::nullopt);
-      RunOp(*client_, Op::kJoin, deadline, true, local_restart_count, std::nullopt);
+      RunOp(*channel_, Op::kExit, deadline, true, local_restart_count, std::nullopt);
+      RunOp(*channel_, Op::kJoin, deadline, true, local_restart_count, std::nullopt);
     } catch (const store::StoreError& e) {
       throw ConnectionLost(e);
     }
@@ -97,7 +97,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
     lock.unlock();
 
     round_store_ =
-        std::make_shared<store::PrefixStore>(key_ + "." + std::to_string(info.round), client_);
+        std::make_shared<store::PrefixStore>(key_ + "." + std::to_string(info.round), kv_);
     info.store = round_store_;
     my_world_ = info.world_size;
     my_rank_ = info.rank;
@@ -186,7 +186,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
     Unwatch();
     if (my_round_ < 0) return;
     try {
-      client_->SetTimeout(milliseconds(2000));
+      channel_->SetTimeout(milliseconds(2000));
       std::unique_lock lock(mu_, std::defer_lock);
       // The watcher may be stuck on an unreachable store while holding mu_: give up then.
       const auto give_up = SteadyClock::now() + milliseconds(2000);
@@ -194,7 +194,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
         if (SteadyClock::now() >= give_up) return;
         std::this_thread::sleep_for(milliseconds(10));
       }
-      RunOp(*client_, Op::kExit, SteadyClock::now() + milliseconds(2000), false, 0, std::nullopt);
+      RunOp(*channel_, Op::kExit, SteadyClock::now() + milliseconds(2000), false, 0, std::nullopt);
     } catch (const std::exception& e) {
       detail::Log(o_.log, LogLevel::kDebug,
                   std::string("could not leave the rendezvous round: ") + e.what());
@@ -204,6 +204,10 @@ class DynamicRendezvous final : public detail::WatchingHandler {
  private:
   // ---- store ----------------------------------------------------------------------------
   void ConnectStore(const Interrupt& interrupt) {
+    if (o_.backend == "etcd-v2") {
+      ConnectEtcd(interrupt);
+      return;
+    }
     const bool inferred = !o_.is_host.has_value();
     const bool is_host = o_.is_host.value_or(MatchesMachineHostname(o_.endpoint.host));
     std::string host = o_.endpoint.host;
@@ -235,40 +239,67 @@ class DynamicRendezvous final : public detail::WatchingHandler {
                               "c10d rendezvous '" + o_.run_id + "'");
     store_endpoint_ = FormatEndpoint({host, port});
     try {
-      client_->CompareSet(key_, "", kNullState);
+      client_->CompareSet(key_, "", "null");
     } catch (const store::StoreError& e) {
       throw ConnectionLost(e);
+    }
+    kv_ = client_;
+    channel_ = detail::MakeStoreChannel(client_, key_);
+  }
+
+  // etcd-v2: the state and the round store live in etcd (torchrun's etcd_rendezvous_backend.py).
+  void ConnectEtcd(const Interrupt& interrupt) {
+    detail::EtcdClient etcd(o_.endpoint.host, o_.endpoint.port, o_.read_timeout);
+    store_endpoint_ = FormatEndpoint(o_.endpoint);
+    channel_ = detail::MakeEtcdChannel(etcd, o_.run_id);
+    kv_ = detail::MakeEtcdStore(etcd, o_.read_timeout);
+    const auto deadline = SteadyClock::now() + o_.join_timeout;
+    bool told = false;
+    while (true) {
+      try {
+        channel_->Get();
+        return;
+      } catch (const store::StoreError& e) {
+        if (SteadyClock::now() >= deadline) throw ConnectionLost(e);
+        if (!told) {
+          detail::Log(o_.log, LogLevel::kWarning,
+                      "etcd at " + store_endpoint_ + " does not answer (" + e.what() +
+                          "); retrying until --rdzv-conf join_timeout");
+          told = true;
+        }
+      }
+      detail::SleepFor(milliseconds(500), interrupt);
     }
   }
 
   RendezvousConnectionError ConnectionLost(const std::exception& e) const {
+    if (o_.backend == "etcd-v2") {
+      return RendezvousConnectionError(
+          "lost etcd at " + FormatEndpoint(o_.endpoint) + " (" + e.what() +
+          "), which holds the etcd-v2 rendezvous; check that etcd runs there with "
+          "--enable-v2=true and that this node can reach it (--rdzv-endpoint)");
+    }
     return RendezvousConnectionError(
         "lost the c10d rendezvous store at " + FormatEndpoint(o_.endpoint) + " (" + e.what() +
         "); the agent hosting it (the node matching --rdzv-endpoint) probably exited or "
         "crashed, or the network failed");
   }
 
-  [[nodiscard]] std::string NotifyKey(std::int64_t version) const {
-    return key_ + ".notify/" + std::to_string(version);
-  }
-
   // ---- state holder (mu_ held) ------------------------------------------------------------
-  std::optional<bool> Sync(store::Store& s) {
+  std::optional<bool> Sync(detail::StateChannel& ch) {
     std::optional<bool> has_set;
-    std::string bits;
+    detail::StateChannel::Read r;
     if (dirty_) {
       RendezvousState next = state_;
       next.version = state_.version + 1;
-      const std::string nb = EncodeState(next);
-      bits = s.CompareSet(key_, token_, nb);
-      has_set = bits == nb;
-      if (*has_set) s.Set(NotifyKey(next.version), "");
+      r = ch.CompareSet(token_, next);
+      has_set = r.written;
     } else {
-      bits = s.Get(key_);
+      r = ch.Get();
     }
     last_read_ = SteadyClock::now();
-    state_ = DecodeState(bits);
-    token_ = std::move(bits);
+    state_ = std::move(r.state);
+    token_ = std::move(r.token);
     dirty_ = false;
     Sanitize();
     return has_set;
@@ -294,28 +325,26 @@ class DynamicRendezvous final : public detail::WatchingHandler {
 
   // What a wait for the next state change needs, computed under mu_.
   struct ChangeWait {
-    std::string key;                     // notify key of the next version
+    std::string token;                   // of the state last read
+    std::int64_t next_version = 0;       // c10d: its notify key
     SteadyClock::time_point not_before;  // last read + MinReadGap()
   };
   [[nodiscard]] ChangeWait NextChangeWait() const {
-    return {NotifyKey(state_.version + 1), last_read_ + detail::MinReadGap(state_, o_)};
+    return {token_, state_.version + 1, last_read_ + detail::MinReadGap(state_, o_)};
   }
 
   // Waits until the state changes (its notify key appears) or `max_wait` passes, then
   // keeps MinReadGap() since the last read. Touches no state (callable without mu_).
-  void WaitForChange(store::Store& s, const ChangeWait& cw, milliseconds max_wait,
+  void WaitForChange(detail::StateChannel& ch, const ChangeWait& cw, milliseconds max_wait,
                      bool interruptible, const std::atomic<bool>* stop = nullptr) {
     const auto end = SteadyClock::now() + max_wait;
-    const std::string& key = cw.key;
     const auto slice = stop != nullptr ? milliseconds(100) : milliseconds(1000);
     while (stop == nullptr || !*stop) {
       if (interruptible) CheckInterrupt();
       const auto left = std::chrono::duration_cast<milliseconds>(end - SteadyClock::now());
       if (left <= milliseconds(0)) return;
-      try {
-        s.Wait({key}, std::clamp(left, milliseconds(1), slice));
+      if (ch.WaitChange(cw.token, cw.next_version, std::clamp(left, milliseconds(1), slice))) {
         break;
-      } catch (const store::TimeoutError&) {
       }
     }
     const auto gap_end = std::min(end, cw.not_before);
@@ -327,8 +356,8 @@ class DynamicRendezvous final : public detail::WatchingHandler {
     }
   }
 
-  void RunOp(store::Store& s, Op op, TimePoint deadline, bool interruptible, int restart_count,
-             std::optional<int> close_code) {
+  void RunOp(detail::StateChannel& s, Op op, TimePoint deadline, bool interruptible,
+             int restart_count, std::optional<int> close_code) {
     while (true) {
       if (interruptible) CheckInterrupt();
       Sync(s);
@@ -376,7 +405,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
     Unwatch();
     try {
       std::lock_guard lock(mu_);
-      RunOp(*client_, Op::kClose, SteadyClock::now() + o_.close_timeout, false, 0, exit_code);
+      RunOp(*channel_, Op::kClose, SteadyClock::now() + o_.close_timeout, false, 0, exit_code);
       closed_by_me_ = true;
       detail::Log(o_.log, LogLevel::kInfo,
                   "The node '" + me_.Str() + "' has closed the rendezvous '" + o_.run_id + "'.");
@@ -398,7 +427,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
   void WatchLoop(const std::atomic<bool>& stop, std::uint64_t gen) {
     Reported reported;
     try {
-      std::unique_ptr<store::Store> conn = client_->Clone();
+      std::unique_ptr<detail::StateChannel> conn = channel_->Clone();
       while (!stop) {
         milliseconds wake = o_.poll_interval;
         ChangeWait cw;
@@ -463,7 +492,9 @@ class DynamicRendezvous final : public detail::WatchingHandler {
 
   std::mutex mu_;  // guards the state holder below
   RendezvousState state_;
-  std::string token_{kNullState};
+  std::string token_;
+  std::unique_ptr<detail::StateChannel> channel_;  // the state (c10d store key or etcd key)
+  std::shared_ptr<store::Store> kv_;               // under the round stores
   bool dirty_ = false;
   SteadyClock::time_point last_read_{};
 

@@ -151,6 +151,8 @@ EtcdResult EtcdClient::Put(std::string_view key, std::string_view value, const E
   std::vector<std::pair<std::string, std::string>> f;
   if (w.dir) {
     f.emplace_back("dir", "true");
+  } else if (w.refresh) {
+    f.emplace_back("refresh", "true");
   } else {
     f.emplace_back("value", std::string(value));
   }

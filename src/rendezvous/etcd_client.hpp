@@ -76,6 +76,8 @@ struct EtcdWrite {
   std::optional<std::int64_t> prev_index;
   std::optional<std::int64_t> ttl;  ///< seconds
   bool dir = false;
+  /// Only renews the ttl (refresh=true, no value; python-etcd's refresh()).
+  bool refresh = false;
 };
 
 class EtcdClient {
@@ -92,6 +94,8 @@ class EtcdClient {
   std::optional<EtcdResult> Watch(std::string_view key, bool recursive, std::int64_t wait_index,
                                   std::chrono::milliseconds timeout) const;
   [[nodiscard]] std::string Endpoint() const { return host_ + ":" + std::to_string(port_); }
+  [[nodiscard]] const std::string& Host() const { return host_; }
+  [[nodiscard]] int Port() const { return port_; }
 
  private:
   /// One request; nullopt on timeout when `timeout_is_normal`, else EtcdError.

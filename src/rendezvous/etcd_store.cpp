@@ -27,13 +27,13 @@ std::string Decode(const std::string& etcd_key, const std::string& b64) {
   return *v;
 }
 
+}  // namespace
+
 void CasDelay() {
   // etcd_store.py cas_delay(): a random sleep of up to 100 ms before retrying a CAS.
   thread_local std::mt19937 rng(std::random_device{}());
   std::this_thread::sleep_for(milliseconds(std::uniform_int_distribution<int>(0, 100)(rng)));
 }
-
-}  // namespace
 
 EtcdKvStore::EtcdKvStore(EtcdClient client, std::string prefix, milliseconds timeout)
     : client_(std::move(client)), prefix_(std::move(prefix)), timeout_(timeout) {

@@ -29,6 +29,9 @@
 
 namespace tzrun::rendezvous::detail {
 
+/// etcd_store.py cas_delay(): a random sleep of up to 100 ms before retrying a CAS.
+void CasDelay();
+
 class EtcdKvStore {
  public:
   EtcdKvStore(EtcdClient client, std::string prefix, std::chrono::milliseconds timeout);

@@ -16,21 +16,23 @@ std::unique_ptr<Handler> MakeHandler(HandlerParams params, store::LogSink log,
     h->SetInterrupt(interrupt);
     return h;
   }
-  if (backend == "c10d") {
+  if (backend == "c10d" || backend == "etcd-v2") {
     auto o = std::move(params.dynamic_options);
     o.log = std::move(log);
     auto h = MakeDynamicRendezvous(std::move(o), interrupt);
     h->SetInterrupt(interrupt);
     return h;
   }
-  if (backend == "etcd" || backend == "etcd-v2") {
-    throw ConfigError("--rdzv-backend=" + backend +
-                      " is not supported by tzrun; use --rdzv-backend=c10d (the agent matching "
-                      "--rdzv-endpoint hosts the rendezvous store, no etcd needed) or static");
+  if (backend == "etcd") {
+    auto o = std::move(params.etcd_options);
+    o.log = std::move(log);
+    auto h = MakeEtcdRendezvous(std::move(o), interrupt);
+    h->SetInterrupt(interrupt);
+    return h;
   }
   throw ConfigError("--rdzv-backend=" + backend +
                     " is not a known rendezvous backend; use "
-                    "static or c10d");
+                    "static, c10d, etcd-v2 or etcd");
 }
 
 }  // namespace tzrun::rendezvous

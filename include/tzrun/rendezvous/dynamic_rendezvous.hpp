@@ -14,10 +14,15 @@
 // PrefixStore("torch.rendezvous.<run_id>.<round>"); round rank 0 hosts the workers' store
 // on a free port and publishes MASTER_ADDR/MASTER_PORT there (torchrun 2.11 shared store).
 //
-// Differences from torchrun: the state is JSON, not a pickle, so tzrun and torchrun
-// agents cannot share a rendezvous; waiting nodes are woken by a per-version notify key
-// instead of polling every second; every store reply is bounded by read_timeout and the
-// connect by join_timeout; participants record their local restart count so the round's
+// The `etcd-v2` backend (DynamicOptions::backend, torchrun's etcd_rendezvous_backend.py) runs
+// the same state machine with the state in etcd, as torchrun's pickle, so tzrun and torchrun
+// agents can share an etcd-v2 rendezvous; no agent hosts a rendezvous store there, the round
+// store is torch's EtcdStore (src/rendezvous/state_channel.hpp, torch_state.hpp).
+//
+// Differences from torchrun: under c10d the state is JSON, not a pickle, so tzrun and
+// torchrun agents cannot share a c10d rendezvous; waiting nodes are woken by a per-version notify
+// key instead of polling every second; every store reply is bounded by read_timeout and the connect
+// by join_timeout; participants record their local restart count so the round's
 // TORCHELASTIC_RESTART_COUNT is the same on every node (their maximum); round rank 0 hosts
 // a fresh workers' store every round (torch 2.11 workers use the agent store without a
 // per-attempt prefix, so a reused store hands stale gloo addresses to restarted workers —
@@ -47,6 +52,10 @@
 namespace tzrun::rendezvous {
 
 struct DynamicOptions {
+  /// "c10d" (the state in the rendezvous TCP store) or "etcd-v2" (the state and the round
+  /// store in etcd at `endpoint`, torchrun's etcd_rendezvous_backend.py; see
+  /// src/rendezvous/state_channel.hpp).
+  std::string backend = "c10d";
   std::string run_id;
   int min_nodes = 1;
   int max_nodes = 1;

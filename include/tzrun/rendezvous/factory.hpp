@@ -16,6 +16,7 @@
 #include <string>
 
 #include "tzrun/rendezvous/dynamic_rendezvous.hpp"
+#include "tzrun/rendezvous/etcd_rendezvous.hpp"
 #include "tzrun/rendezvous/handler.hpp"
 #include "tzrun/rendezvous/static_rendezvous.hpp"
 
@@ -25,9 +26,10 @@ namespace tzrun::rendezvous {
 /// backend's options are ignored). The `log` members of the options are replaced by the
 /// `log` argument of make_handler.
 struct HandlerParams {
-  std::string backend = "static";  ///< "static" or "c10d" (--standalone is c10d)
+  std::string backend = "static";  ///< "static", "c10d", "etcd-v2" or "etcd" (--standalone is c10d)
   StaticOptions static_options;    ///< used when backend == "static"
-  DynamicOptions dynamic_options;  ///< used when backend == "c10d"
+  EtcdOptions etcd_options;        ///< used when backend == "etcd" (legacy)
+  DynamicOptions dynamic_options;  ///< used when backend == "c10d" or "etcd-v2"
 };
 
 /// The handler for params.backend. The c10d handler connects to or hosts its store here

@@ -56,9 +56,81 @@ TEST(RendezvousOptions, DynamicFromLaunchConfig) {
 
   d.rdzv_conf = {{"store_type", "file"}};
   EXPECT_THROW((void)DynamicOptions(d, "me"), ConfigError);
+}
+
+TEST(RendezvousOptions, LegacyEtcdKeysAndRefusals) {
+  LaunchConfig d;
+  d.rdzv_id = "job";
+  d.min_nodes = 2;
+  d.max_nodes = 3;
+  d.rdzv_backend = "etcd";
+  d.rdzv_endpoint = "etcd-host";
+  d.rdzv_conf = {{"timeout", "12"},
+                 {"last_call_timeout", "2"},
+                 {"etcd_prefix", "/p"},
+                 {"read_timeout", "4"},
+                 {"protocol", "http"}};
+  const auto p = HandlerParams(d, "me");
+  EXPECT_EQ(p.backend, "etcd");
+  const auto& o = p.etcd_options;
+  EXPECT_EQ(o.endpoint.port, 2379);
+  EXPECT_EQ(o.timeout, 12s);
+  EXPECT_EQ(o.last_call_timeout, 2s);
+  EXPECT_EQ(o.read_timeout, 4s);
+  EXPECT_EQ(o.prefix, "/p");
+  EXPECT_EQ(o.min_nodes, 2);
+  EXPECT_EQ(o.max_nodes, 3);
   d.rdzv_conf = {};
+  EXPECT_EQ(EtcdOptions(d, "me").prefix, "/torchelastic/p2p");  // torchrun's default
+  for (const auto& [k, v] :
+       std::vector<std::pair<std::string, std::string>>{{"protocol", "https"},
+                                                        {"cacert", "/ca"},
+                                                        {"cert", "/c"},
+                                                        {"key", "/k"},
+                                                        {"join_timeout", "5"},
+                                                        {"keep_alive_interval", "1"},
+                                                        {"is_host", "1"}}) {
+    d.rdzv_conf = {{k, v}};
+    try {
+      (void)EtcdOptions(d, "me");
+      ADD_FAILURE() << k << "=" << v << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("--rdzv-conf " + k), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(RendezvousOptions, EtcdV2DefaultsAndRefusedKeys) {
+  LaunchConfig d;
+  d.rdzv_id = "job";
   d.rdzv_backend = "etcd-v2";
-  EXPECT_THROW((void)rendezvous::MakeHandler(HandlerParams(d, "me"), {}), ConfigError);
+  d.rdzv_endpoint = "etcd-host";
+  auto p = HandlerParams(d, "me");
+  EXPECT_EQ(p.backend, "etcd-v2");
+  EXPECT_EQ(p.dynamic_options.backend, "etcd-v2");
+  EXPECT_EQ(p.dynamic_options.endpoint.port, 2379);  // etcd's client port, as torchrun
+  d.rdzv_conf = {{"protocol", "HTTP"}, {"read_timeout", "7"}};
+  EXPECT_EQ(DynamicOptions(d, "me").read_timeout, 7s);
+  for (const auto& [k, v] :
+       std::vector<std::pair<std::string, std::string>>{{"protocol", "https"},
+                                                        {"protocol", "ftp"},
+                                                        {"ssl_cert", "/c.pem"},
+                                                        {"ssl_cert_key", "/k.pem"},
+                                                        {"ca_cert", "/ca.pem"},
+                                                        {"is_host", "true"},
+                                                        {"store_type", "tcp"}}) {
+    d.rdzv_conf = {{k, v}};
+    try {
+      (void)DynamicOptions(d, "me");
+      ADD_FAILURE() << k << "=" << v << " was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("--rdzv-conf " + k), std::string::npos) << e.what();
+    }
+  }
+  d.rdzv_backend = "c10d";
+  d.rdzv_conf = {{"is_host", "true"}};
+  EXPECT_EQ(DynamicOptions(d, "me").backend, "c10d");
+  EXPECT_EQ(DynamicOptions(d, "me").endpoint.port, 29400);
 }
 
 TEST(RendezvousOptions, HandlerParamsPickTheBackend) {

@@ -53,7 +53,7 @@ TEST(Host, LoopbackAndLocalhostAreThisMachine) {
 // (tests/unit/agent/test_rendezvous_options.cpp).
 TEST(Factory, RejectsUnsupportedBackends) {
   HandlerParams p;
-  p.backend = "etcd-v2";
+  p.backend = "etcd";  // the legacy backend checks its options before reaching etcd
   EXPECT_THROW((void)MakeHandler(p, {}), ConfigError);
   p.backend = "zookeeper";
   EXPECT_THROW((void)MakeHandler(p, {}), ConfigError);
