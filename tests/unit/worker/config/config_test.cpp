@@ -301,6 +301,19 @@ TEST(Examples, EveryExampleParses) {
     if (entry.path().extension() != ".config") continue;
     ++seen;
     SCOPED_TRACE(entry.path().string());
+    // Examples written ahead of a model tzrec_train still refuses by name (never half-trained).
+    const std::map<std::string, std::string> refused = {
+        {"multi_tower_din_movielens.config",
+         "'multi_tower_din' (ModelConfig) is a TorchEasyRec option"}};
+    if (const auto r = refused.find(entry.path().filename().string()); r != refused.end()) {
+      try {
+        LoadPipelineConfig(entry.path().string());
+        ADD_FAILURE() << "now accepted: remove it from the refused list";
+      } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find(r->second), std::string::npos) << e.what();
+      }
+      continue;
+    }
     const LoadedConfig c = LoadPipelineConfig(entry.path().string());
     EXPECT_FALSE(ModelType(c.config).empty());
     EXPECT_EQ(c.config.data_config().fg_mode(), protos::FG_DAG);
