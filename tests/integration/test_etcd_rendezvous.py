@@ -216,18 +216,34 @@ def _has_python_etcd() -> bool:
     return r.returncode == 0
 
 
-@pytest.mark.needs_torchrun
+# Runs the real torchrun, but its prerequisite is python-etcd (torchrun's etcd backends import
+# it; scripts/setup.sh does not install it): needs_python_etcd, whose skips stay skips.
+@pytest.mark.needs_python_etcd
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_etcd_torchrun_and_tzrun_agents_share_one_rendezvous(tmp_path, agents, etcd, backend):
+@pytest.mark.parametrize("first", ["tzrun", "torchrun"])
+def test_etcd_torchrun_and_tzrun_agents_share_one_rendezvous(tmp_path, agents, etcd, backend,
+                                                            first):
+    """The node that joins first (legacy: join order) with the lower address (etcd-v2: sorted
+    descriptors) is rank 0 and hosts the workers' TCPStore; the other launcher's workers use
+    it. Both directions."""
     if not _has_python_etcd():
         pytest.skip("torchrun's etcd backends need python-etcd (pip install python-etcd)")
     args = lambda addr: etcd_args(etcd, addr, tmp_path, ALLREDUCE, run_id="mixed",  # noqa: E731
                                   backend=backend)
-    a = agents(args("127.0.0.2"), tmp_path / "tzrun.log")
-    time.sleep(0.5)  # tzrun's node joins first (legacy: join order is the rank)
+    tz_addr, tr_addr = ("127.0.0.2", "127.0.0.3") if first == "tzrun" else ("127.0.0.3",
+                                                                          "127.0.0.2")
     log = open(tmp_path / "torchrun.log", "w")
-    t = subprocess.Popen([os.path.join(VENV_BIN, "torchrun"), *args("127.0.0.3")],
-                         env=env_for(LOGLEVEL="INFO"), stdout=log, stderr=subprocess.STDOUT)
+    start_torchrun = lambda: subprocess.Popen(  # noqa: E731
+        [os.path.join(VENV_BIN, "torchrun"), *args(tr_addr)], env=env_for(LOGLEVEL="INFO"),
+        stdout=log, stderr=subprocess.STDOUT)
+    if first == "torchrun":
+        t = start_torchrun()
+        time.sleep(3.0)  # torchrun's agent starts slower (python imports)
+        a = agents(args(tz_addr), tmp_path / "tzrun.log")
+    else:
+        a = agents(args(tz_addr), tmp_path / "tzrun.log")
+        time.sleep(0.5)
+        t = start_torchrun()
     try:
         assert t.wait(180) == 0, logs(a) + (tmp_path / "torchrun.log").read_text()[-6000:]
     finally:
@@ -239,8 +255,9 @@ def test_etcd_torchrun_and_tzrun_agents_share_one_rendezvous(tmp_path, agents, e
         value, world = (tmp_path / f"sum{rank}.txt").read_text().split()
         assert float(value) == 3.0 and int(world) == 2
     text = (tmp_path / "torchrun.log").read_text()
-    # tzrun's node (127.0.0.2 sorts first) is rank 0 and hosts the workers' TCPStore.
-    assert "group_rank=1" in text and "master_addr=127.0.0.2" in text, text[-4000:]
+    tr_rank = 1 if first == "tzrun" else 0
+    assert f"group_rank={tr_rank}" in text and "master_addr=127.0.0.2" in text, text[-4000:]
+    assert "master_addr=127.0.0.2" in a.text(), logs(a)
     if backend == "etcd":
         return
     state, _ = etcd_state(etcd, "mixed")
