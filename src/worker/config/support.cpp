@@ -24,6 +24,11 @@ constexpr const char* kRankMaskJob =
     "test_rank_models_mask.py::test_rank_model_trains_on_two_ranks";
 constexpr const char* kModules = "train.RankModulesGolden.ForwardAndGradientsMatchTorch";
 
+constexpr const char* kSeqConfig = "config.SequenceFeaturesAccepted";
+constexpr const char* kSeqInput = "Transform.SequenceIdsSplitTruncateAndFill";
+constexpr const char* kSeqPool = "config.SequencePoolingAgreesPerTable";
+constexpr const char* kSeqModel = "train.Model.PoolingEncoderAppendsPooledSequences";
+
 constexpr const char* kMtGolden = "train.MultiTaskGolden.MatchesTorch";
 constexpr const char* kMtJob = "test_multi_task.py::test_mmoe_and_dbmtl_train_eval_predict";
 constexpr const char* kMtLoss = "train.MultiTaskLoss.WeightsAndSampleWeights";
@@ -243,6 +248,42 @@ const std::vector<FieldSupport> kTable = {
      "planner.Plan"},
     {P "ParameterConstraints.sharding_types", kH, "allowed TorchRec sharding types",
      "planner.Plan"},
+    {P "FeatureConfig.sequence_id_feature", kH,
+     "a sequence of ids (FG_NONE), pooled by a DEEP group's pooling_encoder", kSeqConfig},
+    {P "FeatureConfig.sequence_raw_feature", kH,
+     "a sequence of bucket ids (FG_NONE, with boundaries), pooled by a pooling_encoder",
+     kSeqConfig},
+    {P "SequenceIdFeature.feature_name", kH, "the name and its column", kSeqConfig},
+    {P "SequenceIdFeature.expression", kN, "fg_mode FG_NONE reads the column named feature_name",
+     "config.NoEffectWarns"},
+    {P "SequenceIdFeature.sequence_length", kH, "keep the first N items of each sequence",
+     kSeqInput},
+    {P "SequenceIdFeature.sequence_delim", kH, "the item separator of a text cell (default ;)",
+     kSeqInput},
+    {P "SequenceIdFeature.embedding_name", kH, "features with one name share a table (one pooling)",
+     kSeqPool},
+    {P "SequenceIdFeature.embedding_dim", kH, "the table width", kSeqConfig},
+    {P "SequenceIdFeature.hash_bucket_size", kH, "table rows (ids in [0, n))", kSeqConfig},
+    {P "SequenceIdFeature.num_buckets", kH, "table rows (ids in [0, n))", kSeqInput},
+    {P "SequenceIdFeature.vocab_list", kH, "table rows len + 2 (ids in [0, len + 2))", kSeqConfig},
+    {P "SequenceIdFeature.fg_encoded_default_value", kH,
+     "the sequence of an empty cell (unset: empty)", kSeqInput},
+    {P "SequenceIdFeature.embedding_constraints", kH, "this table's sharding constraints",
+     "planner.Plan"},
+    {P "SequenceRawFeature.feature_name", kH, "the name and its column", kSeqConfig},
+    {P "SequenceRawFeature.expression", kN, "fg_mode FG_NONE reads the column named feature_name",
+     "config.NoEffectWarns"},
+    {P "SequenceRawFeature.sequence_length", kH, "keep the first N items of each sequence",
+     kSeqInput},
+    {P "SequenceRawFeature.sequence_delim", kH, "the item separator of a text cell", kSeqInput},
+    {P "SequenceRawFeature.embedding_name", kH, "features with one name share a table", kSeqPool},
+    {P "SequenceRawFeature.embedding_dim", kH, "the bucket table width", kSeqConfig},
+    {P "SequenceRawFeature.boundaries", kH,
+     "the table has len + 1 rows; the column holds bucket ids (required)", kSeqConfig},
+    {P "SequenceRawFeature.fg_encoded_default_value", kH, "the sequence of an empty cell",
+     kSeqInput},
+    {P "SequenceRawFeature.embedding_constraints", kH, "this table's sharding constraints",
+     "planner.Plan"},
 
     {P "ModelConfig.feature_groups", kH, "the model's input groups", kExamples},
     {P "ModelConfig.dlrm", kH, "DLRM", kTrainJob},
@@ -263,6 +304,18 @@ const std::vector<FieldSupport> kTable = {
     {P "FeatureGroupConfig.feature_names", kH, "the group's features in order", kExamples},
     {P "FeatureGroupConfig.group_type", kH, "DEEP | WIDE (SEQUENCE refused)",
      "config.ValuesRefused"},
+    {P "FeatureGroupConfig.sequence_groups", kH,
+     "a DEEP group's sequence groups, each read by a pooling_encoder", kSeqConfig},
+    {P "FeatureGroupConfig.sequence_encoders", kH,
+     "appended to the group's features in order (pooling_encoder)", kSeqModel},
+    {P "SeqGroupConfig.group_name", kH, "the name a pooling_encoder's input names", kSeqConfig},
+    {P "SeqGroupConfig.feature_names", kH,
+     "its sequence features (pooled in order) and query features (not read by pooling)", kSeqModel},
+    {P "SeqEncoderConfig.pooling_encoder", kH, "sum / mean over the sequence", kSeqModel},
+    {P "PoolingEncoder.name", kN, "the encoder has no tensors to name", "config.NoEffectWarns"},
+    {P "PoolingEncoder.input", kH, "the sequence group it pools", kSeqConfig},
+    {P "PoolingEncoder.pooling_type", kH,
+     "sum | mean (mean divides by the sequence length; empty: zeros)", kSeqModel},
     {P "MLP.hidden_units", kH, "Linear layers of these widths", kTrainJob},
     {P "MLP.dropout_ratio", kH,
      "dropout after each layer in training: [] none, [p] every layer, else one per layer",
