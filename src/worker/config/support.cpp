@@ -26,6 +26,7 @@ constexpr const char* kModules = "train.RankModulesGolden.ForwardAndGradientsMat
 
 constexpr const char* kSeqConfig = "config.SequenceFeaturesAccepted";
 constexpr const char* kSeqInput = "Transform.SequenceIdsSplitTruncateAndFill";
+constexpr const char* kSeqGrouped = "config.GroupedSequenceFeatureExpands";
 constexpr const char* kSeqPool = "config.SequencePoolingAgreesPerTable";
 constexpr const char* kSeqModel = "train.Model.PoolingEncoderAppendsPooledSequences";
 
@@ -253,6 +254,21 @@ const std::vector<FieldSupport> kTable = {
     {P "FeatureConfig.sequence_raw_feature", kH,
      "a sequence of bucket ids (FG_NONE, with boundaries), pooled by a pooling_encoder",
      kSeqConfig},
+    {P "FeatureConfig.sequence_feature", kH,
+     "a grouped sequence: each sub-feature becomes <sequence_name>__<feature_name>", kSeqGrouped},
+    {P "SequenceFeature.sequence_name", kH, "the prefix of the sub-features' names and columns",
+     kSeqGrouped},
+    {P "SequenceFeature.sequence_length", kH, "keep the first N items of each sequence",
+     kSeqGrouped},
+    {P "SequenceFeature.sequence_delim", kH, "the item separator of a text cell (default ;)",
+     kSeqGrouped},
+    {P "SequenceFeature.sequence_pk", kN, "TorchEasyRec's serving primary key", kSeqGrouped},
+    {P "SequenceFeature.features", kH,
+     "the sub-features (id_feature; raw_feature with boundaries); table: embedding_name or "
+     "<feature_name>_emb",
+     kSeqGrouped},
+    {P "SeqFeatureConfig.id_feature", kH, "a sequence of ids", kSeqGrouped},
+    {P "SeqFeatureConfig.raw_feature", kH, "a sequence of bucket ids (boundaries)", kSeqGrouped},
     {P "SequenceIdFeature.feature_name", kH, "the name and its column", kSeqConfig},
     {P "SequenceIdFeature.expression", kN, "fg_mode FG_NONE reads the column named feature_name",
      "config.NoEffectWarns"},

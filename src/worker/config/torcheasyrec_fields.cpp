@@ -34,9 +34,9 @@ constexpr const char* kSequence =
     "this sequence feature type is not implemented by tzrec_train; supported: "
     "sequence_id_feature, sequence_raw_feature with boundaries (fg_mode FG_NONE)";
 constexpr const char* kGroupedSequence =
-    "grouped sequence features (sequence_feature with sequence_name) are not implemented by "
-    "tzrec_train; define each sub-feature as a sequence_id_feature (or a sequence_raw_feature "
-    "with boundaries) reading its own column";
+    "a sequence inside an id_feature / raw_feature is a newer TorchEasyRec form that tzrec_train "
+    "does not implement; write a sequence_feature { sequence_name ... features { ... } } or a "
+    "sequence_id_feature";
 constexpr const char* kSeqFg =
     "feature generation of sequence features is not implemented: encode the sequences offline "
     "and read them with fg_mode FG_NONE (fg_encoded_default_value fills empty cells)";
@@ -105,7 +105,6 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.FeatureConfig", "combo_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "lookup_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "match_feature", kFeatureType},
-    {"tzrec.protos.FeatureConfig", "sequence_feature", kGroupedSequence},
     {"tzrec.protos.FeatureConfig", "expr_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "overlap_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "tokenize_feature", kFeatureType},

@@ -156,9 +156,8 @@ TEST(Sequence, SequenceRefusals) {
   EXPECT_HAS(e, "'simple_attention' (SeqEncoderConfig)");
   e = ErrorOf(SeqConfig("pooling: 'mean'"));
   EXPECT_HAS(e, "'pooling' (SequenceIdFeature)");
-  e = ErrorOf(SeqConfig() + R"(feature_configs { sequence_feature { sequence_name: "s" } })");
-  EXPECT_HAS(e, "'sequence_feature' (FeatureConfig)");
-  EXPECT_HAS(e, "define each sub-feature as a sequence_id_feature");
+  e = ErrorOf(SeqConfig(), R"({"feature_configs[0].id_feature.sequence_length": 3})");
+  EXPECT_HAS(e, "'sequence_length' (IdFeature)");
   e = ErrorOf(SeqConfig(), R"({"model_config.feature_groups[0].group_type": "SEQUENCE"})");
   EXPECT_HAS(e, "sequence groups");
   // Models reading a group per feature (DeepFM's FM, DLRM, WuKong, ...) do not take encoders.
@@ -178,6 +177,60 @@ model_config {
 })";
   e = ErrorOf(dlrm);
   EXPECT_HAS(e, "model_config.dlrm does not read sequence encoders");
+}
+
+// TorchEasyRec's grouped form: sequence_feature { sequence_name features { id_feature ... } }.
+std::string Grouped(const std::string& sub_extra = "", const std::string& seq_extra = "") {
+  return R"(
+train_config {
+  sparse_optimizer { adagrad_optimizer { lr: 0.01 } constant_learning_rate {} }
+  dense_optimizer { adam_optimizer { lr: 0.001 } constant_learning_rate {} } }
+data_config { batch_size: 8 label_fields: "clk" }
+feature_configs { id_feature { feature_name: "item" num_buckets: 100 embedding_dim: 4
+  pooling: "mean" } }
+feature_configs { sequence_feature { sequence_name: "click" sequence_length: 3
+  sequence_delim: "|" sequence_pk: "user:click" )" +
+         seq_extra + R"(
+  features { id_feature { feature_name: "item" expression: "item:item" num_buckets: 100
+    embedding_dim: 4 )" +
+         sub_extra + R"( } }
+  features { raw_feature { feature_name: "price" boundaries: [1, 2] embedding_dim: 2 } } } }
+model_config {
+  feature_groups { group_name: "all" feature_names: "item"
+    sequence_groups { group_name: "hist"
+      feature_names: "item" feature_names: "click__item" feature_names: "click__price" }
+    sequence_encoders { pooling_encoder { input: "hist" } } }
+  multi_tower { towers { input: "all" mlp { hidden_units: [8] } } final { hidden_units: [4] } }
+  losses { binary_cross_entropy {} }
+})";
+}
+
+TEST(Sequence, GroupedSequenceFeatureExpands) {
+  const LoadedConfig c = ParsePipelineConfig(Grouped());
+  ASSERT_EQ(c.config.feature_configs_size(), 3);
+  const auto& item = c.config.feature_configs(1);
+  ASSERT_TRUE(item.has_sequence_id_feature());
+  EXPECT_EQ(FeatureName(item), "click__item");  // upstream's name and column
+  EXPECT_EQ(InputColumn(c.config, item), "click__item");
+  EXPECT_EQ(SequenceLength(item), 3);
+  EXPECT_EQ(SequenceDelim(item), "|");
+  EXPECT_EQ(TableName(item), "item_emb");  // the sub-feature's own name: shared with "item"
+  EXPECT_EQ(NumEmbeddings(item), 100);
+  EXPECT_EQ(EffectivePooling(c.config, item), "mean");
+  const auto& price = c.config.feature_configs(2);
+  ASSERT_TRUE(price.has_sequence_raw_feature());
+  EXPECT_EQ(FeatureName(price), "click__price");
+  EXPECT_EQ(TableName(price), "price_emb");
+  EXPECT_EQ(NumEmbeddings(price), 3);
+  ASSERT_EQ(c.warnings.size(), 1U);
+  EXPECT_HAS(c.warnings[0], "sequence_feature.sequence_pk: no effect");
+  // Fields a sequence item cannot carry are refused, naming the sub-feature.
+  std::string e = ErrorOf(Grouped("pooling: 'sum'"));
+  EXPECT_HAS(e, "sequence_feature.features[0].id_feature.pooling: a sequence is pooled");
+  e = ErrorOf(Grouped("separator: ','"));
+  EXPECT_HAS(e, "features[0].id_feature.separator is a feature-generation field");
+  e = ErrorOf(Grouped(), R"({"feature_configs[1].sequence_feature.sequence_length": 0})");
+  EXPECT_HAS(e, "feature_configs[1].sequence_feature.sequence_length: must be > 0");
 }
 
 }  // namespace
