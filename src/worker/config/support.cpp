@@ -285,7 +285,7 @@ const std::vector<FieldSupport> kTable = {
     {P "SequenceIdFeature.fg_encoded_default_value", kH,
      "the sequence of an empty cell (unset: empty)", kSeqInput},
     {P "SequenceIdFeature.embedding_constraints", kH, "this table's sharding constraints",
-     "planner.Plan"},
+     "train.Model.SequenceTableConstraints"},
     {P "SequenceRawFeature.feature_name", kH, "the name and its column", kSeqConfig},
     {P "SequenceRawFeature.expression", kN, "fg_mode FG_NONE reads the column named feature_name",
      "config.NoEffectWarns"},
@@ -299,7 +299,7 @@ const std::vector<FieldSupport> kTable = {
     {P "SequenceRawFeature.fg_encoded_default_value", kH, "the sequence of an empty cell",
      kSeqInput},
     {P "SequenceRawFeature.embedding_constraints", kH, "this table's sharding constraints",
-     "planner.Plan"},
+     "train.Model.SequenceTableConstraints"},
 
     {P "ModelConfig.feature_groups", kH, "the model's input groups", kExamples},
     {P "ModelConfig.dlrm", kH, "DLRM", kTrainJob},

@@ -105,5 +105,19 @@ TEST(Model, PoolingEncoderAppendsPooledSequences) {
   }
 }
 
+// A sequence feature's embedding_constraints constrain its table (as an id feature's do).
+TEST(Model, SequenceTableConstraints) {
+  PipelineConfig c = SeqConfig("mean");
+  auto* clicks = c.mutable_feature_configs(1)->mutable_sequence_id_feature();
+  clicks->set_embedding_name("clicks_emb");
+  clicks->mutable_embedding_constraints()->add_sharding_types("row_wise");
+  EXPECT_EQ(TableConstraints(c, "clicks_emb").sharding_types,
+            (std::vector<ShardingType>{ShardingType::kRowWise}));
+  const auto tables = EmbeddingTables(c);
+  ASSERT_EQ(tables.size(), 2U);
+  EXPECT_EQ(tables[1].name, "clicks_emb");
+  EXPECT_EQ(tables[1].feature_names, (std::vector<std::string>{"clicks"}));
+}
+
 }  // namespace
 }  // namespace tzrec
