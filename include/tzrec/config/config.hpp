@@ -89,17 +89,30 @@ std::int64_t AucThresholds(const PipelineConfig& config);
 // The model oneof's name: "dlrm" | "deepfm" | "multi_tower".
 std::string ModelType(const PipelineConfig& config);
 
-// ---- One feature (a FeatureConfig holds an id_feature or a raw_feature) ----------------------
+// ---- One feature (a FeatureConfig holds an id_feature, raw_feature, sequence_id_feature or
+// sequence_raw_feature) ------------------------------------------------------------------------
 const std::string& FeatureName(const protos::FeatureConfig& feature);
-bool IsIdFeature(const protos::FeatureConfig& feature);
-// An id feature or a raw feature with boundaries: it has an embedding table.
+bool IsIdFeature(const protos::FeatureConfig& feature);  // id_feature only
+// sequence_id_feature or sequence_raw_feature (TorchEasyRec's is_sequence).
+bool IsSequence(const protos::FeatureConfig& feature);
+// An id feature, a sequence id feature or a (sequence) raw feature with boundaries: it has an
+// embedding table.
 bool IsSparse(const protos::FeatureConfig& feature);
 std::int64_t EmbeddingDim(const protos::FeatureConfig& feature);  // 0 for a dense raw feature
 // Table rows: hash_bucket_size | num_buckets | len(vocab_list) + 2 | len(boundaries) + 1; 0 dense.
 std::int64_t NumEmbeddings(const protos::FeatureConfig& feature);
 std::string TableName(const protos::FeatureConfig& feature);  // embedding_name or "<name>_emb"
+// The pooling field ("sum" for sequence features, which have none).
 const std::string& Pooling(const protos::FeatureConfig& feature);
-std::int64_t ValueDim(const protos::FeatureConfig& feature);  // raw: value_dim; id: 1
+// How the feature's embedding is pooled: Pooling() for non-sequence features; for a sequence
+// feature the pooling_type of the pooling_encoder whose sequence group lists it ("sum" when none
+// does: the feature is then not read). Validation makes it unique per feature and per table.
+std::string EffectivePooling(const PipelineConfig& config, const protos::FeatureConfig& feature);
+std::int64_t ValueDim(const protos::FeatureConfig& feature);  // raw: value_dim; others: 1
+// Sequence features: sequence_length (items kept) and sequence_delim; 0 / "" for the others.
+std::int64_t SequenceLength(const protos::FeatureConfig& feature);
+const std::string& SequenceDelim(const protos::FeatureConfig& feature);
+const protos::ParameterConstraints& EmbeddingConstraints(const protos::FeatureConfig& feature);
 // The input column: with feature generation the expression after its last ':', else the name.
 std::string InputColumn(const PipelineConfig& config, const protos::FeatureConfig& feature);
 std::vector<ShardingType> ShardingTypes(const protos::ParameterConstraints& constraints);

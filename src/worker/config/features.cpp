@@ -76,53 +76,122 @@ std::string ModelType(const PipelineConfig& config) {
   }
 }
 
+namespace {
+
+// Calls fn(message) with the feature's set oneof member (an IdFeature, RawFeature,
+// SequenceIdFeature or SequenceRawFeature; RawFeature's default instance when none is set).
+template <typename Fn>
+decltype(auto) Visit(const protos::FeatureConfig& f, Fn&& fn) {
+  switch (f.feature_case()) {
+    case protos::FeatureConfig::kIdFeature:
+      return fn(f.id_feature());
+    case protos::FeatureConfig::kSequenceIdFeature:
+      return fn(f.sequence_id_feature());
+    case protos::FeatureConfig::kSequenceRawFeature:
+      return fn(f.sequence_raw_feature());
+    default:
+      return fn(f.raw_feature());
+  }
+}
+
+template <typename M>
+std::int64_t IdTableRows(const M& id) {
+  if (id.hash_bucket_size() > 0) return static_cast<std::int64_t>(id.hash_bucket_size());
+  if (id.num_buckets() > 0) return static_cast<std::int64_t>(id.num_buckets());
+  if (id.vocab_list_size() > 0) return id.vocab_list_size() + 2;
+  return 0;
+}
+
+}  // namespace
+
 const std::string& FeatureName(const protos::FeatureConfig& f) {
-  return f.has_id_feature() ? f.id_feature().feature_name() : f.raw_feature().feature_name();
+  return Visit(f, [](const auto& m) -> const std::string& { return m.feature_name(); });
 }
 
 bool IsIdFeature(const protos::FeatureConfig& f) {
   return f.has_id_feature();
 }
 
+bool IsSequence(const protos::FeatureConfig& f) {
+  return f.has_sequence_id_feature() || f.has_sequence_raw_feature();
+}
+
 bool IsSparse(const protos::FeatureConfig& f) {
-  return f.has_id_feature() || f.raw_feature().boundaries_size() > 0;
+  if (f.has_id_feature() || f.has_sequence_id_feature()) return true;
+  if (f.has_sequence_raw_feature()) return f.sequence_raw_feature().boundaries_size() > 0;
+  return f.raw_feature().boundaries_size() > 0;
 }
 
 std::int64_t EmbeddingDim(const protos::FeatureConfig& f) {
-  if (f.has_id_feature()) return f.id_feature().embedding_dim();
-  return f.raw_feature().boundaries_size() > 0 ? f.raw_feature().embedding_dim() : 0;
+  if (!IsSparse(f)) return 0;
+  return Visit(f, [](const auto& m) -> std::int64_t { return m.embedding_dim(); });
 }
 
 std::int64_t NumEmbeddings(const protos::FeatureConfig& f) {
-  if (f.has_id_feature()) {
-    const auto& id = f.id_feature();
-    if (id.hash_bucket_size() > 0) return static_cast<std::int64_t>(id.hash_bucket_size());
-    if (id.num_buckets() > 0) return static_cast<std::int64_t>(id.num_buckets());
-    if (id.vocab_list_size() > 0) return id.vocab_list_size() + 2;
-    return 0;
-  }
-  const int n = f.raw_feature().boundaries_size();
+  if (f.has_id_feature()) return IdTableRows(f.id_feature());
+  if (f.has_sequence_id_feature()) return IdTableRows(f.sequence_id_feature());
+  const int n = f.has_sequence_raw_feature() ? f.sequence_raw_feature().boundaries_size()
+                                             : f.raw_feature().boundaries_size();
   return n > 0 ? n + 1 : 0;
 }
 
 std::string TableName(const protos::FeatureConfig& f) {
   const std::string& name =
-      f.has_id_feature() ? f.id_feature().embedding_name() : f.raw_feature().embedding_name();
+      Visit(f, [](const auto& m) -> const std::string& { return m.embedding_name(); });
   return name.empty() ? FeatureName(f) + "_emb" : name;
 }
 
 const std::string& Pooling(const protos::FeatureConfig& f) {
-  return f.has_id_feature() ? f.id_feature().pooling() : f.raw_feature().pooling();
+  static const std::string kSum = "sum";
+  if (f.has_id_feature()) return f.id_feature().pooling();
+  if (f.has_raw_feature()) return f.raw_feature().pooling();
+  return kSum;
+}
+
+std::string EffectivePooling(const PipelineConfig& config, const protos::FeatureConfig& f) {
+  if (!IsSequence(f)) return Pooling(f);
+  for (const auto& group : config.model_config().feature_groups()) {
+    for (const auto& encoder : group.sequence_encoders()) {
+      if (!encoder.has_pooling_encoder()) continue;
+      for (const auto& seq : group.sequence_groups()) {
+        if (seq.group_name() != encoder.pooling_encoder().input()) continue;
+        for (const auto& name : seq.feature_names()) {
+          if (name == FeatureName(f)) return encoder.pooling_encoder().pooling_type();
+        }
+      }
+    }
+  }
+  return "sum";
 }
 
 std::int64_t ValueDim(const protos::FeatureConfig& f) {
-  return f.has_id_feature() ? 1 : f.raw_feature().value_dim();
+  return f.has_raw_feature() ? f.raw_feature().value_dim() : 1;
+}
+
+std::int64_t SequenceLength(const protos::FeatureConfig& f) {
+  if (f.has_sequence_id_feature()) return f.sequence_id_feature().sequence_length();
+  if (f.has_sequence_raw_feature()) return f.sequence_raw_feature().sequence_length();
+  return 0;
+}
+
+const std::string& SequenceDelim(const protos::FeatureConfig& f) {
+  static const std::string kNone;
+  if (f.has_sequence_id_feature()) return f.sequence_id_feature().sequence_delim();
+  if (f.has_sequence_raw_feature()) return f.sequence_raw_feature().sequence_delim();
+  return kNone;
+}
+
+const protos::ParameterConstraints& EmbeddingConstraints(const protos::FeatureConfig& f) {
+  if (f.has_id_feature()) return f.id_feature().embedding_constraints();
+  if (f.has_sequence_id_feature()) return f.sequence_id_feature().embedding_constraints();
+  if (f.has_sequence_raw_feature()) return f.sequence_raw_feature().embedding_constraints();
+  return f.raw_feature().embedding_constraints();
 }
 
 std::string InputColumn(const PipelineConfig& config, const protos::FeatureConfig& f) {
   if (!RunsFeatureGeneration(config)) return FeatureName(f);
   const std::string& expression =
-      f.has_id_feature() ? f.id_feature().expression() : f.raw_feature().expression();
+      Visit(f, [](const auto& m) -> const std::string& { return m.expression(); });
   if (expression.empty()) return FeatureName(f);
   const std::size_t colon = expression.rfind(':');
   return colon == std::string::npos ? expression : expression.substr(colon + 1);

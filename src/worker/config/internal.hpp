@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "protobuf.hpp"
+#include "tzrec/config/config.hpp"
 
 namespace tzrec::config_internal {
 
@@ -55,6 +56,12 @@ void ParseJsonInto(const std::string& text, const std::string& origin,
 
 // Applies TorchEasyRec's edit_config_json to `config` (in place).
 void ApplyEdits(google::protobuf::Message* config, const std::string& edit_config_json);
+
+// Replaces each grouped sequence_feature of feature_configs by its sub-features as
+// sequence_id_feature / sequence_raw_feature "<sequence_name>__<feature_name>"
+// (expand_sequences.cpp; after the edits, before validation). Throws ConfigError naming a
+// sub-feature field it cannot carry; appends the no-effect warning of sequence_pk.
+void ExpandGroupedSequences(PipelineConfig* config, std::vector<std::string>* warnings);
 
 // The validation of the message values (src/worker/config/validate.cpp).
 void Validate(const google::protobuf::Message& config);

@@ -205,11 +205,15 @@ LoadedConfig ParsePipelineConfig(const std::string& text, const std::string& edi
   if (edit_config_json.find_first_not_of(" \t\r\n") != std::string::npos) {
     config_internal::ApplyEdits(&loaded.config, edit_config_json);
   }
+  std::vector<std::string> sequence_warnings;
   try {
+    config_internal::ExpandGroupedSequences(&loaded.config, &sequence_warnings);
     loaded.warnings = ValidatePipelineConfig(loaded.config);
   } catch (const ConfigError& error) {
     throw ConfigError(origin + ": " + error.what());
   }
+  loaded.warnings.insert(loaded.warnings.begin(), sequence_warnings.begin(),
+                         sequence_warnings.end());
   return loaded;
 }
 

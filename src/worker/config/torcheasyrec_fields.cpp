@@ -31,7 +31,23 @@ constexpr const char* kFeatureType =
     "a feature type tzrec_train does not implement; supported: id_feature, raw_feature (generate "
     "the feature offline and read it as an id_feature or raw_feature with fg_mode: FG_NONE)";
 constexpr const char* kSequence =
-    "sequence features are not implemented by tzrec_train; supported: id_feature, raw_feature";
+    "this sequence feature type is not implemented by tzrec_train; supported: "
+    "sequence_id_feature, sequence_raw_feature with boundaries (fg_mode FG_NONE)";
+constexpr const char* kGroupedSequence =
+    "a sequence inside an id_feature / raw_feature is a newer TorchEasyRec form that tzrec_train "
+    "does not implement; write a sequence_feature { sequence_name ... features { ... } } or a "
+    "sequence_id_feature";
+constexpr const char* kSeqFg =
+    "feature generation of sequence features is not implemented: encode the sequences offline "
+    "and read them with fg_mode FG_NONE (fg_encoded_default_value fills empty cells)";
+constexpr const char* kSeqPooling =
+    "a sequence feature is pooled by its group's pooling_encoder (pooling_type); remove it";
+constexpr const char* kAttention =
+    "attention sequence encoders are not implemented by tzrec_train; use pooling_encoder "
+    "(sum or mean over the sequence)";
+constexpr const char* kDin =
+    "multi_tower_din (DIN target attention) is not implemented by tzrec_train; pool the sequences "
+    "with a pooling_encoder in a DEEP group of multi_tower";
 constexpr const char* kSampler =
     "negative samplers serve match models, which tzrec_train does "
     "not train";
@@ -89,7 +105,6 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.FeatureConfig", "combo_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "lookup_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "match_feature", kFeatureType},
-    {"tzrec.protos.FeatureConfig", "sequence_feature", kSequence},
     {"tzrec.protos.FeatureConfig", "expr_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "overlap_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "tokenize_feature", kFeatureType},
@@ -97,8 +112,6 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.FeatureConfig", "kv_dot_product", kFeatureType},
     {"tzrec.protos.FeatureConfig", "bool_mask_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "combine_feature", kFeatureType},
-    {"tzrec.protos.FeatureConfig", "sequence_id_feature", kSequence},
-    {"tzrec.protos.FeatureConfig", "sequence_raw_feature", kSequence},
     {"tzrec.protos.FeatureConfig", "sequence_combo_feature", kSequence},
     {"tzrec.protos.FeatureConfig", "sequence_lookup_feature", kSequence},
     {"tzrec.protos.FeatureConfig", "sequence_match_feature", kSequence},
@@ -131,9 +144,9 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.IdFeature", "trainable", "frozen embeddings are not implemented"},
     {"tzrec.protos.IdFeature", "stub_type", "fg DAG intermediate features are not implemented"},
     {"tzrec.protos.IdFeature", "data_type", "tables are FP32"},
-    {"tzrec.protos.IdFeature", "sequence_length", kSequence},
-    {"tzrec.protos.IdFeature", "sequence_delim", kSequence},
-    {"tzrec.protos.IdFeature", "sequence_fields", kSequence},
+    {"tzrec.protos.IdFeature", "sequence_length", kGroupedSequence},
+    {"tzrec.protos.IdFeature", "sequence_delim", kGroupedSequence},
+    {"tzrec.protos.IdFeature", "sequence_fields", kGroupedSequence},
 
     {"tzrec.protos.RawFeature", "init_fn", kEmbeddingInit},
     {"tzrec.protos.RawFeature", "use_mask", "feature masking is not implemented"},
@@ -146,14 +159,43 @@ const std::vector<TorchEasyRecField> kFields = {
      "dense embeddings are not implemented; use boundaries for a bucket embedding"},
     {"tzrec.protos.RawFeature", "mlp",
      "dense embeddings are not implemented; use boundaries for a bucket embedding"},
-    {"tzrec.protos.RawFeature", "sequence_length", kSequence},
-    {"tzrec.protos.RawFeature", "sequence_delim", kSequence},
-    {"tzrec.protos.RawFeature", "sequence_fields", kSequence},
+    {"tzrec.protos.RawFeature", "sequence_length", kGroupedSequence},
+    {"tzrec.protos.RawFeature", "sequence_delim", kGroupedSequence},
+    {"tzrec.protos.RawFeature", "sequence_fields", kGroupedSequence},
+
+    {"tzrec.protos.SequenceIdFeature", "vocab_dict", "use vocab_list"},
+    {"tzrec.protos.SequenceIdFeature", "pooling", kSeqPooling},
+    {"tzrec.protos.SequenceIdFeature", "default_value", kSeqFg},
+    {"tzrec.protos.SequenceIdFeature", "separator", kSeqFg},
+    {"tzrec.protos.SequenceIdFeature", "init_fn", kEmbeddingInit},
+    {"tzrec.protos.SequenceIdFeature", "value_dim",
+     "each sequence item is one id (TorchEasyRec's value_dim 1); remove it"},
+    {"tzrec.protos.SequenceIdFeature", "use_mask", "feature masking is not implemented"},
+    {"tzrec.protos.SequenceIdFeature", "zch",
+     "zero-collision hashing is not implemented; use hash_bucket_size"},
+    {"tzrec.protos.SequenceRawFeature", "value_dim",
+     "each sequence item is one bucket id; remove it"},
+    {"tzrec.protos.SequenceRawFeature", "normalizer", kSeqFg},
+    {"tzrec.protos.SequenceRawFeature", "pooling", kSeqPooling},
+    {"tzrec.protos.SequenceRawFeature", "default_value", kSeqFg},
+    {"tzrec.protos.SequenceRawFeature", "separator", kSeqFg},
+    {"tzrec.protos.SequenceRawFeature", "init_fn", kEmbeddingInit},
+    {"tzrec.protos.SequenceRawFeature", "use_mask", "feature masking is not implemented"},
+    {"tzrec.protos.SequenceRawFeature", "autodis",
+     "dense embeddings are not implemented; use boundaries"},
+    {"tzrec.protos.SequenceRawFeature", "mlp",
+     "dense embeddings are not implemented; use boundaries"},
+    {"tzrec.protos.SeqGroupConfig", "embedding_name_suffix",
+     "give the features distinct embedding_name values instead"},
+    {"tzrec.protos.SeqEncoderConfig", "din_encoder", kAttention},
+    {"tzrec.protos.SeqEncoderConfig", "simple_attention", kAttention},
+    {"tzrec.protos.SeqEncoderConfig", "multi_window_din_encoder", kAttention},
+    {"tzrec.protos.SeqEncoderConfig", "hstu_encoder", kAttention},
 
     {"tzrec.protos.ParameterConstraints", "compute_kernels",
      "tzrec_train uses the fused kernel (dense for data_parallel); constrain sharding_types"},
 
-    {"tzrec.protos.ModelConfig", "multi_tower_din", kSequence},
+    {"tzrec.protos.ModelConfig", "multi_tower_din", kDin},
     {"tzrec.protos.ModelConfig", "dc2vr", kMultiTask},
     {"tzrec.protos.ModelConfig", "dlrm_hstu", kGenerative},
     {"tzrec.protos.ModelConfig", "pepnet", kMultiTask},
@@ -176,8 +218,6 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.ModelConfig", "use_pareto_loss_weight",
      "Pareto loss weighting is not implemented; the total loss is the sum of the task losses"},
 
-    {"tzrec.protos.FeatureGroupConfig", "sequence_groups", kSequence},
-    {"tzrec.protos.FeatureGroupConfig", "sequence_encoders", kSequence},
     {"tzrec.protos.FeatureGroupConfig", "embedding_name_suffix",
      "give the features distinct embedding_name values instead"},
 

@@ -14,8 +14,11 @@ namespace tzrec::config_internal {
 namespace {
 
 std::string FeaturePath(int index, const protos::FeatureConfig& feature) {
-  return "feature_configs[" + std::to_string(index) + "]." +
-         (IsIdFeature(feature) ? "id_feature" : "raw_feature");
+  const char* kind = "raw_feature";
+  if (IsIdFeature(feature)) kind = "id_feature";
+  if (feature.has_sequence_id_feature()) kind = "sequence_id_feature";
+  if (feature.has_sequence_raw_feature()) kind = "sequence_raw_feature";
+  return "feature_configs[" + std::to_string(index) + "]." + kind;
 }
 
 std::vector<ShardingType> CheckedShardingTypes(const protos::ParameterConstraints& constraints,
@@ -27,8 +30,8 @@ std::vector<ShardingType> CheckedShardingTypes(const protos::ParameterConstraint
   }
 }
 
-void ValidateId(const protos::IdFeature& f, const std::string& path) {
-  Require(f.embedding_dim() > 0, path + ".embedding_dim: must be > 0 (the embedding width)");
+template <typename M>
+void ValidateTableSize(const M& f, const std::string& path) {
   std::vector<std::string> set;
   if (f.hash_bucket_size() > 0) set.push_back("hash_bucket_size");
   if (f.num_buckets() > 0) set.push_back("num_buckets");
@@ -44,6 +47,11 @@ void ValidateId(const protos::IdFeature& f, const std::string& path) {
     Require(vocab.insert(word).second, path + ".vocab_list: \"" + word +
                                            "\" appears twice; vocabulary entries must be unique");
   }
+}
+
+void ValidateId(const protos::IdFeature& f, const std::string& path) {
+  Require(f.embedding_dim() > 0, path + ".embedding_dim: must be > 0 (the embedding width)");
+  ValidateTableSize(f, path);
   Require(f.pooling() == "sum" || f.pooling() == "mean",
           path + ".pooling: \"" + f.pooling() + "\"; use \"sum\" or \"mean\"");
   Require(!f.separator().empty(), path + ".separator: empty; give the multi-value separator");
@@ -83,6 +91,33 @@ void ValidateRaw(const protos::RawFeature& f, const std::string& path) {
   }
 }
 
+// sequence_id_feature / sequence_raw_feature: sequence_length > 0, a sequence_delim, fg_mode
+// FG_NONE (tzrec_train has no feature generation for sequences), a table.
+template <typename M>
+void ValidateSequence(const M& f, const std::string& path, bool runs_fg) {
+  Require(!runs_fg, path + ": data_config.fg_mode FG_NORMAL / FG_DAG with a sequence feature ('" +
+                        f.feature_name() +
+                        "'); tzrec_train runs no feature generation for sequences: encode them "
+                        "offline and read them with data_config.fg_mode: FG_NONE");
+  Require(f.sequence_length() > 0,
+          path + ".sequence_length: must be > 0 (the items kept of each sequence), got 0");
+  Require(!f.sequence_delim().empty(),
+          path + ".sequence_delim: empty; give the item separator (TorchEasyRec's default \";\")");
+  Require(f.embedding_dim() > 0, path + ".embedding_dim: must be > 0 (the embedding width)");
+}
+
+void ValidateSequenceRaw(const protos::SequenceRawFeature& f, const std::string& path) {
+  Require(f.boundaries_size() > 0,
+          path + ": sequence_raw_feature '" + f.feature_name() +
+              "' has no boundaries; a dense sequence is not implemented by tzrec_train: add "
+              "boundaries (the column then holds bucket ids) or drop the feature");
+  for (int i = 1; i < f.boundaries_size(); ++i) {
+    Require(f.boundaries(i) > f.boundaries(i - 1),
+            path + ".boundaries: must be strictly increasing, but [" + std::to_string(i - 1) +
+                "] and [" + std::to_string(i) + "] are not");
+  }
+}
+
 }  // namespace
 
 void ValidateFeatures(const PipelineConfig& config) {
@@ -101,6 +136,12 @@ void ValidateFeatures(const PipelineConfig& config) {
     Require(!FeatureName(f).empty(), path + ".feature_name: empty; every feature needs a name");
     if (IsIdFeature(f)) {
       ValidateId(f.id_feature(), path);
+    } else if (f.has_sequence_id_feature()) {
+      ValidateSequence(f.sequence_id_feature(), path, runs_fg);
+      ValidateTableSize(f.sequence_id_feature(), path);
+    } else if (f.has_sequence_raw_feature()) {
+      ValidateSequenceRaw(f.sequence_raw_feature(), path);
+      ValidateSequence(f.sequence_raw_feature(), path, runs_fg);
     } else {
       ValidateRaw(f.raw_feature(), path);
     }
@@ -117,9 +158,7 @@ void ValidateFeatures(const PipelineConfig& config) {
                            : " (with fg_mode FG_NONE a feature reads the column named by "
                              "its feature_name)"));
     }
-    const protos::ParameterConstraints& constraints = IsIdFeature(f)
-                                                          ? f.id_feature().embedding_constraints()
-                                                          : f.raw_feature().embedding_constraints();
+    const protos::ParameterConstraints& constraints = EmbeddingConstraints(f);
     CheckedShardingTypes(constraints, path + ".embedding_constraints");
     if (!IsSparse(f)) {
       Require(constraints.sharding_types_size() == 0,
@@ -141,8 +180,14 @@ void ValidateFeatures(const PipelineConfig& config) {
     Require(NumEmbeddings(f) == NumEmbeddings(first),
             lead + "its table size " + std::to_string(NumEmbeddings(f)) +
                 " != " + std::to_string(NumEmbeddings(first)) + tail);
-    Require(Pooling(f) == Pooling(first),
-            lead + "pooling \"" + Pooling(f) + "\" != \"" + Pooling(first) + "\"" + tail);
+    const std::string pooling = EffectivePooling(config, f);
+    const std::string first_pooling = EffectivePooling(config, first);
+    Require(pooling == first_pooling,
+            lead + "pooling \"" + pooling + "\" != \"" + first_pooling + "\"" +
+                (IsSequence(f) || IsSequence(first)
+                     ? " (a sequence feature is pooled by its pooling_encoder's pooling_type)"
+                     : "") +
+                tail);
   }
   if (const auto& global = config.train_config().global_embedding_constraints();
       global.sharding_types_size() > 0) {

@@ -63,6 +63,7 @@ class ModelChecks {
   std::int64_t SharedDim(const protos::FeatureGroupConfig& group, const std::string& path,
                          const std::string& why);
   void Groups();
+  void SequenceGroups(const protos::FeatureGroupConfig& group, const std::string& path);
   void Dlrm();
   void DeepFm();
   void MultiTower();
@@ -71,6 +72,7 @@ class ModelChecks {
   std::map<std::string, const protos::FeatureConfig*> features_;
   std::map<std::string, const protos::FeatureGroupConfig*> groups_;
   std::vector<std::string> group_names_;
+  std::map<std::string, std::string> sequence_pooling_;  // sequence feature → pooling_type
 };
 
 std::int64_t ModelChecks::SharedDim(const protos::FeatureGroupConfig& group,
@@ -112,7 +114,7 @@ void ModelChecks::Groups() {
             path + ".group_type: " + protos::FeatureGroupType_Name(group.group_type()) +
                 " groups are sequence groups, which tzrec_train does not support; use DEEP or "
                 "WIDE");
-    Require(group.feature_names_size() > 0,
+    Require(group.feature_names_size() > 0 || group.sequence_encoders_size() > 0,
             path + ".feature_names: empty (group '" + group.group_name() + "'); list its features");
     std::set<std::string> seen;
     for (int k = 0; k < group.feature_names_size(); ++k) {
@@ -123,7 +125,84 @@ void ModelChecks::Groups() {
                   "'; define it in feature_configs" + Suggest(name, feature_names));
       Require(seen.insert(name).second,
               item + ": feature '" + name + "' listed twice in group '" + group.group_name() + "'");
+      Require(!IsSequence(F(name)),
+              item + ": '" + name +
+                  "' is a sequence feature; list it in a sequence_groups entry "
+                  "of the group and pool it with a sequence_encoders pooling_encoder");
     }
+    SequenceGroups(group, path);
+  }
+}
+
+// A DEEP group's sequence_groups and their pooling_encoders (TorchEasyRec's EmbeddingGroup: each
+// encoder's output is appended to the group's features). Every sequence group is read by an
+// encoder, and a sequence feature has one pooling_type (its table pools it).
+void ModelChecks::SequenceGroups(const protos::FeatureGroupConfig& group, const std::string& path) {
+  if (group.sequence_groups_size() == 0 && group.sequence_encoders_size() == 0) return;
+  using MC = protos::ModelConfig;
+  static const std::set<int> kFlatModels = {
+      MC::kMultiTower,      MC::kDcnV1, MC::kDcnV2, MC::kMaskNet,
+      MC::kSimpleMultiTask, MC::kMmoe,  MC::kDbmtl, MC::kPle};
+  Require(kFlatModels.count(config_.model_config().model_case()) == 1,
+          path + ".sequence_groups: model_config." + ModelType(config_) +
+              " does not read sequence encoders in tzrec_train; they are implemented for "
+              "multi_tower, dcn_v1, dcn_v2, mask_net, simple_multi_task, mmoe, dbmtl and ple");
+  Require(group.group_type() == protos::DEEP,
+          path + ".sequence_groups: set on a " + protos::FeatureGroupType_Name(group.group_type()) +
+              " group ('" + group.group_name() + "'); sequence groups belong to DEEP groups");
+  std::map<std::string, const protos::SeqGroupConfig*> seqs;
+  std::vector<std::string> seq_names;
+  for (int s = 0; s < group.sequence_groups_size(); ++s) {
+    const auto& seq = group.sequence_groups(s);
+    const std::string sp = path + ".sequence_groups[" + std::to_string(s) + "]";
+    Require(!seq.group_name().empty(),
+            sp + ".group_name: empty; every sequence group needs a name");
+    Require(seqs.emplace(seq.group_name(), &seq).second, sp + ".group_name: '" + seq.group_name() +
+                                                             "' is defined twice in group '" +
+                                                             group.group_name() + "'");
+    seq_names.push_back(seq.group_name());
+    bool has_sequence = false;
+    for (const std::string& name : seq.feature_names()) {
+      Require(features_.count(name) == 1,
+              sp + ".feature_names: unknown feature '" + name + "'; define it in feature_configs");
+      has_sequence = has_sequence || IsSequence(F(name));
+    }
+    Require(has_sequence, sp + ": sequence group '" + seq.group_name() +
+                              "' has no sequence feature (sequence_id_feature or "
+                              "sequence_raw_feature); add one or remove the group");
+  }
+  std::set<std::string> read;
+  for (int e = 0; e < group.sequence_encoders_size(); ++e) {
+    const auto& encoder = group.sequence_encoders(e);
+    const std::string ep = path + ".sequence_encoders[" + std::to_string(e) + "]";
+    Require(encoder.has_pooling_encoder(), ep + ": empty; set pooling_encoder { input: ... }");
+    const auto& pooling = encoder.pooling_encoder();
+    Require(pooling.pooling_type() == "sum" || pooling.pooling_type() == "mean",
+            ep + ".pooling_encoder.pooling_type: \"" + pooling.pooling_type() +
+                "\"; use \"sum\" or \"mean\"");
+    const auto it = seqs.find(pooling.input());
+    Require(it != seqs.end(), ep + ".pooling_encoder.input: '" + pooling.input() +
+                                  "' is not a sequence group of group '" + group.group_name() +
+                                  "'" + Suggest(pooling.input(), seq_names));
+    read.insert(pooling.input());
+    for (const std::string& name : it->second->feature_names()) {
+      if (!IsSequence(F(name))) continue;
+      const auto [known, fresh] = sequence_pooling_.emplace(name, pooling.pooling_type());
+      Require(fresh || known->second == pooling.pooling_type(),
+              ep + ".pooling_encoder.pooling_type: \"" + pooling.pooling_type() +
+                  "\" for sequence feature '" + name +
+                  "', which another pooling_encoder pools "
+                  "with \"" +
+                  known->second +
+                  "\"; a sequence feature has one pooling: use one "
+                  "pooling_type");
+    }
+  }
+  for (const std::string& name : seq_names) {
+    Require(read.count(name) == 1, path + ".sequence_groups: '" + name +
+                                       "' is read by no sequence_encoders entry; add a "
+                                       "pooling_encoder { input: \"" +
+                                       name + "\" } or remove the group");
   }
 }
 

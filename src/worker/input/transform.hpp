@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,7 +37,10 @@ class FeatureTransform {
   // Floats per sample for dense features (value_dim); 0 for sparse.
   std::int64_t DenseDim() const { return Sparse() ? 0 : value_dim_; }
 
-  // Appends the ids of one sample's cell to `out` (none for a missing value).
+  // Appends the ids of one sample's cell to `out` (none for a missing value). A sequence feature
+  // (FG_NONE): a text cell split on sequence_delim, a list cell's non-null items or one number,
+  // each an integer id in [0, table rows); the first sequence_length items are kept; an empty
+  // cell (null, blank text, empty list) reads fg_encoded_default_value when set, else no ids.
   void AppendIds(const Cell& cell, std::vector<std::int64_t>* out) const;
   // Writes value_dim normalised floats of one sample's cell to out[0..value_dim).
   void WriteDense(const Cell& cell, float* out) const;
@@ -54,6 +58,7 @@ class FeatureTransform {
 
  private:
   std::int64_t MapToken(std::string_view token, const Cell* numeric) const;
+  void AppendSequence(const Cell& cell, std::vector<std::int64_t>* out) const;
   std::int64_t Bucketize(double x) const;
   // value_dim numbers (raw features): default_value when missing.
   void RawValues(const Cell& cell, double* out) const;
@@ -83,6 +88,8 @@ class FeatureTransform {
   tzrec::Normalizer normalizer_;
   std::int64_t value_dim_ = 1;
   double default_value_ = 0.0;
+  std::int64_t sequence_length_ = 0;             // > 0: a sequence feature
+  std::optional<std::string> default_sequence_;  // fg_encoded_default_value of a sequence
 };
 
 }  // namespace tzrec::input

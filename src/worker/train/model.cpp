@@ -37,7 +37,7 @@ std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
   for (const auto& f : config.feature_configs()) {
     if (!IsSparse(f)) continue;
     add(TableName(f), FeatureName(f), NumEmbeddings(f), EmbeddingDim(f),
-        Pooling(f) == "mean" ? PoolingType::kMean : PoolingType::kSum);
+        EffectivePooling(config, f) == "mean" ? PoolingType::kMean : PoolingType::kSum);
   }
   const std::optional<std::int64_t> wide_dim = WideEmbeddingDim(config.model_config());
   if (wide_dim) {
@@ -72,8 +72,7 @@ KeyedJaggedTensor AddDerivedFeatures(const PipelineConfig& config,
 ParameterConstraints TableConstraints(const PipelineConfig& config, const std::string& table) {
   ParameterConstraints c;
   for (const auto& f : config.feature_configs()) {
-    const auto& constraints = IsIdFeature(f) ? f.id_feature().embedding_constraints()
-                                             : f.raw_feature().embedding_constraints();
+    const auto& constraints = EmbeddingConstraints(f);
     if (IsSparse(f) && (TableName(f) == table || TableName(f) + kWideSuffix == table) &&
         constraints.sharding_types_size() > 0) {
       c.sharding_types = ShardingTypes(constraints);

@@ -44,12 +44,25 @@ using Linear = ParamBuilder::Linear;
 // The model's last Linear (out_dim 1): h [B, D] → logits [B].
 at::Tensor Output(const Linear& out, const at::Tensor& h);
 
-// Concatenates a group's features: pooled embeddings and dense columns.
+// Concatenates a group's features: pooled embeddings and dense columns, then each
+// sequence_encoders pooling_encoder's output (TorchEasyRec's PoolingEncoder over the sequence
+// group: the sequence features' embeddings pooled over the sequence, in the sequence group's
+// order; the tables pool them with the encoder's pooling_type, EffectivePooling).
 class GroupInput {
  public:
   GroupInput() = default;
   GroupInput(const PipelineConfig& config, const Layout& layout, const std::string& group) {
-    for (const auto& f : Group(config, group).feature_names()) {
+    const protos::FeatureGroupConfig& g = Group(config, group);
+    std::vector<std::string> names(g.feature_names().begin(), g.feature_names().end());
+    for (const auto& encoder : g.sequence_encoders()) {
+      for (const auto& seq : g.sequence_groups()) {
+        if (seq.group_name() != encoder.pooling_encoder().input()) continue;
+        for (const auto& name : seq.feature_names()) {
+          if (IsSequence(Feature(config, name))) names.push_back(name);
+        }
+      }
+    }
+    for (const auto& f : names) {
       if (layout.sparse_dim.count(f) != 0U) {
         parts_.push_back({f, -1, layout.sparse_dim.at(f)});
       } else if (layout.dense_offset.count(f) != 0U) {

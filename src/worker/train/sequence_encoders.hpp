@@ -1,9 +1,11 @@
 // src/worker/train/sequence_encoders.hpp — TorchEasyRec's sequence encoders DINEncoder,
 // SimpleAttention and PoolingEncoder (tzrec/modules/sequence.py; options from
 // tzrec/protos/seq_encoder.proto messages DINEncoder, SimpleAttention, PoolingEncoder) as libtorch
-// modules that register their tensors into a model's lists. Not wired to the config yet: the
-// config still refuses sequence features and sequence_encoders by name
-// (src/worker/config/torcheasyrec_fields.cpp).
+// modules that register their tensors into a model's lists. The config's pooling_encoder is
+// computed by the embedding tables' pooling (model_parts.hpp GroupInput; the test
+// train.Model.PoolingEncoderAppendsPooledSequences checks it against PoolingEncoder here);
+// din_encoder and simple_attention need the unpooled lookup in the training model and are still
+// refused by name (src/worker/config/torcheasyrec_fields.cpp).
 //
 // Inputs, as upstream's "<group>.query", "<group>.sequence", "<group>.sequence_length":
 //   query           [B, Dq] float32 (DIN, SimpleAttention)

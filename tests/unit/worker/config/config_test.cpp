@@ -384,7 +384,7 @@ TEST(SharedConfigs, AcceptedOrRefusedByName) {
     GTEST_SKIP() << dir << " is missing";
   }
   const std::map<std::string, std::string> refused = {
-      {"dbmtl_has_sequence_mock.config", "'sequence_feature'"},
+      {"dbmtl_has_sequence_mock.config", "'din_encoder' (SeqEncoderConfig)"},
       {"dssm_taobao.config", "'dssm'"},
       {"multi_tower_din_fg_mock_gradient_clipping.config", "'multi_tower_din'"},
       {"multi_tower_din_mock.config", "'multi_tower_din'"},
