@@ -37,6 +37,13 @@ if ((WANT_TORCH)); then
     "$VENV/bin/python" -m pip install -q --upgrade pip
     "$VENV/bin/python" -m pip install -q "torch==$TORCH_VERSION" "pyarrow==$PYARROW_VERSION" numpy pytest
   fi
+  # python-etcd: real torchrun agents join tzrun agents' etcd / etcd-v2 rendezvous in
+  # tests/integration/test_etcd_rendezvous.py (torch's etcd backends import it).
+  PYTHON_ETCD_VERSION="0.4.5"
+  if [[ "$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("python-etcd"))' 2>/dev/null || true)" != "$PYTHON_ETCD_VERSION" ]]; then
+    echo "setup: installing python-etcd==$PYTHON_ETCD_VERSION into $VENV"
+    "$VENV/bin/python" -m pip install -q "python-etcd==$PYTHON_ETCD_VERSION"
+  fi
   # clang-tidy for ctest lint.identifier_naming.*: LLVM 23's matchers skip system headers, so the
   # naming check over a libtorch TU costs about its parse (9 s) instead of Debian's clang-tidy-14 (17 s).
   CLANG_TIDY_VERSION="23.1.4"

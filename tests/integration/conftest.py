@@ -8,8 +8,8 @@ so a missing prerequisite shows as a *skipped* ctest entry, never as a pass):
   needs_netns        builds hosts out of network namespaces (netns.py; needs root + iproute2)
   needs_torchrun     runs the real torchrun side by side (TZRUN_REQUIRE_TORCHRUN=1 turns its skips
                      into failures)
-  needs_python_etcd  runs torchrun's etcd backends, which need the python-etcd package (not part of
-                     scripts/setup.sh's venv; `pip install python-etcd`); its skips stay skips
+  needs_python_etcd  runs torchrun's etcd backends, which need the python-etcd package (installed
+                     by scripts/setup.sh); TZRUN_REQUIRE_TORCHRUN=1 turns its skips into failures
 When every test a pytest run executed was skipped, pytest exits 77, which ctest reports as
 skipped (SKIP_RETURN_CODE 77). pytest's exit 5 (nothing collected) stays a failure.
 """
@@ -31,7 +31,8 @@ PREREQUISITES = {
                           "TZRUN_REQUIRE_SHARED_DATA"),
     "needs_netns": ("creates network namespaces (tests/integration/netns.py)", None),
     "needs_torchrun": ("runs the real torchrun of the venv side by side", "TZRUN_REQUIRE_TORCHRUN"),
-    "needs_python_etcd": ("runs torchrun's etcd backends (pip install python-etcd)", None),
+    "needs_python_etcd": ("runs torchrun's etcd backends (python-etcd, installed by scripts/setup.sh)",
+                          "TZRUN_REQUIRE_TORCHRUN"),
 }
 SKIP_EXIT = 77  # ctest SKIP_RETURN_CODE of every integration entry
 #: A skip whose reason starts with this is a limit of the host (e.g. its memory), not a missing
