@@ -182,10 +182,34 @@ void Agent::OpenLogDir() {
                            ~static_cast<unsigned>(cfg_.tee.ForRank(lr));
     to_files = to_files || only_file != 0U;
   }
+  WarnUntailedFilters();
   if (to_files && !cfg_.log_dir) {
     log_->warn("worker logs are written under {}", log_dir_->RunDir());
   } else {
     log_->info("log directory: {}", log_dir_->RunDir());
+  }
+}
+
+void Agent::WarnUntailedFilters() const {
+  // torchrun copies only tee'd streams of shown ranks into filtered_*.log; say so when the
+  // filters can copy nothing (torchrun writes the empty file silently).
+  for (int stream = 1; stream <= 2; ++stream) {
+    const auto& filters =
+        stream == 1 ? cfg_.duplicate_stdout_filters : cfg_.duplicate_stderr_filters;
+    if (filters.empty()) continue;
+    const unsigned bit = stream == 1 ? 1U : 2U;
+    bool any = false;
+    for (int lr = 0; lr < cfg_.nproc_per_node; ++lr) {
+      const bool shown = cfg_.local_ranks_filter.empty() || cfg_.local_ranks_filter.contains(lr);
+      any = any || (shown && (static_cast<unsigned>(cfg_.tee.ForRank(lr)) & bit) != 0U);
+    }
+    if (!any) {
+      const char* name = stream == 1 ? "stdout" : "stderr";
+      log_->warn(
+          "--duplicate-{}-filters copies only tee'd output, but no shown local rank tees its {}: "
+          "filtered_{}.log stays empty (add -t/--tee {})",
+          name, name, name, stream == 1 ? 1 : 2);
+    }
   }
 }
 
@@ -374,6 +398,15 @@ void Agent::StartWorkers(const rendezvous::RendezvousInfo& info,
       cfg_.role, attempt, master_addr_, master_port_, info.rank, info.world_size,
       ranks.base_global_rank, ranks.base_global_rank + n - 1, ranks.global_world_size);
   stdio_.emplace(*console_, devnull_.Get(), *log_);
+  if (!log_dir_->Disabled()) {  // the CLI refuses the filters with --log-dir=/dev/null
+    const std::string dir = log_dir_->AttemptDir(attempt);
+    if (!cfg_.duplicate_stdout_filters.empty()) {
+      stdio_->OpenFiltered(1, dir + "/filtered_stdout.log", cfg_.duplicate_stdout_filters);
+    }
+    if (!cfg_.duplicate_stderr_filters.empty()) {
+      stdio_->OpenFiltered(2, dir + "/filtered_stderr.log", cfg_.duplicate_stderr_filters);
+    }
+  }
   for (int lr = 0; lr < n; ++lr) {
     WorkerSpec spec;
     spec.local_rank = lr;

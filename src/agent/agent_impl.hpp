@@ -74,6 +74,7 @@ class Agent {
   void PrepareJob();
   void FindProgram();
   void OpenLogDir();
+  void WarnUntailedFilters() const;
   void CreateRendezvous();
   void InterruptCheck();
   void NextRound(int local_restarts, rendezvous::RendezvousInfo& info,
