@@ -3,11 +3,14 @@ processes and, where the behaviour is observable, the real torchrun 2.11 side by
 --duplicate-stdout-filters / --duplicate-stderr-filters, --run-path, --start-method,
 --event-log-handler and --monitor-interval.
 """
+import json
 import pathlib
+import subprocess
 
 import pytest
 
-from test_logs_and_reports import run_dirs, script, torchrun, tzrun
+from conftest import free_port, torchrun_exe
+from test_logs_and_reports import TIMEOUT, base_env, run_dirs, script, torchrun, tzrun
 
 FRUIT_WORKER = """\
     #!/bin/sh
@@ -86,3 +89,95 @@ def test_duplicate_filters_dev_null_fails_in_torchrun_too(tmp_path):
     b = torchrun(["--no-python", "--log-dir", "/dev/null", "--duplicate-stdout-filters", "a",
                   worker])
     assert b.returncode != 0 and "/dev/null/filtered_stdout.log" in b.stderr
+
+
+# ---------------------------------------------------------------- --run-path
+
+RUN_PATH_SCRIPT = """\
+    import json, os, sys
+    keys = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_NAME",
+            "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
+            "MASTER_ADDR", "OMP_NUM_THREADS", "MARK")
+    print("SEEN " + json.dumps({"argv": sys.argv, "name": __name__, "file": __file__,
+                               "path0": sys.path[0], "env": {k: os.environ.get(k) for k in keys}}))
+    if os.environ.get("BOOM"):
+        raise ValueError("boom " + os.environ["LOCAL_RANK"])
+"""
+
+
+def torchrun_in(cwd, args, env=None) -> subprocess.CompletedProcess:
+    exe = torchrun_exe()
+    if not exe:
+        pytest.skip("real torchrun not available")
+    cmd = [exe, "--master-port", str(free_port())] + [str(a) for a in args]
+    return subprocess.run(cmd, env=env or base_env(), capture_output=True, text=True,
+                          timeout=TIMEOUT, errors="replace", cwd=cwd)
+
+
+def seen(stdout: str) -> list:
+    return sorted((json.loads(l.split("SEEN ", 1)[1]) for l in stdout.splitlines() if "SEEN " in l),
+                  key=lambda d: d["env"]["LOCAL_RANK"])
+
+
+def test_run_path_runs_the_script_with_runpy(tmp_path):
+    s = script(tmp_path, "rp.py", RUN_PATH_SCRIPT)
+    r = tzrun(["--nproc-per-node", "2", "--run-path", "--no-python", s, "a", "${local_rank}"],
+              cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    got = seen(r.stdout)
+    assert [g["argv"] for g in got] == [[str(s), "a", "0"], [str(s), "a", "1"]]
+    assert {g["name"] for g in got} == {"__main__"}
+    assert got[0]["path0"] != str(tmp_path)  # runpy.run_path does not add the script's directory
+
+
+def test_run_path_uncaught_exception_writes_the_error_file(tmp_path):
+    s = script(tmp_path, "rp.py", RUN_PATH_SCRIPT)
+    env = base_env(BOOM="1")
+    r = tzrun(["--run-path", "--log-dir", tmp_path / "ld", s], env=env)
+    assert r.returncode == 1
+    (run,) = run_dirs(tmp_path / "ld")
+    err = json.loads((run / "attempt_0" / "0" / "error.json").read_text())
+    assert err["message"]["message"] == "ValueError: boom 0"
+    assert "Traceback" in err["message"]["extraInfo"]["py_callstack"]
+    assert "ValueError: boom 0" in r.stderr
+
+
+@pytest.mark.needs_torchrun
+@pytest.mark.parametrize("extra", [[], ["--no-python"], ["-m", "--no-python"],
+                                   ["--start-method", "fork"]])
+def test_run_path_matches_torchrun(tmp_path, extra):
+    s = script(tmp_path, "rp.py", RUN_PATH_SCRIPT)
+    # -t 1: whole lines (torchrun's function workers write block-buffered to the same stdout)
+    args = ["--nproc-per-node", "2", "-t", "1", "--run-path", *extra, s, "x", "--y=${local_rank}"]
+    env = base_env(MARK="m")
+    a = tzrun(args, env=env)
+    b = torchrun(args, env=env)
+    assert (a.returncode, b.returncode) == (0, 0), (a.stderr, b.stderr)
+    ga, gb = seen(a.stdout), seen(b.stdout)
+    for x in ga + gb:
+        x["env"].pop("TORCHELASTIC_RUN_ID")  # none in both, but keep the check explicit
+    assert ga == gb
+
+
+@pytest.mark.needs_torchrun
+def test_run_path_relative_script_matches_torchrun(tmp_path):
+    script(tmp_path, "rp.py", RUN_PATH_SCRIPT)
+    a = tzrun(["--run-path", "rp.py", "q"], cwd=tmp_path)
+    b = torchrun_in(tmp_path, ["--run-path", "rp.py", "q"])
+    assert (a.returncode, b.returncode) == (0, 0), (a.stderr, b.stderr)
+    assert seen(a.stdout) == seen(b.stdout)
+
+
+@pytest.mark.needs_torchrun
+def test_run_path_error_file_matches_torchrun(tmp_path):
+    s = script(tmp_path, "rp.py", RUN_PATH_SCRIPT)
+    env = base_env(BOOM="1")
+    a = tzrun(["--run-path", "--log-dir", tmp_path / "tz", s], env=env)
+    b = torchrun(["--run-path", "--log-dir", tmp_path / "tr", s], env=env)
+    assert (a.returncode, b.returncode) == (1, 1)
+    msgs = []
+    for d in ("tz", "tr"):
+        (run,) = run_dirs(tmp_path / d)
+        msgs.append(json.loads((run / "attempt_0" / "0" / "error.json").read_text())["message"])
+    assert msgs[0]["message"] == msgs[1]["message"] == "ValueError: boom 0"
+    assert set(msgs[0]["extraInfo"]) == set(msgs[1]["extraInfo"])
