@@ -227,6 +227,17 @@ void Agent::PrepareJob() {
   }
   cfg_.rdzv_id = run_id_;
   FindProgram();
+  // torchrun uses --start-method only for function entrypoints (--run-path): spawn starts a
+  // fresh interpreter, as tzrun always does; fork/forkserver would inherit the launcher's
+  // interpreter, which a C++ launcher does not have.
+  if (cfg_.run_path && cfg_.start_method != "spawn") {
+    log_->warn(
+        "--start-method={} with --run-path: tzrun starts every worker as a fresh Python "
+        "interpreter, which is what spawn does; the script sees the same sys.argv, __name__, "
+        "sys.path and environment, but not modules pre-imported by a launcher (use "
+        "--start-method=spawn to silence this)",
+        cfg_.start_method);
+  }
   if (cfg_.numa_binding) {
     log_->warn("--numa-binding={} is not supported by tzrun yet; workers run unbound",
                *cfg_.numa_binding);

@@ -181,3 +181,23 @@ def test_run_path_error_file_matches_torchrun(tmp_path):
         msgs.append(json.loads((run / "attempt_0" / "0" / "error.json").read_text())["message"])
     assert msgs[0]["message"] == msgs[1]["message"] == "ValueError: boom 0"
     assert set(msgs[0]["extraInfo"]) == set(msgs[1]["extraInfo"])
+
+
+# ---------------------------------------------------------------- --start-method
+
+@pytest.mark.parametrize("method", ["fork", "forkserver"])
+def test_start_method_with_run_path_warns_that_workers_are_spawned(tmp_path, method):
+    s = script(tmp_path, "rp.py", RUN_PATH_SCRIPT)
+    r = tzrun(["--run-path", "--start-method", method, s])
+    assert r.returncode == 0, r.stderr
+    assert f"--start-method={method} with --run-path: tzrun starts every worker as a fresh" in r.stderr
+    assert seen(r.stdout)[0]["argv"] == [str(s)]
+
+
+def test_start_method_without_run_path_changes_nothing_as_in_torchrun(tmp_path):
+    s = script(tmp_path, "rp.py", RUN_PATH_SCRIPT)
+    r = tzrun(["--start-method", "fork", s])
+    assert r.returncode == 0, r.stderr
+    assert "--start-method" not in r.stderr
+    r = tzrun(["--start-method", "bogus", s])
+    assert r.returncode == 2 and "invalid choice: 'bogus'" in r.stderr
