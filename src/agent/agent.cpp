@@ -61,16 +61,21 @@ int Agent::Run() {
   } catch (const Interrupted&) {
     code = 128 + stop_signal_;
     outcome = "signaled";
+    RecordAgentFailed("SignalException: Process " + std::to_string(::getpid()) +
+                      " got signal: " + std::to_string(stop_signal_));
   } catch (const rendezvous::RendezvousGracefulExit& e) {
     log_->warn("{}", e.what());
     code = ExitCode::kSuccess;
     outcome = "succeeded";
+    RecordAgentEvent("SUCCEEDED");
   } catch (const store::StoreError& e) {
     // The store's errors are infrastructure errors (they may derive from tzrun::Error).
     PrintError(e.what());
     code = exit_code::kInfrastructure;
+    RecordAgentFailed(e.what());
   } catch (const tzrun::Error& e) {
     PrintError(e.what());
+    RecordAgentFailed(e.what());
     code = e.ExitCode();
     outcome = ErrorOutcome(e);
   } catch (const std::exception& e) {
@@ -253,6 +258,9 @@ void Agent::PrepareJob() {
   guardian_.Start();  // before any thread exists (the stores start some)
   StartWatchdogs();   // file timer, health check (timer_agent.cpp)
   devnull_ = UniqueFd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  const auto loglevel = base_env_.find("LOGLEVEL");
+  events_.emplace(cfg_.event_log_handler, loglevel != base_env_.end() ? loglevel->second : "");
+  if (events_->Enabled() && hostname_.empty()) hostname_ = LocalFqdn();
   CreateRendezvous();
   OpenLogDir();
   console_ = std::make_unique<ConsoleSink>(STDOUT_FILENO, STDERR_FILENO, ColorMode::kAuto);
@@ -268,12 +276,19 @@ void Agent::PrepareJob() {
 
 void Agent::NextRound(int local_restarts, rendezvous::RendezvousInfo& info,
                       rendezvous::AssignedRanks& ranks) {
+  using Ms = std::chrono::duration<double, std::milli>;
+  auto t0 = std::chrono::steady_clock::now();
   info = rdzv_->NextRendezvous(local_restarts);
+  RecordAgentEvent("RENDEZVOUS", Ms(std::chrono::steady_clock::now() - t0).count());
+  t0 = std::chrono::steady_clock::now();
   ranks = identical_ranks_
               ? rendezvous::IdenticalRanks(info.rank, info.world_size, cfg_.nproc_per_node)
               : rendezvous::AssignWorkerRanks(*info.store, info.rank, info.world_size, cfg_.role,
                                               cfg_.nproc_per_node, rdzv_timeout_,
                                               [this] { InterruptCheck(); });
+  RecordAgentEvent("ASSIGN_WORKER_RANKS", Ms(std::chrono::steady_clock::now() - t0).count());
+  event_group_rank_ = info.rank;
+  event_group_world_size_ = info.world_size;
 }
 
 AttemptOutcome Agent::RunAttempt(const rendezvous::RendezvousInfo& info,
@@ -289,6 +304,9 @@ AttemptOutcome Agent::RunAttempt(const rendezvous::RendezvousInfo& info,
   CaptureTails();
   stdio_.reset();
   RecordAttempt();
+  final_workers_ = workers_;
+  final_failed_ = !failures_.empty();
+  NoteEmptyErrorTraits();
   outcome.stop_signal = stop_signal_;
   outcome.peer_event = pending_event_;
   if (!failures_.empty()) {
@@ -372,11 +390,14 @@ int Agent::RunJob() {
         budget_ = a.spend_restart ? Spend(budget_) : SpendMembership(budget_);
         continue;
       case Action::Kind::kLeaveSignaled:
+        RecordAgentFailed("SignalException: Process " + std::to_string(::getpid()) +
+                          " got signal: " + std::to_string(a.exit_code - 128));
         workers_.clear();
         return a.exit_code;
       case Action::Kind::kStoreLost:
         throw AgentError(a.message, exit_code::kInfrastructure);
       case Action::Kind::kFinish:
+        RecordFinalEvents(final_failed_);
         if (a.report_failure) ReportFailure();
         if (a.fail_job) FailJob(a.exit_code);
         return FinishJob(a.exit_code);
@@ -439,6 +460,8 @@ void Agent::StartWorker(const WorkerSpec& spec, const std::string& prefix_templa
   Worker w;
   w.local_rank = lr;
   w.global_rank = spec.global_rank;
+  w.role_rank = spec.role_rank;
+  w.role_world_size = spec.role_world_size;
   w.error_file = log_dir_->ErrorFile(attempt, lr);
 
   detail::SpawnRequest req;
@@ -469,6 +492,7 @@ void Agent::StartWorker(const WorkerSpec& spec, const std::string& prefix_templa
   }
   guardian_.Add(w.pid);
   log_->info("started worker local_rank {} (pid {}) attempt {}", lr, w.pid, attempt);
+  RecordWorkerEvent(w, "START", nullptr);
   workers_.push_back(std::move(w));
 }
 

@@ -201,3 +201,65 @@ def test_start_method_without_run_path_changes_nothing_as_in_torchrun(tmp_path):
     assert "--start-method" not in r.stderr
     r = tzrun(["--start-method", "bogus", s])
     assert r.returncode == 2 and "invalid choice: 'bogus'" in r.stderr
+
+
+# ---------------------------------------------------------------- --event-log-handler
+
+FAIL_WORKER = """\
+    #!/bin/sh
+    if [ "$LOCAL_RANK" = 1 ]; then exit 3; fi
+    sleep 30
+"""
+ERROR_FILE_WORKER = """\
+    #!/bin/sh
+    if [ "$LOCAL_RANK" = 0 ]; then exit 0; fi
+    sleep 0.5
+    printf '{"message": {"message": "KeyError: \\u00e9", "extraInfo": {"py_callstack": "tb", "timestamp": "1"}}}' > "$TORCHELASTIC_ERROR_FILE"
+    exit 2
+"""
+KILLED_WORKER = """\
+    #!/bin/sh
+    if [ "$LOCAL_RANK" = 1 ]; then kill -9 $$; fi
+    sleep 30
+"""
+
+
+def events(stderr: str) -> list:
+    """The event lines, with the values that differ between runs (pids, durations) masked."""
+    import re
+    out = []
+    for line in stderr.splitlines():
+        if not line.startswith('{"name": "torchelastic.'):
+            continue
+        line = re.sub(r'"worker_id": "\d+"', '"worker_id": "PID"', line)
+        line = re.sub(r'"duration_ms": [0-9.e+-]+', '"duration_ms": MS', line)
+        line = re.sub(r'worker_pid\\": \[\d+\]', r'worker_pid\\": [PID]', line)
+        out.append(line)
+    return out
+
+
+def test_console_events_are_json_lines_on_stderr(tmp_path):
+    w = script(tmp_path, "ok.sh", "#!/bin/sh\ntrue\n")
+    r = tzrun(["--nproc-per-node", "2", "--no-python", "--event-log-handler", "console", w])
+    assert r.returncode == 0, r.stderr
+    names = [json.loads(l.replace("MS", "0"))["name"].rsplit(".", 1)[1] for l in events(r.stderr)]
+    assert names == ["RENDEZVOUS", "ASSIGN_WORKER_RANKS", "START", "START", "SUCCEEDED",
+                     "SUCCEEDED", "SUCCEEDED"]
+    for handler in ("null", "dynamic_rendezvous"):
+        r = tzrun(["--no-python", "--event-log-handler", handler, w])
+        assert r.returncode == 0 and events(r.stderr) == [], r.stderr
+    r = tzrun(["--no-python", "--event-log-handler", "console", w], env=base_env(LOGLEVEL="WARNING"))
+    assert r.returncode == 0 and events(r.stderr) == [], r.stderr
+
+
+@pytest.mark.needs_torchrun
+@pytest.mark.parametrize("worker,extra", [("ok", []), ("fail", ["--max-restarts", "1"]),
+                                          ("error_file", []), ("killed", [])])
+def test_console_events_match_torchrun(tmp_path, worker, extra):
+    body = {"ok": "#!/bin/sh\ntrue\n", "fail": FAIL_WORKER, "error_file": ERROR_FILE_WORKER,
+            "killed": KILLED_WORKER}[worker]
+    w = script(tmp_path, "w.sh", body)
+    args = ["--nproc-per-node", "2", "--no-python", "--event-log-handler", "console", *extra, w]
+    a, b = tzrun(args), torchrun(args)
+    assert (a.returncode == 0) == (b.returncode == 0), (a.stderr, b.stderr)  # tzrun exits 3, torchrun 1
+    assert events(a.stderr) == events(b.stderr)
