@@ -1,5 +1,8 @@
 #include "rendezvous_options.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "agent_error.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/params.hpp"
@@ -54,6 +57,12 @@ rendezvous::StaticOptions StaticOptions(const LaunchConfig& cfg) {
   return o;
 }
 
+std::chrono::milliseconds MonitorInterval(const LaunchConfig& cfg) {
+  const double ms = std::min(cfg.monitor_interval * 1000.0, 86'400'000.0);  // the CLI checked > 0
+  return std::max(std::chrono::milliseconds(1),
+                  std::chrono::milliseconds(static_cast<std::int64_t>(ms)));
+}
+
 rendezvous::DynamicOptions DynamicOptions(const LaunchConfig& cfg, const std::string& local_addr) {
   rendezvous::DynamicOptions o;
   o.run_id = cfg.rdzv_id;
@@ -75,6 +84,7 @@ rendezvous::DynamicOptions DynamicOptions(const LaunchConfig& cfg, const std::st
   if (auto t = ConfSeconds(c, "heartbeat_timeout")) o.heartbeat_timeout = *t;
   if (auto t = ConfSeconds(c, "keep_alive_interval")) o.keep_alive_interval = *t;
   if (auto n = ConfPositiveInt(c, "keep_alive_max_attempt")) o.keep_alive_max_attempt = *n;
+  o.watch_interval = MonitorInterval(cfg);
   return o;
 }
 
