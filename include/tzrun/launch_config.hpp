@@ -55,13 +55,15 @@ struct LaunchConfig {
   std::map<std::string, std::string> rdzv_conf;  ///< parsed k=v pairs (strings)
   bool standalone = false;
   int max_restarts = 0;
-  double monitor_interval = 0.1;  ///< accepted for parity; tzrun is event driven
-  std::string start_method = "spawn";
-  std::string event_log_handler = "null";
+  /// --monitor-interval: the c10d watcher's longest wait between two reads of the rendezvous
+  /// state (torchrun's monitor tick); worker exits are seen at once.
+  double monitor_interval = 0.1;
+  std::string start_method = "spawn";  ///< matters only with --run-path (fork: a warning)
+  std::string event_log_handler = "null";  ///< console: events on stderr (agent/events.hpp)
   std::string role = "default";
   bool module = false;     ///< -m: python -m <script>
   bool no_python = false;  ///< exec the script directly
-  bool run_path = false;   ///< runpy.run_path semantics
+  bool run_path = false;   ///< runpy.run_path bootstrap (EntrypointKind::kRunPath)
   std::optional<std::string> log_dir;
   StdSpec redirects;
   StdSpec tee;

@@ -61,16 +61,21 @@ int Agent::Run() {
   } catch (const Interrupted&) {
     code = 128 + stop_signal_;
     outcome = "signaled";
+    RecordAgentFailed("SignalException: Process " + std::to_string(::getpid()) +
+                      " got signal: " + std::to_string(stop_signal_));
   } catch (const rendezvous::RendezvousGracefulExit& e) {
     log_->warn("{}", e.what());
     code = ExitCode::kSuccess;
     outcome = "succeeded";
+    RecordAgentEvent("SUCCEEDED");
   } catch (const store::StoreError& e) {
     // The store's errors are infrastructure errors (they may derive from tzrun::Error).
     PrintError(e.what());
     code = exit_code::kInfrastructure;
+    RecordAgentFailed(e.what());
   } catch (const tzrun::Error& e) {
     PrintError(e.what());
+    RecordAgentFailed(e.what());
     code = e.ExitCode();
     outcome = ErrorOutcome(e);
   } catch (const std::exception& e) {
@@ -182,10 +187,34 @@ void Agent::OpenLogDir() {
                            ~static_cast<unsigned>(cfg_.tee.ForRank(lr));
     to_files = to_files || only_file != 0U;
   }
+  WarnUntailedFilters();
   if (to_files && !cfg_.log_dir) {
     log_->warn("worker logs are written under {}", log_dir_->RunDir());
   } else {
     log_->info("log directory: {}", log_dir_->RunDir());
+  }
+}
+
+void Agent::WarnUntailedFilters() const {
+  // torchrun copies only tee'd streams of shown ranks into filtered_*.log; say so when the
+  // filters can copy nothing (torchrun writes the empty file silently).
+  for (int stream = 1; stream <= 2; ++stream) {
+    const auto& filters =
+        stream == 1 ? cfg_.duplicate_stdout_filters : cfg_.duplicate_stderr_filters;
+    if (filters.empty()) continue;
+    const unsigned bit = stream == 1 ? 1U : 2U;
+    bool any = false;
+    for (int lr = 0; lr < cfg_.nproc_per_node; ++lr) {
+      const bool shown = cfg_.local_ranks_filter.empty() || cfg_.local_ranks_filter.contains(lr);
+      any = any || (shown && (static_cast<unsigned>(cfg_.tee.ForRank(lr)) & bit) != 0U);
+    }
+    if (!any) {
+      const char* name = stream == 1 ? "stdout" : "stderr";
+      log_->warn(
+          "--duplicate-{}-filters copies only tee'd output, but no shown local rank tees its {}: "
+          "filtered_{}.log stays empty (add -t/--tee {})",
+          name, name, name, stream == 1 ? 1 : 2);
+    }
   }
 }
 
@@ -203,6 +232,17 @@ void Agent::PrepareJob() {
   }
   cfg_.rdzv_id = run_id_;
   FindProgram();
+  // torchrun uses --start-method only for function entrypoints (--run-path): spawn starts a
+  // fresh interpreter, as tzrun always does; fork/forkserver would inherit the launcher's
+  // interpreter, which a C++ launcher does not have.
+  if (cfg_.run_path && cfg_.start_method != "spawn") {
+    log_->warn(
+        "--start-method={} with --run-path: tzrun starts every worker as a fresh Python "
+        "interpreter, which is what spawn does; the script sees the same sys.argv, __name__, "
+        "sys.path and environment, but not modules pre-imported by a launcher (use "
+        "--start-method=spawn to silence this)",
+        cfg_.start_method);
+  }
   for (pid_t c : detail::ListChildren(::getpid())) preexisting_children_.insert(c);
   signals_.emplace(cfg_.signals_to_handle, cfg_.forward_signals, *log_);
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
@@ -214,6 +254,9 @@ void Agent::PrepareJob() {
   guardian_.Start();  // before any thread exists (the stores start some)
   StartWatchdogs();   // file timer, health check (timer_agent.cpp)
   devnull_ = UniqueFd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  const auto loglevel = base_env_.find("LOGLEVEL");
+  events_.emplace(cfg_.event_log_handler, loglevel != base_env_.end() ? loglevel->second : "");
+  if (events_->Enabled() && hostname_.empty()) hostname_ = LocalFqdn();
   CreateRendezvous();
   OpenLogDir();
   console_ = std::make_unique<ConsoleSink>(STDOUT_FILENO, STDERR_FILENO, ColorMode::kAuto);
@@ -229,12 +272,19 @@ void Agent::PrepareJob() {
 
 void Agent::NextRound(int local_restarts, rendezvous::RendezvousInfo& info,
                       rendezvous::AssignedRanks& ranks) {
+  using Ms = std::chrono::duration<double, std::milli>;
+  auto t0 = std::chrono::steady_clock::now();
   info = rdzv_->NextRendezvous(local_restarts);
+  RecordAgentEvent("RENDEZVOUS", Ms(std::chrono::steady_clock::now() - t0).count());
+  t0 = std::chrono::steady_clock::now();
   ranks = identical_ranks_
               ? rendezvous::IdenticalRanks(info.rank, info.world_size, cfg_.nproc_per_node)
               : rendezvous::AssignWorkerRanks(*info.store, info.rank, info.world_size, cfg_.role,
                                               cfg_.nproc_per_node, rdzv_timeout_,
                                               [this] { InterruptCheck(); });
+  RecordAgentEvent("ASSIGN_WORKER_RANKS", Ms(std::chrono::steady_clock::now() - t0).count());
+  event_group_rank_ = info.rank;
+  event_group_world_size_ = info.world_size;
 }
 
 AttemptOutcome Agent::RunAttempt(const rendezvous::RendezvousInfo& info,
@@ -250,6 +300,9 @@ AttemptOutcome Agent::RunAttempt(const rendezvous::RendezvousInfo& info,
   CaptureTails();
   stdio_.reset();
   RecordAttempt();
+  final_workers_ = workers_;
+  final_failed_ = !failures_.empty();
+  NoteEmptyErrorTraits();
   outcome.stop_signal = stop_signal_;
   outcome.peer_event = pending_event_;
   if (!failures_.empty()) {
@@ -333,11 +386,14 @@ int Agent::RunJob() {
         budget_ = a.spend_restart ? Spend(budget_) : SpendMembership(budget_);
         continue;
       case Action::Kind::kLeaveSignaled:
+        RecordAgentFailed("SignalException: Process " + std::to_string(::getpid()) +
+                          " got signal: " + std::to_string(a.exit_code - 128));
         workers_.clear();
         return a.exit_code;
       case Action::Kind::kStoreLost:
         throw AgentError(a.message, exit_code::kInfrastructure);
       case Action::Kind::kFinish:
+        RecordFinalEvents(final_failed_);
         if (a.report_failure) ReportFailure();
         if (a.fail_job) FailJob(a.exit_code);
         return FinishJob(a.exit_code);
@@ -370,6 +426,15 @@ void Agent::StartWorkers(const rendezvous::RendezvousInfo& info,
       cfg_.role, attempt, master_addr_, master_port_, info.rank, info.world_size,
       ranks.base_global_rank, ranks.base_global_rank + n - 1, ranks.global_world_size);
   stdio_.emplace(*console_, devnull_.Get(), *log_);
+  if (!log_dir_->Disabled()) {  // the CLI refuses the filters with --log-dir=/dev/null
+    const std::string dir = log_dir_->AttemptDir(attempt);
+    if (!cfg_.duplicate_stdout_filters.empty()) {
+      stdio_->OpenFiltered(1, dir + "/filtered_stdout.log", cfg_.duplicate_stdout_filters);
+    }
+    if (!cfg_.duplicate_stderr_filters.empty()) {
+      stdio_->OpenFiltered(2, dir + "/filtered_stderr.log", cfg_.duplicate_stderr_filters);
+    }
+  }
   for (int lr = 0; lr < n; ++lr) {
     WorkerSpec spec;
     spec.local_rank = lr;
@@ -391,6 +456,8 @@ void Agent::StartWorker(const WorkerSpec& spec, const std::string& prefix_templa
   Worker w;
   w.local_rank = lr;
   w.global_rank = spec.global_rank;
+  w.role_rank = spec.role_rank;
+  w.role_world_size = spec.role_world_size;
   w.error_file = log_dir_->ErrorFile(attempt, lr);
 
   detail::SpawnRequest req;
@@ -421,6 +488,7 @@ void Agent::StartWorker(const WorkerSpec& spec, const std::string& prefix_templa
   }
   guardian_.Add(w.pid);
   log_->info("started worker local_rank {} (pid {}) attempt {}", lr, w.pid, attempt);
+  RecordWorkerEvent(w, "START", nullptr);
   workers_.push_back(std::move(w));
 }
 

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "events.hpp"
 #include "health_server.hpp"
 #include "logs.hpp"
 #include "process.hpp"
@@ -47,6 +48,8 @@ using SysClock = std::chrono::system_clock;
 struct Worker {
   int local_rank = 0;
   int global_rank = 0;
+  int role_rank = 0;
+  int role_world_size = 0;
   pid_t pid = -1;  // == its process group id (setsid)
   bool reaped = false;
   bool group_done = false;  // process group observed empty after the leader was reaped
@@ -74,6 +77,7 @@ class Agent {
   void PrepareJob();
   void FindProgram();
   void OpenLogDir();
+  void WarnUntailedFilters() const;
   void CreateRendezvous();
   void InterruptCheck();
   void NextRound(int local_restarts, rendezvous::RendezvousInfo& info,
@@ -112,6 +116,15 @@ class Agent {
   void StampHealth(bool stopping);
   void ServeTimers(bool readable);
   void EndByWatchdogSignal() const;
+  // agent_events.cpp (--event-log-handler, events.hpp)
+  [[nodiscard]] AgentEventInfo EventBase(const std::string& state) const;
+  void RecordAgentEvent(const std::string& state, std::optional<double> duration_ms = std::nullopt,
+                        std::optional<std::string> raw_error = std::nullopt);
+  void RecordWorkerEvent(const Worker& w, const std::string& state, const WorkerFailure* failure);
+  void RecordFinalEvents(bool group_failed);
+  void NoteEmptyErrorTraits();
+  void RecordAgentFailed(const std::string& why);
+  [[nodiscard]] long ElapsedRunSeconds() const;
   // attempt_record.cpp
   void CaptureTails();
   void RecordAttempt();
@@ -151,6 +164,16 @@ class Agent {
   std::unique_ptr<TimerServer> timer_;
   std::unique_ptr<HealthServer> health_;
   int watchdog_signal_ = 0;  // an expired timer's signal tzrun ends with (not a handled one)
+
+  // --event-log-handler (agent_events.cpp).
+  std::optional<EventLog> events_;
+  std::chrono::steady_clock::time_point run_started_ = std::chrono::steady_clock::now();
+  std::optional<int> event_group_rank_;  // the previous round's (torchrun's worker group)
+  std::optional<int> event_group_world_size_;
+  long event_total_run_time_ = 0;
+  std::vector<Worker> final_workers_;  // the last attempt's workers, for the final events
+  bool final_failed_ = false;          // that attempt failed
+  bool empty_error_traits_ = false;    // torchrun's shared _EMPTY_ERROR_DATA got errorTraits
 
   // Summary bookkeeping.
   SysClock::time_point start_time_ = SysClock::now();

@@ -15,6 +15,7 @@
 #include <string>
 #include <system_error>
 
+#include "filtered_log.hpp"
 #include "tzrun/base/system.hpp"
 
 namespace tzrun::agent {
@@ -320,7 +321,7 @@ void TeeRouter::Feed(std::string_view bytes) {
     add_line(bytes.substr(pos, nl - pos));
     pos = nl + 1;
   }
-  if (!lines.empty()) sink_.WriteLines(stream_, prefix_, lines, local_rank_);
+  if (!lines.empty()) EmitLines(lines, true);
 
   // An over-long line still without a newline: flush its full chunks now.
   if (pending_.size() > kMaxLine) {
@@ -331,14 +332,20 @@ void TeeRouter::Feed(std::string_view bytes) {
       chunks.push_back(pv.substr(0, cut));
       pv.remove_prefix(cut);
     }
-    sink_.WriteLines(stream_, prefix_, chunks, local_rank_);
+    EmitLines(chunks, false);
     pending_ = std::string(pv);
   }
 }
 
+void TeeRouter::EmitLines(const std::vector<std::string_view>& lines, bool had_newline) {
+  sink_.WriteLines(stream_, prefix_, lines, local_rank_);
+  if (filtered_ == nullptr) return;
+  for (const auto line : lines) filtered_->Offer(prefix_, line, had_newline);
+}
+
 void TeeRouter::Finish() {
   if (!to_console_ || pending_.empty()) return;
-  sink_.WriteLine(stream_, prefix_, pending_, local_rank_);
+  EmitLines({pending_}, false);
   pending_.clear();
 }
 

@@ -24,6 +24,8 @@
 
 namespace tzrun::agent {
 
+class FilteredLog;  // filtered_log.hpp
+
 /// Raised when the log directory cannot be created or reset (message names the path,
 /// the OS error and what to do). Exit code 125 (infrastructure).
 class LogDirError : public tzrun::Error {
@@ -145,8 +147,13 @@ class TeeRouter {
   /// Empty unless writing the file failed.
   [[nodiscard]] const std::string& FileError() const noexcept { return file_error_; }
 
+  /// --duplicate-*-filters: every console line is also offered to `filtered` (not owned,
+  /// must outlive this router; nullptr: none).
+  void DuplicateTo(FilteredLog* filtered) noexcept { filtered_ = filtered; }
+
  private:
   void WriteFile(std::string_view bytes);
+  void EmitLines(const std::vector<std::string_view>& lines, bool had_newline);
 
   ConsoleSink& sink_;
   std::string prefix_;
@@ -156,6 +163,7 @@ class TeeRouter {
   int local_rank_;
   std::string pending_;  // bytes of the current incomplete line
   std::string file_error_;
+  FilteredLog* filtered_ = nullptr;
 };
 
 /// The console prefix for one worker. Empty `tmpl` => torchrun's default

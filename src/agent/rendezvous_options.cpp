@@ -1,5 +1,8 @@
 #include "rendezvous_options.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "agent_error.hpp"
 #include "tzrun/base/strings.hpp"
 #include "tzrun/rendezvous/errors.hpp"
@@ -120,6 +123,12 @@ void CheckLegacyEtcdConf(const rendezvous::ConfMap& c) {
 
 }  // namespace
 
+std::chrono::milliseconds MonitorInterval(const LaunchConfig& cfg) {
+  const double ms = std::min(cfg.monitor_interval * 1000.0, 86'400'000.0);  // the CLI checked > 0
+  return std::max(std::chrono::milliseconds(1),
+                  std::chrono::milliseconds(static_cast<std::int64_t>(ms)));
+}
+
 rendezvous::DynamicOptions DynamicOptions(const LaunchConfig& cfg, const std::string& local_addr) {
   rendezvous::DynamicOptions o;
   const bool etcd = !cfg.standalone && cfg.rdzv_backend == "etcd-v2";
@@ -144,6 +153,7 @@ rendezvous::DynamicOptions DynamicOptions(const LaunchConfig& cfg, const std::st
   if (auto t = ConfSeconds(c, "heartbeat_timeout")) o.heartbeat_timeout = *t;
   if (auto t = ConfSeconds(c, "keep_alive_interval")) o.keep_alive_interval = *t;
   if (auto n = ConfPositiveInt(c, "keep_alive_max_attempt")) o.keep_alive_max_attempt = *n;
+  o.watch_interval = MonitorInterval(cfg);
   return o;
 }
 
@@ -160,6 +170,7 @@ rendezvous::EtcdOptions EtcdOptions(const LaunchConfig& cfg, const std::string& 
   if (auto t = ConfSeconds(c, "timeout")) o.timeout = *t;
   if (auto t = ConfSeconds(c, "last_call_timeout")) o.last_call_timeout = *t;
   if (auto t = ConfSeconds(c, "read_timeout")) o.read_timeout = *t;
+  o.poll_interval = MonitorInterval(cfg);  // torchrun's agent checks num_nodes_waiting each tick
   return o;
 }
 

@@ -14,6 +14,7 @@
 // Pure functions of their arguments; thread-safe.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "tzrun/launch_config.hpp"
@@ -32,6 +33,10 @@ void ValidateTopology(const LaunchConfig& cfg);
 /// --master-addr/--master-port, brackets of an IPv6 --master-addr removed).
 /// Throws rendezvous::ConfigError.
 [[nodiscard]] rendezvous::StaticOptions StaticOptions(const LaunchConfig& cfg);
+
+/// --monitor-interval as a duration (at least 1 ms): the c10d watcher's longest wait between
+/// two reads of the rendezvous state (DynamicOptions::watch_interval).
+[[nodiscard]] std::chrono::milliseconds MonitorInterval(const LaunchConfig& cfg);
 
 /// Options of the c10d and etcd-v2 backends for `cfg`; `local_addr` is --local-addr or the
 /// FQDN. Throws rendezvous::ConfigError (e.g. store_type other than tcp; under etcd-v2 the

@@ -168,7 +168,28 @@ std::string FindOnPath(const std::string& name) {
 }
 }  // namespace
 
+// torch/distributed/run.py run_script_path under errors.record (ErrorHandler.record_exception's
+// JSON): see EntrypointKind::kRunPath.
+const char* const kRunPathBootstrap =
+    "import json, os, runpy, sys, time, traceback\n"
+    "sys.argv = sys.argv[1:]\n"
+    "sys.path[0] = os.path.realpath(os.path.dirname(sys.executable))\n"
+    "try:\n"
+    "    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+    "except Exception as e:\n"
+    "    f = os.environ.get('TORCHELASTIC_ERROR_FILE')\n"
+    "    if f:\n"
+    "        m = {'message': f'{type(e).__name__}: {e}', 'extraInfo': {\n"
+    "            'py_callstack': traceback.format_exc(), 'timestamp': str(int(time.time()))}}\n"
+    "        try:\n"
+    "            with open(f, 'w') as fp:\n"
+    "                json.dump({'message': m}, fp)\n"
+    "        except OSError:\n"
+    "            pass\n"
+    "    raise\n";
+
 EntrypointKind ClassifyEntrypoint(const LaunchConfig& cfg) {
+  if (cfg.run_path) return EntrypointKind::kRunPath;
   if (cfg.no_python) return EntrypointKind::kDirect;
   if (cfg.module) return EntrypointKind::kPython;
   std::string script = cfg.training_script;
@@ -201,13 +222,18 @@ std::vector<std::string> BuildWorkerArgv(const LaunchConfig& cfg, int local_rank
                                          const std::map<std::string, std::string>& env) {
   std::vector<std::string> argv;
   const EntrypointKind kind = ClassifyEntrypoint(cfg);
-  if (kind == EntrypointKind::kPython) {
+  if (kind == EntrypointKind::kPython || kind == EntrypointKind::kRunPath) {
+    const bool module = cfg.module && kind == EntrypointKind::kPython;
     auto it = env.find("PYTHON_EXEC");
     argv.push_back(it != env.end() && !it->second.empty() ? it->second : "python3");
     argv.emplace_back("-u");
-    if (cfg.module) argv.emplace_back("-m");
+    if (module) argv.emplace_back("-m");
+    if (kind == EntrypointKind::kRunPath) {
+      argv.emplace_back("-c");
+      argv.emplace_back(kRunPathBootstrap);
+    }
     argv.push_back(SubstituteLocalRank(cfg.training_script, local_rank));
-    if (!cfg.module && !IsRegularFile(argv.back())) {
+    if (!module && !IsRegularFile(argv.back())) {
       struct stat st {};
       const bool exists = ::stat(argv.back().c_str(), &st) == 0;
       throw WorkerSetupError(

@@ -40,6 +40,11 @@ void UniqueFd::Reset() noexcept {
   fd_ = -1;
 }
 
+void AttemptStdio::OpenFiltered(int stream, const std::string& path,
+                                const std::vector<std::string>& filters) {
+  filtered_[ChildFds::Index(stream)] = std::make_unique<FilteredLog>(path, filters);
+}
+
 ChildFds AttemptStdio::OpenWorker(const WorkerStdioSpec& spec) {
   ChildFds child;
   for (int stream = 1; stream <= 2; ++stream) OpenStream(spec, stream, child);
@@ -93,6 +98,7 @@ void AttemptStdio::OpenPipe(const WorkerStdioSpec& spec, int stream, int file_fd
   if (file_fd >= 0) {
     t.router =
         std::make_unique<TeeRouter>(console_, spec.prefix, stream, file_fd, true, spec.local_rank);
+    t.router->DuplicateTo(filtered_[ChildFds::Index(stream)].get());
   }
   if (stream == 2) {
     t.tail = std::make_unique<StderrTail>();
@@ -139,6 +145,12 @@ void AttemptStdio::Pump(std::size_t i) {
   }
 }
 
+void AttemptStdio::LogFilteredErrors() {
+  for (auto& f : filtered_) {
+    if (f && !f->WriteError().empty()) log_.error("{}", f->WriteError());
+  }
+}
+
 void AttemptStdio::FinishAll() {
   for (std::size_t i = 0; i < tees_.size(); ++i) {
     if (tees_[i].fd.Get() < 0) continue;
@@ -148,6 +160,7 @@ void AttemptStdio::FinishAll() {
       tees_[i].fd.Reset();
     }
   }
+  LogFilteredErrors();
 }
 
 }  // namespace tzrun::agent

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "filtered_log.hpp"
 #include "logs.hpp"
 #include "stderr_tail.hpp"
 #include "tzrun/launch_config.hpp"
@@ -89,6 +90,11 @@ class AttemptStdio {
   AttemptStdio(ConsoleSink& console, int devnull, spdlog::logger& log)
       : console_(console), devnull_(devnull), log_(log) {}
 
+  /// --duplicate-*-filters: creates (truncates) `path`, the attempt's filtered copy of stream
+  /// 1 or 2; call before OpenWorker(). Every tee'd, shown stream opened afterwards copies its
+  /// matching lines there (filtered_log.hpp). Throws AgentError (125) when it cannot be opened.
+  void OpenFiltered(int stream, const std::string& path, const std::vector<std::string>& filters);
+
   /// Opens the log files and tee pipes of one worker. Throws AgentError (125) when a log
   /// file cannot be opened or a pipe cannot be created (what is open for this worker is
   /// closed again).
@@ -121,6 +127,7 @@ class AttemptStdio {
     int tee = -1;      // index into tees_, or -1
     std::string file;  // stderr log file when not read through a pipe
   };
+  void LogFilteredErrors();
   void OpenStream(const WorkerStdioSpec& spec, int stream, ChildFds& child);
   void OpenPipe(const WorkerStdioSpec& spec, int stream, int file_fd, ChildFds& child);
 
@@ -128,6 +135,7 @@ class AttemptStdio {
   int devnull_;
   spdlog::logger& log_;
   std::vector<Tee> tees_;
+  std::array<std::unique_ptr<FilteredLog>, 2> filtered_;  // stdout, stderr (or null)
   std::vector<UniqueFd> files_;      // tee'd log files (TeeRouter does not own them)
   std::map<int, TailSource> tails_;  // local rank -> where its stderr tail comes from
 };

@@ -283,11 +283,18 @@ void Parser::ResolveLogs(LaunchConfig& c) const {
   }
   c.duplicate_stdout_filters = Filters("duplicate_stdout_filters");
   c.duplicate_stderr_filters = Filters("duplicate_stderr_filters");
+  // torchrun opens /dev/null/filtered_stdout.log and dies with NotADirectoryError.
+  for (const char* dest : {"duplicate_stdout_filters", "duplicate_stderr_filters"}) {
+    if (FindRaw(dest) != nullptr && c.log_dir == "/dev/null") {
+      Bad(dest, "the filtered copy is a log file, but --log-dir=/dev/null turns log files off",
+          "drop the filters or give a real --log-dir");
+    }
+  }
 }
 
 std::vector<std::string> Parser::Filters(const std::string& dest) const {
-  // run.py comma_separated_list: ',,' escapes a literal comma. tzrun drops empty
-  // items (an empty filter would otherwise match every line).
+  // run.py comma_separated_list: ',,' escapes a literal comma; empty items are kept (an
+  // empty filter matches every line, as in torchrun).
   std::vector<std::string> out;
   const Raw* r = FindRaw(dest);
   if (!r) return out;
@@ -301,7 +308,7 @@ std::vector<std::string> Parser::Filters(const std::string& dest) const {
          pos = item.find(kPlaceholder)) {
       item.replace(pos, 1, ",");
     }
-    if (!item.empty()) out.push_back(std::move(item));
+    out.push_back(std::move(item));
   }
   return out;
 }

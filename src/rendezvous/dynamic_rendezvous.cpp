@@ -317,6 +317,14 @@ class DynamicRendezvous final : public detail::WatchingHandler {
   }
 
   // How long a SYNC may sleep before something time-based can change the decision.
+  // The watcher's next read: within watch_interval (--monitor-interval), sooner for a
+  // heartbeat or a deadline.
+  [[nodiscard]] milliseconds NextWatchWake() const {
+    DynamicOptions o = o_;
+    o.poll_interval = o_.watch_interval;
+    return detail::NextWake(state_, me_, o, o_.watch_interval, WallNow());
+  }
+
   [[nodiscard]] milliseconds NextWake(TimePoint deadline) const {
     const auto now = SteadyClock::now();
     return detail::NextWake(state_, me_, o_,
@@ -429,7 +437,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
     try {
       std::unique_ptr<detail::StateChannel> conn = channel_->Clone();
       while (!stop) {
-        milliseconds wake = o_.poll_interval;
+        milliseconds wake = o_.watch_interval;
         ChangeWait cw;
         {
           std::lock_guard lock(mu_);
@@ -444,7 +452,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
               detail::Log(o_.log, LogLevel::kWarning, e.what());
             }
           }
-          wake = NextWake(SteadyClock::now() + o_.poll_interval);
+          wake = NextWatchWake();
           cw = NextChangeWait();
         }
         // Wait for a state change in short slices so unwatch() is quick.

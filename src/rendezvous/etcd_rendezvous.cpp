@@ -2,6 +2,7 @@
 // of torchrun's EtcdRendezvous around the pure transitions of etcd_legacy_ops.hpp.
 #include "tzrun/rendezvous/etcd_rendezvous.hpp"
 
+#include <algorithm>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -571,7 +572,7 @@ class EtcdRendezvous final : public detail::WatchingHandler {
         Log(LogLevel::kWarning, e.what());
       }
       for (auto t = milliseconds(0); t < o_.poll_interval && !stop; t += milliseconds(100)) {
-        std::this_thread::sleep_for(milliseconds(100));
+        std::this_thread::sleep_for(std::min(milliseconds(100), o_.poll_interval - t));
       }
     }
   }

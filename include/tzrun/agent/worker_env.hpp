@@ -76,15 +76,28 @@ class WorkerSetupError : public tzrun::Error {
 enum class EntrypointKind {
   kPython,  ///< <python> -u [-m] script args
   kDirect,  ///< script args (--no-python, or an executable non-Python file)
+  /// --run-path: <python> -u -c <kRunPathBootstrap> script args. torchrun 2.11 runs
+  /// run.py's run_script_path(script, *args) as a function entrypoint in a child of the
+  /// launcher: sys.argv = [script, *args]; runpy.run_path(script, run_name="__main__"),
+  /// wrapped in errors.record (an uncaught exception is written to TORCHELASTIC_ERROR_FILE).
+  /// The bootstrap does the same in a fresh interpreter, with sys.path[0] set to the
+  /// interpreter's directory (in torchrun it is the launcher's, the `torchrun` script's bin
+  /// directory), not the script's directory.
+  kRunPath,
 };
 
-/// Decides between kPython and kDirect: --no-python → kDirect; -m → kPython; otherwise a
+/// The `python -c` program of EntrypointKind::kRunPath (argv after it: script, args...).
+extern const char* const kRunPathBootstrap;
+
+/// Decides the kind: --run-path → kRunPath (it takes precedence over --no-python and -m, as
+/// in torchrun); --no-python → kDirect; -m → kPython; otherwise a
 /// file that does not end in ".py", has an execute bit and is either an ELF binary or a
 /// `#!` script whose interpreter line does not mention "python" → kDirect; else kPython.
 [[nodiscard]] EntrypointKind ClassifyEntrypoint(const LaunchConfig& cfg);
 
 /// Worker argv. kPython: [PYTHON_EXEC from `env`, or "python3", "-u", ("-m"), script,
-/// args...]; kDirect: [script, args...]. `${local_rank}` substitution applies to everything
+/// args...]; kRunPath: [that python, "-u", "-c", kRunPathBootstrap, script, args...];
+/// kDirect: [script, args...]. `${local_rank}` substitution applies to everything
 /// after argv[0] (torchrun's rule). argv[0] is as given (not PATH-resolved; see
 /// resolve_program). Throws WorkerSetupError(kUsage) when the (non -m) Python script does
 /// not exist (what `python script.py` would exit with, but before anything is spawned).

@@ -75,6 +75,11 @@ struct DynamicOptions {
   int keep_alive_max_attempt = 3;
   /// Longest wait between two reads of the state while nothing changes.
   std::chrono::milliseconds poll_interval = std::chrono::seconds(1);
+  /// --monitor-interval: while the workers run, the watcher re-reads the state at least this
+  /// often (torchrun's agent calls num_nodes_waiting() every monitor_interval to see nodes
+  /// that want to join); changes the store signals are seen at once. Heartbeats and deadlines
+  /// still wake it sooner.
+  std::chrono::milliseconds watch_interval = std::chrono::milliseconds(100);
   /// torchrun's random 0-0.3 s delay before the first join (skipped when max_nodes == 1).
   bool first_round_jitter = true;
   /// Address the rendezvous store binds when hosting ("" = all interfaces).

@@ -47,7 +47,9 @@ struct EtcdOptions {
   std::chrono::milliseconds timeout = std::chrono::seconds(600);  ///< rdzv-conf timeout
   std::chrono::milliseconds last_call_timeout = std::chrono::seconds(30);
   std::chrono::milliseconds read_timeout = std::chrono::seconds(60);  ///< each etcd request
-  std::chrono::milliseconds poll_interval = std::chrono::seconds(1);  ///< watcher
+  /// The watcher's period between reads of the rendezvous state (--monitor-interval; the agent
+  /// passes it, torchrun checks num_nodes_waiting every monitor tick).
+  std::chrono::milliseconds poll_interval = std::chrono::seconds(1);
   store::LogSink log;
 };
 

@@ -172,5 +172,17 @@ TEST(RendezvousOptions, ErrorsCarryTheirExitCodes) {
   EXPECT_EQ(rendezvous::RendezvousClosedError("x", 7).ExitCode(), 7);
 }
 
+TEST(RendezvousOptions, MonitorIntervalIsTheWatchInterval) {
+  LaunchConfig d;
+  d.rdzv_backend = "c10d";
+  EXPECT_EQ(DynamicOptions(d, "me").watch_interval, 100ms);  // torchrun's default 0.1 s
+  d.monitor_interval = 2.5;
+  EXPECT_EQ(DynamicOptions(d, "me").watch_interval, 2500ms);
+  d.monitor_interval = 1e-6;
+  EXPECT_EQ(MonitorInterval(d), 1ms);
+  d.monitor_interval = 1e30;
+  EXPECT_EQ(MonitorInterval(d), std::chrono::milliseconds(86'400'000));
+}
+
 }  // namespace
 }  // namespace tzrun::agent

@@ -293,3 +293,19 @@ TEST(WorkerArgv, BareProgramNameOnPathIsClassifiedByItsContent) {
   EXPECT_EQ(ClassifyEntrypoint(cfg), EntrypointKind::kPython);
   ::setenv("PATH", saved.c_str(), 1);
 }
+
+TEST(WorkerArgv, RunPathUsesTheRunpyBootstrapAndBeatsNoPythonAndModule) {
+  TempDir dir;
+  LaunchConfig cfg;
+  cfg.run_path = true;
+  cfg.no_python = true;  // torchrun: --run-path takes precedence over --no-python (and -m)
+  cfg.module = true;
+  cfg.training_script = dir.Write("train.py", "print(1)\n", false).string();
+  cfg.training_script_args = {"--lr", "${local_rank}"};
+  EXPECT_EQ(ClassifyEntrypoint(cfg), EntrypointKind::kRunPath);
+  EXPECT_EQ(BuildWorkerArgv(cfg, 3, {}),
+            (std::vector<std::string>{"python3", "-u", "-c", tzrun::agent::kRunPathBootstrap,
+                                      cfg.training_script, "--lr", "3"}));
+  cfg.training_script = (dir.Path() / "missing.py").string();
+  EXPECT_THROW((void)BuildWorkerArgv(cfg, 0, {}), tzrun::agent::WorkerSetupError);
+}

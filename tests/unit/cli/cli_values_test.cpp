@@ -284,8 +284,13 @@ TEST(CliValidate, LocalRanksFilterAndDuplicateFilters) {
   EXPECT_THAT(ErrorOf({"--local-ranks-filter", "-1", "x.py"}), HasSubstr("non-negative"));
   EXPECT_THAT(Cfg({"--duplicate-stdout-filters", "a,,b,c", "x.py"}).duplicate_stdout_filters,
               ElementsAre("a,b", "c"));
+  // torchrun's comma_separated_list keeps empty items (an empty filter matches every line).
   EXPECT_THAT(Cfg({"--duplicate-stdout-filters", "a,", "x.py"}).duplicate_stdout_filters,
-              ElementsAre("a"));
+              ElementsAre("a", ""));
+  EXPECT_THAT(Cfg({"--duplicate-stdout-filters=", "x.py"}).duplicate_stdout_filters,
+              ElementsAre(""));
+  EXPECT_THAT(ErrorOf({"--log-dir", "/dev/null", "--duplicate-stderr-filters", "e", "x.py"}),
+              AllOf(HasSubstr("--duplicate-stderr-filters"), HasSubstr("--log-dir=/dev/null")));
   EXPECT_THAT(Cfg({"x.py"}, {{"PET_DUPLICATE_STDERR_FILTERS", "err"}}).duplicate_stderr_filters,
               ElementsAre("err"));
 }
