@@ -91,7 +91,8 @@ def test_din_config_refused_only_for_its_sequence_parts(movielens_mt, tmp_path):
     assert "seq" in json.dumps(din["din_towers"]), din
     cfg["model_config"]["multi_tower"] = {"towers": din["towers"], "final": din["final"]}
     proc = train(write_config(cfg, tmp_path / "b.json"), movielens_mt, tmp_path / "b", check=False)
-    assert "'sequence_feature' (FeatureConfig) is a TorchEasyRec option" in refusal(proc)
+    # Sequence features are read under fg_mode FG_NONE only (no feature generation for them).
+    assert "runs no feature generation for sequences" in refusal(proc)
 
     cfg["feature_configs"] = [f for f in cfg["feature_configs"] if "sequence_feature" not in f]
     proc = train(write_config(cfg, tmp_path / "c.json"), movielens_mt, tmp_path / "c", check=False)
