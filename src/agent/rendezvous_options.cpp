@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 
 #include "agent_error.hpp"
 #include "tzrun/base/strings.hpp"
@@ -60,6 +61,17 @@ rendezvous::StaticOptions StaticOptions(const LaunchConfig& cfg) {
 
 namespace {
 
+// The TLS keys of torchrun's etcd backends: tzrun's etcd client speaks plain HTTP only.
+void RefuseTlsKeys(const rendezvous::ConfMap& c, std::initializer_list<const char*> keys) {
+  for (const char* key : keys) {
+    if (c.contains(key)) {
+      throw rendezvous::ConfigError(std::string("--rdzv-conf ") + key +
+                                    ": TLS to etcd is not supported by tzrun (plain HTTP only); "
+                                    "drop the key and serve etcd over http, or use c10d");
+    }
+  }
+}
+
 // The etcd-v2 keys of torchrun's etcd_rendezvous_backend.py that tzrun does not implement
 // (TLS) and the c10d-only keys: refused by name.
 void CheckEtcdConf(const rendezvous::ConfMap& c) {
@@ -75,13 +87,7 @@ void CheckEtcdConf(const rendezvous::ConfMap& c) {
                                     ": the protocol must be http (https is not supported)");
     }
   }
-  for (const char* key : {"ssl_cert", "ssl_cert_key", "ca_cert"}) {
-    if (c.contains(key)) {
-      throw rendezvous::ConfigError(std::string("--rdzv-conf ") + key +
-                                    ": TLS to etcd is not supported by tzrun (plain HTTP only); "
-                                    "drop the key and serve etcd over http, or use c10d");
-    }
-  }
+  RefuseTlsKeys(c, {"ssl_cert", "ssl_cert_key", "ca_cert"});
   for (const char* key : {"is_host", "store_type"}) {
     if (c.contains(key)) {
       throw rendezvous::ConfigError(std::string("--rdzv-conf ") + key +
@@ -101,13 +107,7 @@ void CheckLegacyEtcdConf(const rendezvous::ConfMap& c) {
                                   ": tzrun's etcd client speaks plain HTTP only (no TLS); use "
                                   "protocol=http with an etcd that serves http");
   }
-  for (const char* key : {"cacert", "cert", "key"}) {
-    if (c.contains(key)) {
-      throw rendezvous::ConfigError(std::string("--rdzv-conf ") + key +
-                                    ": TLS to etcd is not supported by tzrun (plain HTTP only); "
-                                    "drop the key and serve etcd over http, or use c10d");
-    }
-  }
+  RefuseTlsKeys(c, {"cacert", "cert", "key"});
   for (const char* key :
        {"join_timeout", "close_timeout", "heartbeat_timeout", "keep_alive_interval",
         "keep_alive_max_attempt", "is_host", "store_type", "ssl_cert", "ssl_cert_key", "ca_cert"}) {
