@@ -58,7 +58,7 @@ struct LaunchConfig {
   /// --monitor-interval: the c10d watcher's longest wait between two reads of the rendezvous
   /// state (torchrun's monitor tick); worker exits are seen at once.
   double monitor_interval = 0.1;
-  std::string start_method = "spawn";  ///< matters only with --run-path (fork: a warning)
+  std::string start_method = "spawn";      ///< matters only with --run-path (fork: a warning)
   std::string event_log_handler = "null";  ///< console: events on stderr (agent/events.hpp)
   std::string role = "default";
   bool module = false;     ///< -m: python -m <script>
