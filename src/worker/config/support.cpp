@@ -29,6 +29,7 @@ constexpr const char* kSeqInput = "Transform.SequenceIdsSplitTruncateAndFill";
 constexpr const char* kSeqGrouped = "config.GroupedSequenceFeatureExpands";
 constexpr const char* kSeqPool = "config.SequencePoolingAgreesPerTable";
 constexpr const char* kSeqModel = "train.Model.PoolingEncoderAppendsPooledSequences";
+constexpr const char* kSeqAttention = "train.Model.AttentionEncodersMatchComposedTorch";
 
 constexpr const char* kMtGolden = "train.MultiTaskGolden.MatchesTorch";
 constexpr const char* kMtJob = "test_multi_task.py::test_mmoe_and_dbmtl_train_eval_predict";
@@ -323,11 +324,25 @@ const std::vector<FieldSupport> kTable = {
     {P "FeatureGroupConfig.sequence_groups", kH,
      "a DEEP group's sequence groups, each read by a pooling_encoder", kSeqConfig},
     {P "FeatureGroupConfig.sequence_encoders", kH,
-     "appended to the group's features in order (pooling_encoder)", kSeqModel},
+     "appended to the group's features in order (pooling_encoder; din_encoder and "
+     "simple_attention in multi_tower)",
+     kSeqModel},
     {P "SeqGroupConfig.group_name", kH, "the name a pooling_encoder's input names", kSeqConfig},
     {P "SeqGroupConfig.feature_names", kH,
      "its sequence features (pooled in order) and query features (not read by pooling)", kSeqModel},
     {P "SeqEncoderConfig.pooling_encoder", kH, "sum / mean over the sequence", kSeqModel},
+    {P "SeqEncoderConfig.din_encoder", kH,
+     "DIN target attention over the unpooled sequence (multi_tower only)", kSeqAttention},
+    {P "SeqEncoderConfig.simple_attention", kH,
+     "dot-product attention over the unpooled sequence (multi_tower only)", kSeqAttention},
+    {P "DINEncoder.name", kN, "its tensors are named by group and encoder index",
+     "config.NoEffectWarns"},
+    {P "DINEncoder.input", kH, "the sequence group it attends over (query: its other features)",
+     kSeqAttention},
+    {P "DINEncoder.attn_mlp", kH, "the attention MLP (required)", kSeqAttention},
+    {P "SimpleAttention.name", kN, "the encoder has no tensors to name", "config.NoEffectWarns"},
+    {P "SimpleAttention.input", kH,
+     "the sequence group it attends over (query: its other features, same width)", kSeqAttention},
     {P "PoolingEncoder.name", kN, "the encoder has no tensors to name", "config.NoEffectWarns"},
     {P "PoolingEncoder.input", kH, "the sequence group it pools", kSeqConfig},
     {P "PoolingEncoder.pooling_type", kH,

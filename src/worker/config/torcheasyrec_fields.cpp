@@ -43,8 +43,8 @@ constexpr const char* kSeqFg =
 constexpr const char* kSeqPooling =
     "a sequence feature is pooled by its group's pooling_encoder (pooling_type); remove it";
 constexpr const char* kAttention =
-    "attention sequence encoders are not implemented by tzrec_train; use pooling_encoder "
-    "(sum or mean over the sequence)";
+    "this sequence encoder is not implemented by tzrec_train; use din_encoder, simple_attention "
+    "or pooling_encoder";
 constexpr const char* kDin =
     "multi_tower_din (DIN target attention) is not implemented by tzrec_train; pool the sequences "
     "with a pooling_encoder in a DEEP group of multi_tower";
@@ -187,8 +187,6 @@ const std::vector<TorchEasyRecField> kFields = {
      "dense embeddings are not implemented; use boundaries"},
     {"tzrec.protos.SeqGroupConfig", "embedding_name_suffix",
      "give the features distinct embedding_name values instead"},
-    {"tzrec.protos.SeqEncoderConfig", "din_encoder", kAttention},
-    {"tzrec.protos.SeqEncoderConfig", "simple_attention", kAttention},
     {"tzrec.protos.SeqEncoderConfig", "multi_window_din_encoder", kAttention},
     {"tzrec.protos.SeqEncoderConfig", "hstu_encoder", kAttention},
 

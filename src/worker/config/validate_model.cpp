@@ -64,6 +64,7 @@ class ModelChecks {
                          const std::string& why);
   void Groups();
   void SequenceGroups(const protos::FeatureGroupConfig& group, const std::string& path);
+  void AttentionEncoder(const protos::SeqGroupConfig& seq, const std::string& path);
   void Dlrm();
   void DeepFm();
   void MultiTower();
@@ -175,7 +176,20 @@ void ModelChecks::SequenceGroups(const protos::FeatureGroupConfig& group, const 
   for (int e = 0; e < group.sequence_encoders_size(); ++e) {
     const auto& encoder = group.sequence_encoders(e);
     const std::string ep = path + ".sequence_encoders[" + std::to_string(e) + "]";
-    Require(encoder.has_pooling_encoder(), ep + ": empty; set pooling_encoder { input: ... }");
+    if (encoder.has_din_encoder() || encoder.has_simple_attention()) {
+      const std::string input = encoder.has_din_encoder() ? encoder.din_encoder().input()
+                                                          : encoder.simple_attention().input();
+      const std::string kind = encoder.has_din_encoder() ? "din_encoder" : "simple_attention";
+      const auto it = seqs.find(input);
+      Require(it != seqs.end(), ep + "." + kind + ".input: '" + input +
+                                    "' is not a sequence group of group '" + group.group_name() +
+                                    "'" + Suggest(input, seq_names));
+      read.insert(input);
+      AttentionEncoder(*it->second, ep + "." + kind);
+      continue;
+    }
+    Require(encoder.has_pooling_encoder(),
+            ep + ": empty; set pooling_encoder, din_encoder or simple_attention { input: ... }");
     const auto& pooling = encoder.pooling_encoder();
     Require(pooling.pooling_type() == "sum" || pooling.pooling_type() == "mean",
             ep + ".pooling_encoder.pooling_type: \"" + pooling.pooling_type() +
@@ -204,6 +218,38 @@ void ModelChecks::SequenceGroups(const protos::FeatureGroupConfig& group, const 
                                        "pooling_encoder { input: \"" +
                                        name + "\" } or remove the group");
   }
+}
+
+// A din_encoder / simple_attention over sequence group `seq` (TorchEasyRec's DINEncoder /
+// SimpleAttention: query = the group's non-sequence features, sequence = its sequence features
+// side by side, which must therefore have one sequence_length). multi_tower only: the model that
+// reads the unpooled per-item embeddings (src/worker/train/model_parts.hpp GroupInput).
+void ModelChecks::AttentionEncoder(const protos::SeqGroupConfig& seq, const std::string& path) {
+  Require(config_.model_config().model_case() == protos::ModelConfig::kMultiTower,
+          path + ": model_config." + ModelType(config_) +
+              " does not read attention sequence encoders in tzrec_train; they are implemented "
+              "for multi_tower (use a pooling_encoder in the other models)");
+  bool has_query = false;
+  std::int64_t length = 0;
+  std::string first;
+  for (const std::string& name : seq.feature_names()) {
+    if (!IsSequence(F(name))) {
+      has_query = true;
+      continue;
+    }
+    if (length == 0) {
+      length = SequenceLength(F(name));
+      first = name;
+    }
+    Require(SequenceLength(F(name)) == length,
+            path + ": sequence features '" + first + "' (sequence_length " +
+                std::to_string(length) + ") and '" + name + "' (sequence_length " +
+                std::to_string(SequenceLength(F(name))) + ") of sequence group '" +
+                seq.group_name() + "' are concatenated per item; give them one sequence_length");
+  }
+  Require(has_query, path + ": sequence group '" + seq.group_name() +
+                         "' has no query feature (a non-sequence feature such as the target "
+                         "item's id); add one to its feature_names");
 }
 
 // TorchEasyRec's dlrm.py: group "sparse" (one embedding_dim); group "dense" optional (without
