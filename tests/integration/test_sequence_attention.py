@@ -9,7 +9,10 @@ The label is planted on target attention: 1 when the target item is among the fi
 (90% of rows), which the attention over the unpooled per-item embeddings can see and a mean of
 the clicks hardly can.
 
-Budget: 2 x (2 short jobs + export + predict) on tiny generated data, about 30 s.
+Third: multi_tower_din (a tower over DEEP group "user" and a DIN tower over SEQUENCE group
+"seq" {item, clicks}), the same train / restore / export / predict.
+
+Budget: 3 x (2 short jobs + export + predict) on tiny generated data, about 30 s.
 """
 import math
 import random
@@ -91,6 +94,43 @@ def test_attention_encoder_trains_restores_exports_predicts(tmp_path, name):
     assert m["global_step"] == TOTAL and m["world_size"] == 1, m
     print(f"{name}: eval AUC after {TOTAL} steps: {m['eval_auc']:.4f} (after {FIRST} on 2 ranks: "
           f"{first['eval_auc']:.4f})")
+    assert math.isfinite(m["eval_auc"]) and m["eval_auc"] > 0.6, m
+    export = tmp_path / "export"
+    tzrec("export", "--model_dir", md, "--export_dir", export)
+    proc = tzrec("predict", "--export_dir", export, "--input_path", evl, "--output_path",
+                 tmp_path / "pred.csv", "--writer_type", "CsvWriter")
+    line = [ln for ln in proc.stdout.splitlines() if " rows, auc" in ln][-1]
+    got = float(re.search(r"\bauc ([0-9.]+)", line).group(1))
+    assert got == pytest.approx(m["eval_auc"], abs=1e-4), (line, m)
+
+
+def din_model_config() -> dict:
+    """multi_tower_din (tzrec/models/multi_tower_din.py): a tower over DEEP group "user" (the
+    item, as a plain feature) and a DIN tower over SEQUENCE group "seq" {item, clicks}."""
+    cfg = config({"pooling_encoder": {"input": "hist"}}, {})
+    cfg["model_config"]["feature_groups"] = [
+        {"group_name": "user", "feature_names": ["item"], "group_type": "DEEP"},
+        {"group_name": "seq", "feature_names": ["item", "clicks"], "group_type": "SEQUENCE"}]
+    del cfg["model_config"]["multi_tower"]
+    cfg["model_config"]["multi_tower_din"] = {
+        "towers": [{"input": "user", "mlp": {"hidden_units": [16]}}],
+        "din_towers": [{"input": "seq", "attn_mlp": {"hidden_units": [16]}}],
+        "final": {"hidden_units": [8]}}
+    return cfg
+
+
+def test_multi_tower_din_trains_restores_exports_predicts(tmp_path):
+    cfg = write_config(din_model_config(), tmp_path / "din.json")
+    train = gen(tmp_path / "train.parquet", TOTAL * 2 * BATCH, 3)
+    evl = gen(tmp_path / "eval.parquet", 1024, 4)
+    md = tmp_path / "m"
+    run_job(cfg, md, 2, train, evl, steps_edit(FIRST, log_every=FIRST), timeout=180)
+    proc = run_job(cfg, md, 1, train, evl, steps_edit(TOTAL, log_every=TOTAL),
+                   continue_train=True, timeout=180)
+    assert f"restored {md / f'model.ckpt-{FIRST}'} (step {FIRST}" in proc.stdout, details(proc)
+    m = metrics(md)
+    assert m["global_step"] == TOTAL and m["world_size"] == 1, m
+    print(f"multi_tower_din: eval AUC after {TOTAL} steps: {m['eval_auc']:.4f}")
     assert math.isfinite(m["eval_auc"]) and m["eval_auc"] > 0.6, m
     export = tmp_path / "export"
     tzrec("export", "--model_dir", md, "--export_dir", export)

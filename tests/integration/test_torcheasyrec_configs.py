@@ -48,12 +48,12 @@ class Invalid(str):
     up front with a ConfigError naming this field (not as an unsupported option)."""
 
 
-class Unknown(str):
-    """A config that sets a field neither our .proto files nor the TorchEasyRec field table
-    (src/worker/config/torcheasyrec_fields.cpp) know: refused as "unknown field '<this>'"."""
+class Says(str):
+    """A config refused up front (exit 2) with a ConfigError containing this text: a field
+    neither our .proto files nor the TorchEasyRec field table know, or a refused combination."""
 
 
-#: file name -> TRAIN, Invalid(field), Unknown(field), or the field / model name the first line of the refusal
+#: file name -> TRAIN, Invalid(field), Says(text), or the field / model name the first line of the refusal
 #: gives in quotes ("'mmoe' (ModelConfig) is a TorchEasyRec option that tzrec_train does not
 #: support: ...").
 EXPECT = {
@@ -69,10 +69,12 @@ EXPECT = {
     "wukong_criteo.config": Invalid("model_config.wukong.dense_mlp.hidden_units"),
     # Its grouped sequence_features and DIN encoders are read; its task towers' train_metrics
     # (a field newer than the TorchEasyRec protos tzrec_train follows) is unknown.
-    "dbmtl_has_sequence_mock.config": Unknown("train_metrics"),
-    "multi_tower_din_mock.config": "multi_tower_din",
-    "multi_tower_din_taobao.config": "multi_tower_din",
-    "multi_tower_din_fg_mock_gradient_clipping.config": "multi_tower_din",
+    "dbmtl_has_sequence_mock.config": Says("unknown field 'train_metrics'"),
+    # multi_tower_din is read; these configs are refused for other fields.
+    "multi_tower_din_mock.config": "train_metrics",
+    "multi_tower_din_taobao.config": Says(
+        "data_config.fg_mode FG_NORMAL / FG_DAG with a sequence feature"),
+    "multi_tower_din_fg_mock_gradient_clipping.config": "value_dim",
     "dssm_taobao.config": "dssm",
 }
 MUST_TRAIN = {"dlrm_criteo.config", "deepfm_criteo.config", "multi_tower_taobao.config"}
@@ -216,8 +218,8 @@ def test_config(name, tmp_path):
         return
     text = proc.stdout + proc.stderr
     assert proc.returncode == 2, details(proc)  # ConfigError
-    if isinstance(expected, Unknown):
-        assert f"unknown field '{expected}'" in text, f"{name}: no unknown-field refusal\n{details(proc)}"
+    if isinstance(expected, Says):
+        assert expected in text, f"{name}: no refusal saying {expected!r}\n{details(proc)}"
         assert not checkpoints(model_dir), f"{name}: refused, but {model_dir} holds checkpoints"
         return
     if isinstance(expected, Invalid):

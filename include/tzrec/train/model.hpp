@@ -16,7 +16,9 @@
 //               final_mlp(concat(y_wide, y_fm, y_deep)) → Linear → logit; without:
 //               logit = y_wide + Σ_d y_fm + Linear(y_deep).
 //   MultiTower  one MLP per tower over its group's concat; final_mlp(concat(tower outputs)) →
-//               Linear → logit.
+//               Linear → logit. A group's din_encoder / simple_attention: below.
+//   MultiTowerDIN  MultiTower's towers over DEEP groups plus one DINEncoder per din_towers entry
+//               over its SEQUENCE group; final_mlp(concat(towers, DIN towers)) → Linear → logit.
 //   SimpleMultiTask, MMoE, DBMTL  multi-task models over the first feature group, one logit per
 //               task tower (src/worker/train/multi_task.cpp, dbmtl.cpp; docs/training.md
 //               "Multi-task models"): Forward returns [B, T], Tasks() the T tasks.

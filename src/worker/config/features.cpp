@@ -52,6 +52,8 @@ std::string ModelType(const PipelineConfig& config) {
       return "deepfm";
     case protos::ModelConfig::kMultiTower:
       return "multi_tower";
+    case protos::ModelConfig::kMultiTowerDin:
+      return "multi_tower_din";
     case protos::ModelConfig::kWideAndDeep:
       return "wide_and_deep";
     case protos::ModelConfig::kDcnV1:

@@ -12,8 +12,9 @@ namespace tzrec::config_internal {
 namespace {
 
 // The models tzrec_train trains (keep in step with src/worker/train/model.cpp's kFactories).
-#define TZREC_RANK_MODELS \
-  "dlrm, deepfm, multi_tower, wide_and_deep, dcn_v1, dcn_v2, mask_net, xdeepfm, wukong"
+#define TZREC_RANK_MODELS                                                                          \
+  "dlrm, deepfm, multi_tower, multi_tower_din, wide_and_deep, dcn_v1, dcn_v2, mask_net, xdeepfm, " \
+  "wukong"
 constexpr const char* kRank =
     "a rank model tzrec_train does not implement; it trains " TZREC_RANK_MODELS
     " and the multi-task simple_multi_task, mmoe, dbmtl, ple";
@@ -193,7 +194,6 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.ParameterConstraints", "compute_kernels",
      "tzrec_train uses the fused kernel (dense for data_parallel); constrain sharding_types"},
 
-    {"tzrec.protos.ModelConfig", "multi_tower_din", kDin},
     {"tzrec.protos.ModelConfig", "dc2vr", kMultiTask},
     {"tzrec.protos.ModelConfig", "dlrm_hstu", kGenerative},
     {"tzrec.protos.ModelConfig", "pepnet", kMultiTask},

@@ -64,39 +64,61 @@ void GroupInput::AddAttention(const PipelineConfig& config, const Layout& layout
                       "; use multi_tower or a pooling_encoder");
   const std::string& input =
       din ? encoder.din_encoder().input() : encoder.simple_attention().input();
-  Attention a;
-  a.din = din;
+  std::vector<std::string> names;
   for (const auto& seq : Group(config, group).sequence_groups()) {
-    if (seq.group_name() != input) continue;
-    for (const auto& name : seq.feature_names()) {
-      const protos::FeatureConfig& f = Feature(config, name);
-      if (!IsSequence(f)) {
-        a.query.push_back(FeaturePart(layout, group, name));
-        continue;
-      }
-      if (layout.sparse_dim.count(name) == 0U)
-        throw ConfigError("an attention encoder's sequence feature has no embedding: '" + name +
-                          "' in " + path + "; give it an embedding (num_buckets, boundaries)");
-      a.sequence.push_back(name);
-      a.sequence_dim += layout.sparse_dim.at(name);
-      a.max_length = std::max(a.max_length, SequenceLength(f));
+    if (seq.group_name() == input)
+      names.assign(seq.feature_names().begin(), seq.feature_names().end());
+  }
+  const std::string name = "embedding_group.seq_encoders." + group + "." + std::to_string(index);
+  const protos::MLP* mlp = din ? &encoder.din_encoder().attn_mlp() : nullptr;
+  AddAttentionPart(layout, group, path + ".input '" + input + "'", names, mlp, name,
+                   "seq_encoder." + std::to_string(index), *encoders);
+}
+
+GroupInput GroupInput::DinTower(const PipelineConfig& config, const Layout& layout,
+                                const std::string& group, const protos::MLP& attn_mlp,
+                                const std::string& name, const EncoderBuilder& encoders) {
+  GroupInput in;
+  const auto& names = Group(config, group).feature_names();
+  in.AddAttentionPart(layout, group, "din tower '" + group + "'",
+                      std::vector<std::string>(names.begin(), names.end()), &attn_mlp, name, name,
+                      encoders);
+  in.dim_ = in.parts_.back().width;
+  return in;
+}
+
+void GroupInput::AddAttentionPart(const Layout& layout, const std::string& group,
+                                  const std::string& path, const std::vector<std::string>& names,
+                                  const protos::MLP* din_mlp, const std::string& name,
+                                  const std::string& part_name, const EncoderBuilder& encoders) {
+  Attention a;
+  a.din = din_mlp != nullptr;
+  for (const auto& f : names) {
+    if (layout.sequence_length.count(f) == 0U) {
+      a.query.push_back(FeaturePart(layout, group, f));
+      continue;
     }
+    if (layout.sparse_dim.count(f) == 0U)
+      throw ConfigError("an attention encoder's sequence feature has no embedding: '" + f +
+                        "' in " + path + "; give it an embedding (num_buckets, boundaries)");
+    a.sequence.push_back(f);
+    a.sequence_dim += layout.sparse_dim.at(f);
+    a.max_length = std::max(a.max_length, layout.sequence_length.at(f));
   }
   if (a.sequence.empty() || a.query.empty())
     throw ConfigError("an attention encoder needs a query and a sequence feature: " + path +
-                      ".input '" + input + "' names no sequence group with both");
+                      " has not both");
   std::int64_t query_dim = 0;
   for (const auto& q : a.query) query_dim += q.width;
-  const std::string name = "embedding_group.seq_encoders." + group + "." + std::to_string(index);
-  if (din) {
+  if (a.din) {
     DinEncoderOptions options;
-    options.attn_mlp = FromProto(encoder.din_encoder().attn_mlp());
-    a.din_encoder = DinEncoder(*encoders->builder, encoders->parameters, encoders->buffers, name,
+    options.attn_mlp = FromProto(*din_mlp);
+    a.din_encoder = DinEncoder(*encoders.builder, encoders.parameters, encoders.buffers, name,
                                a.sequence_dim, query_dim, options);
   } else {
     a.simple = SimpleAttention(name, a.sequence_dim, query_dim);
   }
-  parts_.push_back({"seq_encoder." + std::to_string(index), -2, a.sequence_dim, attention_.size()});
+  parts_.push_back({part_name, -2, a.sequence_dim, attention_.size()});
   attention_.push_back(std::move(a));
 }
 

@@ -68,18 +68,21 @@ std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
 
 std::vector<std::string> AttentionSequenceFeatures(const PipelineConfig& config) {
   std::vector<std::string> out;
+  auto add = [&](const std::string& name) {
+    if (IsSequence(Feature(config, name)) && std::find(out.begin(), out.end(), name) == out.end())
+      out.push_back(name);
+  };
   for (const auto& g : config.model_config().feature_groups()) {
+    if (g.group_type() == protos::SEQUENCE && config.model_config().has_multi_tower_din()) {
+      for (const auto& name : g.feature_names()) add(name);
+    }
     for (const auto& encoder : g.sequence_encoders()) {
       if (!encoder.has_din_encoder() && !encoder.has_simple_attention()) continue;
       const std::string& input = encoder.has_din_encoder() ? encoder.din_encoder().input()
                                                            : encoder.simple_attention().input();
       for (const auto& seq : g.sequence_groups()) {
         if (seq.group_name() != input) continue;
-        for (const auto& name : seq.feature_names()) {
-          if (IsSequence(Feature(config, name)) &&
-              std::find(out.begin(), out.end(), name) == out.end())
-            out.push_back(name);
-        }
+        for (const auto& name : seq.feature_names()) add(name);
       }
     }
   }
@@ -176,6 +179,7 @@ std::unique_ptr<DenseModel> DenseModel::Create(const PipelineConfig& config, std
       {ModelConfig::kDlrm, &model_internal::MakeDlrm},
       {ModelConfig::kDeepfm, &model_internal::MakeDeepFm},
       {ModelConfig::kMultiTower, &model_internal::MakeMultiTower},
+      {ModelConfig::kMultiTowerDin, &model_internal::MakeMultiTowerDin},
       {ModelConfig::kWideAndDeep, &model_internal::MakeWideAndDeep},
       {ModelConfig::kDcnV1, &model_internal::MakeDcnV1},
       {ModelConfig::kDcnV2, &model_internal::MakeDcnV2},
@@ -190,7 +194,8 @@ std::unique_ptr<DenseModel> DenseModel::Create(const PipelineConfig& config, std
   const auto model_case = config.model_config().model_case();
   if (model_case == ModelConfig::MODEL_NOT_SET)
     throw ConfigError(
-        "model_config: no model; set one of dlrm, deepfm, multi_tower, wide_and_deep, dcn_v1, "
+        "model_config: no model; set one of dlrm, deepfm, multi_tower, multi_tower_din, "
+        "wide_and_deep, dcn_v1, "
         "dcn_v2, mask_net, xdeepfm, wukong, simple_multi_task, mmoe, dbmtl");
   const auto it = kFactories.find(model_case);
   if (it == kFactories.end()) {

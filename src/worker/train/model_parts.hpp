@@ -31,7 +31,8 @@ struct Layout {
   std::map<std::string, std::int64_t>
       dense_offset;  // raw dense feature → first column in Batch.dense
   std::map<std::string, std::int64_t> dense_width;
-  std::map<std::string, std::int64_t> sparse_dim;  // sparse feature → embedding dim
+  std::map<std::string, std::int64_t> sparse_dim;       // sparse feature → embedding dim
+  std::map<std::string, std::int64_t> sequence_length;  // sequence feature → sequence_length
 };
 
 Layout MakeLayout(const PipelineConfig& config);
@@ -68,6 +69,11 @@ class GroupInput {
   // encoders: nullptr for models without attention encoders (ConfigError when the group has one).
   GroupInput(const PipelineConfig& config, const Layout& layout, const std::string& group,
              const EncoderBuilder* encoders = nullptr);
+  // multi_tower_din's DIN tower over SEQUENCE group `group` (query: its non-sequence features,
+  // sequence: its sequence features): a GroupInput whose one part is the DinEncoder `name`.
+  static GroupInput DinTower(const PipelineConfig& config, const Layout& layout,
+                             const std::string& group, const protos::MLP& attn_mlp,
+                             const std::string& name, const EncoderBuilder& encoders);
   // training: the attention MLPs' BatchNorm / dropout mode (as Mlp::Forward).
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense,
                      bool training = false) const;
@@ -97,6 +103,11 @@ class GroupInput {
   void AddAttention(const PipelineConfig& config, const Layout& layout, const std::string& group,
                     const protos::SeqEncoderConfig& encoder, std::size_t index,
                     const EncoderBuilder* encoders);
+  // din_mlp nullptr: SimpleAttention.
+  void AddAttentionPart(const Layout& layout, const std::string& group, const std::string& path,
+                        const std::vector<std::string>& names, const protos::MLP* din_mlp,
+                        const std::string& name, const std::string& part_name,
+                        const EncoderBuilder& encoders);
   at::Tensor AttentionForward(const Attention& a, const KeyedTensor& sparse,
                               const at::Tensor& dense, bool training) const;
   std::vector<Part> parts_;
@@ -117,6 +128,8 @@ std::unique_ptr<DenseModel> MakeDeepFm(const PipelineConfig& config, std::uint64
                                        const at::Device& device);
 std::unique_ptr<DenseModel> MakeMultiTower(const PipelineConfig& config, std::uint64_t seed,
                                            const at::Device& device);
+std::unique_ptr<DenseModel> MakeMultiTowerDin(const PipelineConfig& config, std::uint64_t seed,
+                                              const at::Device& device);
 std::unique_ptr<DenseModel> MakeWideAndDeep(const PipelineConfig& config, std::uint64_t seed,
                                             const at::Device& device);
 std::unique_ptr<DenseModel> MakeDcnV1(const PipelineConfig& config, std::uint64_t seed,

@@ -166,6 +166,42 @@ TEST(Sequence, AttentionEncodersAccepted) {
   EXPECT_HAS(e, "model_config.dcn_v1 does not read attention sequence encoders");
 }
 
+// multi_tower_din: towers over DEEP groups, din_towers over SEQUENCE groups.
+std::string DinConfig(const std::string& seq_type = "SEQUENCE",
+                      const std::string& din_input = "seq") {
+  std::string c = SeqConfig();
+  c = c.substr(0, c.find("model_config {"));
+  return c +
+         R"(feature_configs { id_feature { feature_name: "user" num_buckets: 10 embedding_dim: 4 } }
+model_config {
+  feature_groups { group_name: "user" feature_names: "user" group_type: DEEP }
+  feature_groups { group_name: "seq" feature_names: "item" feature_names: "clicks" group_type: )" +
+         seq_type + R"( }
+  multi_tower_din { towers { input: "user" mlp { hidden_units: [8] } }
+    din_towers { input: ")" +
+         din_input + R"(" attn_mlp { hidden_units: [4] } } final { hidden_units: [4] } }
+  metrics { auc {} }
+  losses { binary_cross_entropy {} }
+}
+)";
+}
+
+TEST(Sequence, MultiTowerDinAccepted) {
+  const LoadedConfig c = ParsePipelineConfig(DinConfig());
+  EXPECT_EQ(ModelType(c.config), "multi_tower_din");
+  std::string e = ErrorOf(DinConfig("DEEP"));
+  EXPECT_HAS(e, "'clicks' is a sequence feature");
+  e = ErrorOf(DinConfig("SEQUENCE", "user"));
+  EXPECT_HAS(e, "din_towers[0].input: group 'user' is DEEP; din_towers read SEQUENCE groups");
+  e = ErrorOf(DinConfig(), R"({"model_config.feature_groups[1].feature_names": ["clicks"]})");
+  EXPECT_HAS(e, "has no query feature");
+  e = ErrorOf(DinConfig(), R"({"model_config.multi_tower_din.din_towers[0].input": "user"})");
+  EXPECT_HAS(e, "din_towers read SEQUENCE groups");
+  // A SEQUENCE group outside multi_tower_din is still refused.
+  e = ErrorOf(SeqConfig(), R"({"model_config.feature_groups[0].group_type": "SEQUENCE"})");
+  EXPECT_HAS(e, "reads only in multi_tower_din");
+}
+
 TEST(Sequence, SequenceRefusals) {
   // Still refused by name, with the nearest supported form.
   std::string e = ErrorOf(SeqConfig("", "", R"(multi_window_din_encoder { input: "hist" })"));

@@ -104,11 +104,11 @@ TEST(Model, AttentionSequenceKeysAndTables) {
 
 // TorchEasyRec's encoders over query [B, Dq] and the padded sequence s [B, T, D].
 at::Tensor Reference(bool din, const std::map<std::string, at::Tensor>& p, const at::Tensor& q,
-                     const at::Tensor& s, const at::Tensor& lengths) {
+                     const at::Tensor& s, const at::Tensor& lengths,
+                     const std::string& e = "embedding_group.seq_encoders.all.0.") {
   const std::int64_t rows = s.size(0), len = s.size(1), dim = s.size(2);
   at::Tensor a;
   if (din) {
-    const std::string e = "embedding_group.seq_encoders.all.0.";
     const at::Tensor qq =
         at::constant_pad_nd(q, {0, dim - q.size(1)}).unsqueeze(1).expand({rows, len, dim});
     const at::Tensor x = at::cat({qq, s, qq - s, qq * s}, -1);
@@ -193,6 +193,58 @@ TEST(Model, AttentionEncodersMatchComposedTorch) {
   CheckModel(true, 3);
   CheckModel(true, 2);  // DIN zero-pads a narrower query
   CheckModel(false, 3);
+}
+
+// multi_tower_din: tower "user" (DEEP: user) and a DIN tower over SEQUENCE group "seq"
+// {item, clicks}; final over [tower(user), din(item, clicks)] (tzrec/models/multi_tower_din.py).
+TEST(Model, MultiTowerDinMatchesComposedTorch) {
+  PipelineConfig c = AttnConfig(true);
+  auto* user = c.add_feature_configs()->mutable_id_feature();
+  user->set_feature_name("user");
+  user->set_num_buckets(5);
+  user->set_embedding_dim(2);
+  auto* model = c.mutable_model_config();
+  model->clear_feature_groups();
+  auto* gu = model->add_feature_groups();
+  gu->set_group_name("user");
+  gu->add_feature_names("user");
+  auto* gs = model->add_feature_groups();
+  gs->set_group_name("seq");
+  gs->set_group_type(protos::SEQUENCE);
+  gs->add_feature_names("item");
+  gs->add_feature_names("clicks");
+  auto* mt = model->mutable_multi_tower_din();
+  auto* tower = mt->add_towers();
+  tower->set_input("user");
+  tower->mutable_mlp()->add_hidden_units(4);
+  tower->mutable_mlp()->set_activation("");
+  auto* din = mt->add_din_towers();
+  din->set_input("seq");
+  din->mutable_attn_mlp()->add_hidden_units(4);
+  mt->mutable_final()->add_hidden_units(2);
+  mt->mutable_final()->set_activation("");
+  EXPECT_EQ(AttentionSequenceFeatures(c), (std::vector<std::string>{"clicks"}));
+  const auto tables = EmbeddingTables(c);
+  EmbeddingBagCollection ebc(tables, EmbeddingOptimizerConfig{}, 11, at::kCPU);
+  const KeyedJaggedTensor kjt({"item", "clicks", "user"}, L({1, 2, 3, 4, 5, 6, 7, 0, 3, 4}),
+                              L({1, 1, 1, 3, 0, 1, 1, 1, 1}));
+  at::NoGradGuard no_grad;
+  const KeyedTensor kt = AddSequenceLengths(c, ebc.Forward(AddDerivedFeatures(c, kjt)), kjt);
+  auto dense = DenseModel::Create(c, 7, at::kCPU);
+  std::map<std::string, at::Tensor> p;
+  for (const auto& param : dense->Parameters()) p[param.name] = param.tensor.detach();
+  const at::Tensor w = ebc.Weight("item_emb");
+  const at::Tensor zero = at::zeros({3});
+  const at::Tensor q = at::stack({w[1], w[2], w[3]});
+  const at::Tensor s = at::stack({at::stack({w[4], w[5], w[6]}), at::stack({zero, zero, zero}),
+                                  at::stack({w[7], zero, zero})});
+  const at::Tensor t = at::linear(kt["user"], p.at("towers.user.mlp.0.perceptron.0.weight"),
+                                  p.at("towers.user.mlp.0.perceptron.0.bias"));
+  const at::Tensor x = at::cat({t, Reference(true, p, q, s, L({3, 0, 1}), "din_towers.0.")}, 1);
+  const at::Tensor h = at::linear(x, p.at("final_mlp.mlp.0.perceptron.0.weight"),
+                                  p.at("final_mlp.mlp.0.perceptron.0.bias"));
+  const at::Tensor want = at::linear(h, p.at("output.weight"), p.at("output.bias")).view({-1});
+  EXPECT_TRUE(at::allclose(dense->Forward(kt, at::zeros({3, 0}), false), want, 1e-5, 1e-6));
 }
 
 TEST(Model, AttentionEncoderRefusedOutsideMultiTower) {
