@@ -7,9 +7,9 @@ skipped when absent):
   eval AUCs (auc_like, auc_love) are there and above chance;
 - the other multi-task examples (mmoe, dbmtl, ple) train a few steps and report both tasks' AUC;
 - examples/configs/multi_tower_hist_movielens.config (the history as ";"-separated bags) trains;
-- examples/configs/multi_tower_din_movielens.config is refused only for its sequence parts: as is,
-  for multi_tower_din; as a multi_tower (towers and final kept), for its sequence_feature; without
-  that, for its SEQUENCE group; without the group, it trains (every other field is accepted).
+- examples/configs/multi_tower_din_movielens.config is refused only for its sequence feature
+  generation (fg_mode FG_DAG with a sequence feature); without the sequence its multi_tower_din
+  trains (every other field is accepted).
 """
 import json
 import re
@@ -81,24 +81,19 @@ def refusal(proc) -> str:
     return lines[0]
 
 
-def test_din_config_refused_only_for_its_sequence_parts(movielens_mt, tmp_path):
-    cfg = pbtext.load(CONFIGS / "multi_tower_din_movielens.config", lenient=True)
+def test_din_config_refused_only_for_its_sequence_feature_generation(movielens_mt, tmp_path):
     proc = train(CONFIGS / "multi_tower_din_movielens.config", movielens_mt, tmp_path / "a",
                  check=False)
-    assert "'multi_tower_din' (ModelConfig) is a TorchEasyRec option" in refusal(proc)
+    assert ("data_config.fg_mode FG_NORMAL / FG_DAG with a sequence feature ('hist_seq__item_id')"
+            in refusal(proc))
 
-    din = cfg["model_config"].pop("multi_tower_din")  # lenient: din_towers is a dict or a list
-    assert "seq" in json.dumps(din["din_towers"]), din
-    cfg["model_config"]["multi_tower"] = {"towers": din["towers"], "final": din["final"]}
-    proc = train(write_config(cfg, tmp_path / "b.json"), movielens_mt, tmp_path / "b", check=False)
-    # Sequence features are read under fg_mode FG_NONE only (no feature generation for them).
-    assert "runs no feature generation for sequences" in refusal(proc)
-
+    # Without the sequence (its sequence_feature, SEQUENCE group and din_towers) the same
+    # multi_tower_din trains: every other field is accepted.
+    cfg = pbtext.load(CONFIGS / "multi_tower_din_movielens.config", lenient=True)
     cfg["feature_configs"] = [f for f in cfg["feature_configs"] if "sequence_feature" not in f]
-    proc = train(write_config(cfg, tmp_path / "c.json"), movielens_mt, tmp_path / "c", check=False)
-    assert "group_type: SEQUENCE groups are sequence groups" in refusal(proc)
-
     groups = cfg["model_config"]["feature_groups"]
     cfg["model_config"]["feature_groups"] = [g for g in groups if g.get("group_type") != "SEQUENCE"]
+    din = cfg["model_config"]["multi_tower_din"]
+    assert "seq" in json.dumps(din.pop("din_towers")), din
     train(write_config(cfg, tmp_path / "d.json"), movielens_mt, tmp_path / "d")
     assert metrics(tmp_path / "d")["global_step"] == STEPS

@@ -16,7 +16,9 @@
 //               final_mlp(concat(y_wide, y_fm, y_deep)) → Linear → logit; without:
 //               logit = y_wide + Σ_d y_fm + Linear(y_deep).
 //   MultiTower  one MLP per tower over its group's concat; final_mlp(concat(tower outputs)) →
-//               Linear → logit.
+//               Linear → logit. A group's din_encoder / simple_attention: below.
+//   MultiTowerDIN  MultiTower's towers over DEEP groups plus one DINEncoder per din_towers entry
+//               over its SEQUENCE group; final_mlp(concat(towers, DIN towers)) → Linear → logit.
 //   SimpleMultiTask, MMoE, DBMTL  multi-task models over the first feature group, one logit per
 //               task tower (src/worker/train/multi_task.cpp, dbmtl.cpp; docs/training.md
 //               "Multi-task models"): Forward returns [B, T], Tasks() the T tasks.
@@ -45,8 +47,26 @@ namespace tzrec {
 // The embedding tables of a config: one per table_name() (shared tables merged; features in config
 // order), plus DeepFM's "__wide" tables. Feature names of wide tables are "<feature>__wide".
 std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config);
-// Adds the "<feature>__wide" keys DeepFM's wide tables read (same ids); other models: unchanged.
+// Adds the "<feature>__wide" keys DeepFM's wide tables read (same ids) and the per-item keys of
+// the sequences an attention encoder reads (below); other configs: unchanged.
 KeyedJaggedTensor AddDerivedFeatures(const PipelineConfig& config, const KeyedJaggedTensor& sparse);
+
+// Unpooled sequences for din_encoder / simple_attention (issue 14). A sequence feature f such an
+// encoder reads gets sequence_length(f) = L derived features SequencePositionKey(f, t) =
+// "<f>__seq<t>", t < L, in f's own table (EmbeddingTables), each holding f's t-th id (none past
+// the row's length): their pooled embeddings are the table rows of the sequence's items, so the
+// sharded EmbeddingBagCollection yields the unpooled [B, L, D] sequence with no table, checkpoint
+// or export of its own (checkpoints hold the table once, whatever its features). The lengths go
+// to the model as one more KeyedTensor column SequenceLengthKey(f) = "<f>__seqlen" (float,
+// AddSequenceLengths).
+std::vector<std::string> AttentionSequenceFeatures(const PipelineConfig& config);
+std::string SequencePositionKey(const std::string& feature, std::int64_t position);
+std::string SequenceLengthKey(const std::string& feature);
+// `pooled` (the EBC output of AddDerivedFeatures(sparse)) with a [B, 1] float column
+// SequenceLengthKey(f) = the lengths of f in `sparse` appended for each attention sequence
+// feature f; unchanged without them.
+KeyedTensor AddSequenceLengths(const PipelineConfig& config, const KeyedTensor& pooled,
+                               const KeyedJaggedTensor& sparse);
 // Per-table planner constraints: the feature's sharding_types, else the global ones.
 ParameterConstraints TableConstraints(const PipelineConfig& config, const std::string& table);
 

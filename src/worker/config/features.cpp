@@ -1,5 +1,6 @@
 // Effective values of the config messages and the per-feature helpers
 // (include/tzrec/config/config.hpp).
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -51,6 +52,8 @@ std::string ModelType(const PipelineConfig& config) {
       return "deepfm";
     case protos::ModelConfig::kMultiTower:
       return "multi_tower";
+    case protos::ModelConfig::kMultiTowerDin:
+      return "multi_tower_din";
     case protos::ModelConfig::kWideAndDeep:
       return "wide_and_deep";
     case protos::ModelConfig::kDcnV1:
@@ -148,8 +151,11 @@ const std::string& Pooling(const protos::FeatureConfig& f) {
   return kSum;
 }
 
-std::string EffectivePooling(const PipelineConfig& config, const protos::FeatureConfig& f) {
-  if (!IsSequence(f)) return Pooling(f);
+namespace {
+
+// The pooling_type of the pooling_encoder whose sequence group lists sequence feature `f`.
+std::optional<std::string> EncoderPooling(const PipelineConfig& config,
+                                          const protos::FeatureConfig& f) {
   for (const auto& group : config.model_config().feature_groups()) {
     for (const auto& encoder : group.sequence_encoders()) {
       if (!encoder.has_pooling_encoder()) continue;
@@ -160,6 +166,22 @@ std::string EffectivePooling(const PipelineConfig& config, const protos::Feature
         }
       }
     }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string EffectivePooling(const PipelineConfig& config, const protos::FeatureConfig& f) {
+  if (!IsSequence(f)) return Pooling(f);
+  if (auto p = EncoderPooling(config, f)) return *p;
+  // Not pooled (unread, or read per item by an attention encoder): the table's pooling.
+  for (const auto& other : config.feature_configs()) {
+    if (!IsSparse(other) || TableName(other) != TableName(f) ||
+        FeatureName(other) == FeatureName(f))
+      continue;
+    if (!IsSequence(other)) return Pooling(other);
+    if (auto p = EncoderPooling(config, other)) return *p;
   }
   return "sum";
 }

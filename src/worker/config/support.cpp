@@ -29,6 +29,8 @@ constexpr const char* kSeqInput = "Transform.SequenceIdsSplitTruncateAndFill";
 constexpr const char* kSeqGrouped = "config.GroupedSequenceFeatureExpands";
 constexpr const char* kSeqPool = "config.SequencePoolingAgreesPerTable";
 constexpr const char* kSeqModel = "train.Model.PoolingEncoderAppendsPooledSequences";
+constexpr const char* kSeqAttention = "train.Model.AttentionEncodersMatchComposedTorch";
+constexpr const char* kDinModel = "train.Model.MultiTowerDinMatchesComposedTorch";
 
 constexpr const char* kMtGolden = "train.MultiTaskGolden.MatchesTorch";
 constexpr const char* kMtJob = "test_multi_task.py::test_mmoe_and_dbmtl_train_eval_predict";
@@ -306,6 +308,12 @@ const std::vector<FieldSupport> kTable = {
     {P "ModelConfig.deepfm", kH, "DeepFM", "test_train_job.py::test_deepfm_criteo"},
     {P "ModelConfig.multi_tower", kH, "MultiTower",
      "test_train_job.py::test_multi_tower_movielens"},
+    {P "ModelConfig.multi_tower_din", kH, "MultiTowerDIN", kDinModel},
+    {P "MultiTowerDIN.towers", kH, "one MLP tower per DEEP group", kDinModel},
+    {P "MultiTowerDIN.din_towers", kH, "one DINEncoder per SEQUENCE group", kDinModel},
+    {P "MultiTowerDIN.final", kH, "the final MLP over the towers' outputs", kDinModel},
+    {P "DINTower.input", kH, "the SEQUENCE group (query: its non-sequence features)", kDinModel},
+    {P "DINTower.attn_mlp", kH, "the attention MLP (required)", kDinModel},
     {P "ModelConfig.wide_and_deep", kH, "WideAndDeep",
      "test_rank_models_cross.py::test_wide_and_deep"},
     {P "ModelConfig.dcn_v1", kH, "DCN v1", "test_rank_models_cross.py::test_dcn_v1"},
@@ -318,16 +326,31 @@ const std::vector<FieldSupport> kTable = {
     {P "ModelConfig.metrics", kH, "auc, grouped_auc", kTrainJob},
     {P "FeatureGroupConfig.group_name", kH, "the group name", kExamples},
     {P "FeatureGroupConfig.feature_names", kH, "the group's features in order", kExamples},
-    {P "FeatureGroupConfig.group_type", kH, "DEEP | WIDE (SEQUENCE refused)",
+    {P "FeatureGroupConfig.group_type", kH,
+     "DEEP | WIDE | SEQUENCE (multi_tower_din's din_towers only; JAGGED_SEQUENCE refused)",
      "config.ValuesRefused"},
     {P "FeatureGroupConfig.sequence_groups", kH,
      "a DEEP group's sequence groups, each read by a pooling_encoder", kSeqConfig},
     {P "FeatureGroupConfig.sequence_encoders", kH,
-     "appended to the group's features in order (pooling_encoder)", kSeqModel},
+     "appended to the group's features in order (pooling_encoder; din_encoder and "
+     "simple_attention in multi_tower)",
+     kSeqModel},
     {P "SeqGroupConfig.group_name", kH, "the name a pooling_encoder's input names", kSeqConfig},
     {P "SeqGroupConfig.feature_names", kH,
      "its sequence features (pooled in order) and query features (not read by pooling)", kSeqModel},
     {P "SeqEncoderConfig.pooling_encoder", kH, "sum / mean over the sequence", kSeqModel},
+    {P "SeqEncoderConfig.din_encoder", kH,
+     "DIN target attention over the unpooled sequence (multi_tower only)", kSeqAttention},
+    {P "SeqEncoderConfig.simple_attention", kH,
+     "dot-product attention over the unpooled sequence (multi_tower only)", kSeqAttention},
+    {P "DINEncoder.name", kN, "its tensors are named by group and encoder index",
+     "config.NoEffectWarns"},
+    {P "DINEncoder.input", kH, "the sequence group it attends over (query: its other features)",
+     kSeqAttention},
+    {P "DINEncoder.attn_mlp", kH, "the attention MLP (required)", kSeqAttention},
+    {P "SimpleAttention.name", kN, "the encoder has no tensors to name", "config.NoEffectWarns"},
+    {P "SimpleAttention.input", kH,
+     "the sequence group it attends over (query: its other features, same width)", kSeqAttention},
     {P "PoolingEncoder.name", kN, "the encoder has no tensors to name", "config.NoEffectWarns"},
     {P "PoolingEncoder.input", kH, "the sequence group it pools", kSeqConfig},
     {P "PoolingEncoder.pooling_type", kH,

@@ -12,8 +12,9 @@ namespace tzrec::config_internal {
 namespace {
 
 // The models tzrec_train trains (keep in step with src/worker/train/model.cpp's kFactories).
-#define TZREC_RANK_MODELS \
-  "dlrm, deepfm, multi_tower, wide_and_deep, dcn_v1, dcn_v2, mask_net, xdeepfm, wukong"
+#define TZREC_RANK_MODELS                                                                          \
+  "dlrm, deepfm, multi_tower, multi_tower_din, wide_and_deep, dcn_v1, dcn_v2, mask_net, xdeepfm, " \
+  "wukong"
 constexpr const char* kRank =
     "a rank model tzrec_train does not implement; it trains " TZREC_RANK_MODELS
     " and the multi-task simple_multi_task, mmoe, dbmtl, ple";
@@ -43,8 +44,8 @@ constexpr const char* kSeqFg =
 constexpr const char* kSeqPooling =
     "a sequence feature is pooled by its group's pooling_encoder (pooling_type); remove it";
 constexpr const char* kAttention =
-    "attention sequence encoders are not implemented by tzrec_train; use pooling_encoder "
-    "(sum or mean over the sequence)";
+    "this sequence encoder is not implemented by tzrec_train; use din_encoder, simple_attention "
+    "or pooling_encoder";
 constexpr const char* kDin =
     "multi_tower_din (DIN target attention) is not implemented by tzrec_train; pool the sequences "
     "with a pooling_encoder in a DEEP group of multi_tower";
@@ -187,15 +188,12 @@ const std::vector<TorchEasyRecField> kFields = {
      "dense embeddings are not implemented; use boundaries"},
     {"tzrec.protos.SeqGroupConfig", "embedding_name_suffix",
      "give the features distinct embedding_name values instead"},
-    {"tzrec.protos.SeqEncoderConfig", "din_encoder", kAttention},
-    {"tzrec.protos.SeqEncoderConfig", "simple_attention", kAttention},
     {"tzrec.protos.SeqEncoderConfig", "multi_window_din_encoder", kAttention},
     {"tzrec.protos.SeqEncoderConfig", "hstu_encoder", kAttention},
 
     {"tzrec.protos.ParameterConstraints", "compute_kernels",
      "tzrec_train uses the fused kernel (dense for data_parallel); constrain sharding_types"},
 
-    {"tzrec.protos.ModelConfig", "multi_tower_din", kDin},
     {"tzrec.protos.ModelConfig", "dc2vr", kMultiTask},
     {"tzrec.protos.ModelConfig", "dlrm_hstu", kGenerative},
     {"tzrec.protos.ModelConfig", "pepnet", kMultiTask},

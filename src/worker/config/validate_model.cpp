@@ -64,6 +64,10 @@ class ModelChecks {
                          const std::string& why);
   void Groups();
   void SequenceGroups(const protos::FeatureGroupConfig& group, const std::string& path);
+  void AttentionEncoder(const protos::SeqGroupConfig& seq, const std::string& path);
+  void AttentionFeatures(const google::protobuf::RepeatedPtrField<std::string>& names,
+                         const std::string& group_name, const std::string& path);
+  void MultiTowerDin();
   void Dlrm();
   void DeepFm();
   void MultiTower();
@@ -110,10 +114,12 @@ void ModelChecks::Groups() {
         groups_.emplace(group.group_name(), &group).second,
         path + ".group_name: '" + group.group_name() + "' is defined twice; names must be unique");
     group_names_.push_back(group.group_name());
-    Require(group.group_type() == protos::DEEP || group.group_type() == protos::WIDE,
+    const bool din = config_.model_config().has_multi_tower_din();
+    const bool sequence = group.group_type() == protos::SEQUENCE && din;
+    Require(group.group_type() == protos::DEEP || group.group_type() == protos::WIDE || sequence,
             path + ".group_type: " + protos::FeatureGroupType_Name(group.group_type()) +
-                " groups are sequence groups, which tzrec_train does not support; use DEEP or "
-                "WIDE");
+                " groups are sequence groups, which tzrec_train reads only in multi_tower_din "
+                "(SEQUENCE); use DEEP or WIDE");
     Require(group.feature_names_size() > 0 || group.sequence_encoders_size() > 0,
             path + ".feature_names: empty (group '" + group.group_name() + "'); list its features");
     std::set<std::string> seen;
@@ -125,10 +131,17 @@ void ModelChecks::Groups() {
                   "'; define it in feature_configs" + Suggest(name, feature_names));
       Require(seen.insert(name).second,
               item + ": feature '" + name + "' listed twice in group '" + group.group_name() + "'");
-      Require(!IsSequence(F(name)),
+      Require(sequence || !IsSequence(F(name)),
               item + ": '" + name +
                   "' is a sequence feature; list it in a sequence_groups entry "
                   "of the group and pool it with a sequence_encoders pooling_encoder");
+    }
+    if (sequence) {
+      Require(group.sequence_groups_size() == 0 && group.sequence_encoders_size() == 0,
+              path +
+                  ": a SEQUENCE group has no sequence_groups / sequence_encoders; list its "
+                  "query and sequence features in feature_names");
+      AttentionFeatures(group.feature_names(), group.group_name(), path);
     }
     SequenceGroups(group, path);
   }
@@ -175,7 +188,20 @@ void ModelChecks::SequenceGroups(const protos::FeatureGroupConfig& group, const 
   for (int e = 0; e < group.sequence_encoders_size(); ++e) {
     const auto& encoder = group.sequence_encoders(e);
     const std::string ep = path + ".sequence_encoders[" + std::to_string(e) + "]";
-    Require(encoder.has_pooling_encoder(), ep + ": empty; set pooling_encoder { input: ... }");
+    if (encoder.has_din_encoder() || encoder.has_simple_attention()) {
+      const std::string input = encoder.has_din_encoder() ? encoder.din_encoder().input()
+                                                          : encoder.simple_attention().input();
+      const std::string kind = encoder.has_din_encoder() ? "din_encoder" : "simple_attention";
+      const auto it = seqs.find(input);
+      Require(it != seqs.end(), ep + "." + kind + ".input: '" + input +
+                                    "' is not a sequence group of group '" + group.group_name() +
+                                    "'" + Suggest(input, seq_names));
+      read.insert(input);
+      AttentionEncoder(*it->second, ep + "." + kind);
+      continue;
+    }
+    Require(encoder.has_pooling_encoder(),
+            ep + ": empty; set pooling_encoder, din_encoder or simple_attention { input: ... }");
     const auto& pooling = encoder.pooling_encoder();
     Require(pooling.pooling_type() == "sum" || pooling.pooling_type() == "mean",
             ep + ".pooling_encoder.pooling_type: \"" + pooling.pooling_type() +
@@ -204,6 +230,44 @@ void ModelChecks::SequenceGroups(const protos::FeatureGroupConfig& group, const 
                                        "pooling_encoder { input: \"" +
                                        name + "\" } or remove the group");
   }
+}
+
+// A din_encoder / simple_attention over sequence group `seq` (TorchEasyRec's DINEncoder /
+// SimpleAttention: query = the group's non-sequence features, sequence = its sequence features
+// side by side, which must therefore have one sequence_length). multi_tower only: the model that
+// reads the unpooled per-item embeddings (src/worker/train/model_parts.hpp GroupInput).
+void ModelChecks::AttentionEncoder(const protos::SeqGroupConfig& seq, const std::string& path) {
+  Require(config_.model_config().model_case() == protos::ModelConfig::kMultiTower,
+          path + ": model_config." + ModelType(config_) +
+              " does not read attention sequence encoders in tzrec_train; they are implemented "
+              "for multi_tower (use a pooling_encoder in the other models)");
+  AttentionFeatures(seq.feature_names(), seq.group_name(), path);
+}
+
+// The features of an attention input (a sequence group, or multi_tower_din's SEQUENCE group).
+void ModelChecks::AttentionFeatures(const google::protobuf::RepeatedPtrField<std::string>& names,
+                                    const std::string& group_name, const std::string& path) {
+  bool has_query = false;
+  std::int64_t length = 0;
+  std::string first;
+  for (const std::string& name : names) {
+    if (!IsSequence(F(name))) {
+      has_query = true;
+      continue;
+    }
+    if (length == 0) {
+      length = SequenceLength(F(name));
+      first = name;
+    }
+    Require(SequenceLength(F(name)) == length,
+            path + ": sequence features '" + first + "' (sequence_length " +
+                std::to_string(length) + ") and '" + name + "' (sequence_length " +
+                std::to_string(SequenceLength(F(name))) + ") of sequence group '" + group_name +
+                "' are concatenated per item; give them one sequence_length");
+  }
+  Require(has_query, path + ": sequence group '" + group_name +
+                         "' has no query feature (a non-sequence feature such as the target "
+                         "item's id); add one to its feature_names");
 }
 
 // TorchEasyRec's dlrm.py: group "sparse" (one embedding_dim); group "dense" optional (without
@@ -301,10 +365,55 @@ void ModelChecks::MultiTower() {
   ValidateMlp(mt.final(), path + ".final", false);
 }
 
+// TorchEasyRec's multi_tower_din.py: towers over DEEP groups, din_towers over SEQUENCE groups
+// (each SEQUENCE group read by one), final over their outputs.
+void ModelChecks::MultiTowerDin() {
+  const protos::MultiTowerDIN& mt = config_.model_config().multi_tower_din();
+  const std::string path = "model_config.multi_tower_din";
+  Require(mt.towers_size() + mt.din_towers_size() > 0,
+          path + ": no towers and no din_towers; add at least one");
+  std::set<std::string> used;
+  for (int i = 0; i < mt.towers_size(); ++i) {
+    const std::string tower_path = path + ".towers[" + std::to_string(i) + "]";
+    const auto& g = Group(mt.towers(i).input(), tower_path + ".input");
+    Require(g.group_type() == protos::DEEP,
+            tower_path + ".input: group '" + g.group_name() + "' is " +
+                protos::FeatureGroupType_Name(g.group_type()) + "; towers read DEEP groups");
+    Require(used.insert(g.group_name()).second,
+            tower_path + ".input: group '" + g.group_name() +
+                "' already feeds another tower; each group feeds one tower");
+    ValidateMlp(mt.towers(i).mlp(), tower_path + ".mlp", true);
+  }
+  for (int i = 0; i < mt.din_towers_size(); ++i) {
+    const std::string tower_path = path + ".din_towers[" + std::to_string(i) + "]";
+    const auto& g = Group(mt.din_towers(i).input(), tower_path + ".input");
+    Require(g.group_type() == protos::SEQUENCE, tower_path + ".input: group '" + g.group_name() +
+                                                    "' is " +
+                                                    protos::FeatureGroupType_Name(g.group_type()) +
+                                                    "; din_towers read SEQUENCE groups");
+    Require(used.insert(g.group_name()).second,
+            tower_path + ".input: group '" + g.group_name() +
+                "' already feeds another tower; each group feeds one tower");
+    Require(mt.din_towers(i).attn_mlp().hidden_units_size() > 0,
+            tower_path +
+                ".attn_mlp.hidden_units: empty; the attention score is "
+                "Linear(hidden_units[-1] -> 1)");
+    ValidateMlp(mt.din_towers(i).attn_mlp(), tower_path + ".attn_mlp", true);
+  }
+  for (const auto& g : config_.model_config().feature_groups()) {
+    Require(g.group_type() != protos::SEQUENCE || used.count(g.group_name()) == 1,
+            path + ": SEQUENCE group '" + g.group_name() +
+                "' feeds no din_tower; add din_towers { input: \"" + g.group_name() +
+                "\" attn_mlp { ... } } or remove the group");
+  }
+  ValidateMlp(mt.final(), path + ".final", false);
+}
+
 void ModelChecks::Run() {
   const protos::ModelConfig& model = config_.model_config();
   Require(model.model_case() != protos::ModelConfig::MODEL_NOT_SET,
-          "model_config: no model; set one of dlrm, deepfm, multi_tower, wide_and_deep, dcn_v1, "
+          "model_config: no model; set one of dlrm, deepfm, multi_tower, multi_tower_din, "
+          "wide_and_deep, dcn_v1, "
           "dcn_v2, mask_net, xdeepfm, wukong, simple_multi_task, mmoe, dbmtl, ple");
   Require(model.num_class() == 1,
           "model_config.num_class: " + std::to_string(model.num_class()) +
@@ -347,6 +456,9 @@ void ModelChecks::Run() {
     case protos::ModelConfig::kWukong:
     case protos::ModelConfig::kXdeepfm:
       ValidateRankMaskModels(config_);
+      break;
+    case protos::ModelConfig::kMultiTowerDin:
+      MultiTowerDin();
       break;
     default:
       MultiTower();

@@ -85,7 +85,7 @@ std::optional<Fetched> FetchBatch(DistModel& model, const PipelineConfig& config
 
 at::Tensor DenseLogits(DistModel& model, const PipelineConfig& config, const Fetched& f,
                        bool training, DenseSync* buffer_sync) {
-  const KeyedTensor kt = model.ebc->Compute(f.dist);
+  const KeyedTensor kt = AddSequenceLengths(config, model.ebc->Compute(f.dist), f.batch.sparse);
   const at::Tensor dense = f.batch.dense.to(model.device);
   if (training && buffer_sync != nullptr) buffer_sync->BroadcastParameters(0);
   const std::string& mp = config.train_config().mixed_precision();

@@ -257,7 +257,8 @@ int Predict(PredictOptions options) {
   std::vector<at::Tensor> scores;
   std::vector<at::Tensor> labels;
   while (auto b = GuardInput([&] { return ds.Next(); })) {
-    const KeyedTensor kt = model.ebc->Forward(AddDerivedFeatures(config, b->sparse));
+    const KeyedTensor kt = AddSequenceLengths(
+        config, model.ebc->Forward(AddDerivedFeatures(config, b->sparse)), b->sparse);
     const at::Tensor logits = model.dense->Forward(kt, b->dense, /*training=*/false).to(at::kFloat);
     scores.push_back(at::sigmoid(logits));
     if (labeled) labels.push_back(tasks.empty() ? b->labels : TaskLabels(*b, tasks));

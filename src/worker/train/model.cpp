@@ -2,6 +2,12 @@
 // (include/tzrec/train/model.hpp); the models are in dlrm.cpp, deepfm.cpp, multi_tower.cpp.
 #include "tzrec/train/model.hpp"
 
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/cumsum.h>
+#include <ATen/ops/masked_select.h>
+
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -39,6 +45,13 @@ std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
     add(TableName(f), FeatureName(f), NumEmbeddings(f), EmbeddingDim(f),
         EffectivePooling(config, f) == "mean" ? PoolingType::kMean : PoolingType::kSum);
   }
+  for (const std::string& name : AttentionSequenceFeatures(config)) {
+    const protos::FeatureConfig& f = Feature(config, name);
+    for (std::int64_t t = 0; t < SequenceLength(f); ++t) {
+      add(TableName(f), SequencePositionKey(name, t), NumEmbeddings(f), EmbeddingDim(f),
+          EffectivePooling(config, f) == "mean" ? PoolingType::kMean : PoolingType::kSum);
+    }
+  }
   const std::optional<std::int64_t> wide_dim = WideEmbeddingDim(config.model_config());
   if (wide_dim) {
     for (const auto& g : config.model_config().feature_groups()) {
@@ -53,20 +66,93 @@ std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
   return tables;
 }
 
+std::vector<std::string> AttentionSequenceFeatures(const PipelineConfig& config) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& name) {
+    if (IsSequence(Feature(config, name)) && std::find(out.begin(), out.end(), name) == out.end())
+      out.push_back(name);
+  };
+  for (const auto& g : config.model_config().feature_groups()) {
+    if (g.group_type() == protos::SEQUENCE && config.model_config().has_multi_tower_din()) {
+      for (const auto& name : g.feature_names()) add(name);
+    }
+    for (const auto& encoder : g.sequence_encoders()) {
+      if (!encoder.has_din_encoder() && !encoder.has_simple_attention()) continue;
+      const std::string& input = encoder.has_din_encoder() ? encoder.din_encoder().input()
+                                                           : encoder.simple_attention().input();
+      for (const auto& seq : g.sequence_groups()) {
+        if (seq.group_name() != input) continue;
+        for (const auto& name : seq.feature_names()) add(name);
+      }
+    }
+  }
+  return out;
+}
+
+std::string SequencePositionKey(const std::string& feature, std::int64_t position) {
+  return feature + "__seq" + std::to_string(position);
+}
+
+std::string SequenceLengthKey(const std::string& feature) {
+  return feature + "__seqlen";
+}
+
+namespace {
+
+// Item `t` of every row of `jt` (rows shorter than t + 1 get no id).
+JaggedTensor SequencePosition(const JaggedTensor& jt, std::int64_t t) {
+  const at::Tensor starts = jt.offsets.defined() ? jt.offsets.narrow(0, 0, jt.lengths.size(0))
+                                                 : at::cumsum(jt.lengths, 0) - jt.lengths;
+  const at::Tensor has = jt.lengths > t;
+  const at::Tensor index = at::masked_select(starts + t, has);
+  JaggedTensor out;
+  out.values = jt.values.index_select(0, index);
+  out.lengths = has.to(at::kLong);
+  if (jt.weights.defined()) out.weights = jt.weights.index_select(0, index);
+  return out;
+}
+
+}  // namespace
+
 KeyedJaggedTensor AddDerivedFeatures(const PipelineConfig& config,
                                      const KeyedJaggedTensor& sparse) {
-  if (!WideEmbeddingDim(config.model_config())) return sparse;
   std::vector<std::string> keys;
   std::vector<JaggedTensor> jts;
-  for (const auto& g : config.model_config().feature_groups()) {
-    if (g.group_type() != protos::WIDE) continue;
-    for (const auto& name : g.feature_names()) {
-      keys.push_back(name + kWideSuffix);
-      jts.push_back(sparse[name]);
+  if (WideEmbeddingDim(config.model_config())) {
+    for (const auto& g : config.model_config().feature_groups()) {
+      if (g.group_type() != protos::WIDE) continue;
+      for (const auto& name : g.feature_names()) {
+        keys.push_back(name + kWideSuffix);
+        jts.push_back(sparse[name]);
+      }
+    }
+  }
+  for (const std::string& name : AttentionSequenceFeatures(config)) {
+    const JaggedTensor jt = sparse[name];
+    for (std::int64_t t = 0; t < SequenceLength(Feature(config, name)); ++t) {
+      keys.push_back(SequencePositionKey(name, t));
+      jts.push_back(SequencePosition(jt, t));
     }
   }
   if (keys.empty()) return sparse;
   return KeyedJaggedTensor::Concat({sparse, KeyedJaggedTensor::FromJaggedTensors(keys, jts)});
+}
+
+KeyedTensor AddSequenceLengths(const PipelineConfig& config, const KeyedTensor& pooled,
+                               const KeyedJaggedTensor& sparse) {
+  const std::vector<std::string> names = AttentionSequenceFeatures(config);
+  if (names.empty()) return pooled;
+  std::vector<std::string> keys = pooled.Keys();
+  std::vector<std::int64_t> widths = pooled.LengthPerKey();
+  std::vector<at::Tensor> columns = {pooled.Values()};
+  for (const std::string& name : names) {
+    keys.push_back(SequenceLengthKey(name));
+    widths.push_back(1);
+    columns.push_back(sparse[name]
+                          .lengths.to(pooled.Values().device(), pooled.Values().scalar_type())
+                          .unsqueeze(1));
+  }
+  return KeyedTensor(keys, widths, at::cat(columns, 1));
 }
 
 ParameterConstraints TableConstraints(const PipelineConfig& config, const std::string& table) {
@@ -93,6 +179,7 @@ std::unique_ptr<DenseModel> DenseModel::Create(const PipelineConfig& config, std
       {ModelConfig::kDlrm, &model_internal::MakeDlrm},
       {ModelConfig::kDeepfm, &model_internal::MakeDeepFm},
       {ModelConfig::kMultiTower, &model_internal::MakeMultiTower},
+      {ModelConfig::kMultiTowerDin, &model_internal::MakeMultiTowerDin},
       {ModelConfig::kWideAndDeep, &model_internal::MakeWideAndDeep},
       {ModelConfig::kDcnV1, &model_internal::MakeDcnV1},
       {ModelConfig::kDcnV2, &model_internal::MakeDcnV2},
@@ -107,7 +194,8 @@ std::unique_ptr<DenseModel> DenseModel::Create(const PipelineConfig& config, std
   const auto model_case = config.model_config().model_case();
   if (model_case == ModelConfig::MODEL_NOT_SET)
     throw ConfigError(
-        "model_config: no model; set one of dlrm, deepfm, multi_tower, wide_and_deep, dcn_v1, "
+        "model_config: no model; set one of dlrm, deepfm, multi_tower, multi_tower_din, "
+        "wide_and_deep, dcn_v1, "
         "dcn_v2, mask_net, xdeepfm, wukong, simple_multi_task, mmoe, dbmtl");
   const auto it = kFactories.find(model_case);
   if (it == kFactories.end()) {

@@ -9,6 +9,7 @@ Layout MakeLayout(const PipelineConfig& config) {
   Layout l;
   std::int64_t col = 0;
   for (const auto& f : config.feature_configs()) {
+    if (IsSequence(f)) l.sequence_length[FeatureName(f)] = SequenceLength(f);
     if (IsSparse(f)) {
       l.sparse_dim[FeatureName(f)] = EmbeddingDim(f);
     } else {

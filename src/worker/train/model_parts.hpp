@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "mlp.hpp"
+#include "sequence_encoders.hpp"
 #include "tzrec/train/model.hpp"
 
 namespace tzrec::model_internal {
@@ -30,7 +31,8 @@ struct Layout {
   std::map<std::string, std::int64_t>
       dense_offset;  // raw dense feature → first column in Batch.dense
   std::map<std::string, std::int64_t> dense_width;
-  std::map<std::string, std::int64_t> sparse_dim;  // sparse feature → embedding dim
+  std::map<std::string, std::int64_t> sparse_dim;       // sparse feature → embedding dim
+  std::map<std::string, std::int64_t> sequence_length;  // sequence feature → sequence_length
 };
 
 Layout MakeLayout(const PipelineConfig& config);
@@ -45,72 +47,71 @@ using Linear = ParamBuilder::Linear;
 at::Tensor Output(const Linear& out, const at::Tensor& h);
 
 // Concatenates a group's features: pooled embeddings and dense columns, then each
-// sequence_encoders pooling_encoder's output (TorchEasyRec's PoolingEncoder over the sequence
-// group: the sequence features' embeddings pooled over the sequence, in the sequence group's
-// order; the tables pool them with the encoder's pooling_type, EffectivePooling).
+// sequence_encoders entry's output in order (TorchEasyRec's EmbeddingGroup):
+//   pooling_encoder   the sequence group's sequence features pooled over the sequence (the tables
+//                     pool them with the encoder's pooling_type, EffectivePooling);
+//   din_encoder, simple_attention (models passing an EncoderBuilder: multi_tower)  over
+//                     query = the sequence group's non-sequence features side by side [B, Dq] and
+//                     sequence = its sequence features side by side per item [B, L, Ds], L the
+//                     batch's longest sequence (at least 1): item t of feature f is the pooled
+//                     embedding of key SequencePositionKey(f, t) (zeros past the row's length),
+//                     the lengths are key SequenceLengthKey(first sequence feature) (model.hpp).
+// group_input.cpp. Errors: ConfigError naming the group, feature or encoder.
 class GroupInput {
  public:
+  // Where an attention encoder registers its tensors (the model's ParamBuilder and lists).
+  struct EncoderBuilder {
+    ParamBuilder* builder;
+    std::vector<Parameter>* parameters;
+    std::vector<Parameter>* buffers;
+  };
   GroupInput() = default;
-  GroupInput(const PipelineConfig& config, const Layout& layout, const std::string& group) {
-    const protos::FeatureGroupConfig& g = Group(config, group);
-    std::vector<std::string> names(g.feature_names().begin(), g.feature_names().end());
-    for (const auto& encoder : g.sequence_encoders()) {
-      for (const auto& seq : g.sequence_groups()) {
-        if (seq.group_name() != encoder.pooling_encoder().input()) continue;
-        for (const auto& name : seq.feature_names()) {
-          if (IsSequence(Feature(config, name))) names.push_back(name);
-        }
-      }
-    }
-    for (const auto& f : names) {
-      if (layout.sparse_dim.count(f) != 0U) {
-        parts_.push_back({f, -1, layout.sparse_dim.at(f)});
-      } else if (layout.dense_offset.count(f) != 0U) {
-        parts_.push_back({f, layout.dense_offset.at(f), layout.dense_width.at(f)});
-      } else {
-        throw ConfigError("feature group '" + group + "' names feature '" + f +
-                          "' which is not in feature_configs");
-      }
-      dim_ += parts_.back().width;
-    }
-    // Only dense columns, adjacent and in order (DLRM's "dense" group): one view, no concat.
-    std::int64_t next = parts_.empty() ? -1 : parts_.front().offset;
-    for (const auto& p : parts_) {
-      if (p.offset < 0 || p.offset != next) next = -1;
-      if (next < 0) break;
-      next += p.width;
-    }
-    dense_view_ = next >= 0;
-  }
-  at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense) const {
-    if (dense_view_) return dense.narrow(1, parts_.front().offset, dim_);
-    std::vector<at::Tensor> xs;
-    for (const auto& p : parts_)
-      xs.push_back(p.offset < 0 ? sparse[p.name] : dense.narrow(1, p.offset, p.width));
-    return at::cat(xs, 1);
-  }
-  std::vector<std::string> SparseNames() const {
-    std::vector<std::string> out;
-    for (const auto& p : parts_) {
-      if (p.offset < 0) out.push_back(p.name);
-    }
-    return out;
-  }
-  // {feature, width} in group order (embedding_dim or value_dim).
-  std::vector<std::pair<std::string, std::int64_t>> Widths() const {
-    std::vector<std::pair<std::string, std::int64_t>> out;
-    for (const auto& p : parts_) out.emplace_back(p.name, p.width);
-    return out;
-  }
+  // encoders: nullptr for models without attention encoders (ConfigError when the group has one).
+  GroupInput(const PipelineConfig& config, const Layout& layout, const std::string& group,
+             const EncoderBuilder* encoders = nullptr);
+  // multi_tower_din's DIN tower over SEQUENCE group `group` (query: its non-sequence features,
+  // sequence: its sequence features): a GroupInput whose one part is the DinEncoder `name`.
+  static GroupInput DinTower(const PipelineConfig& config, const Layout& layout,
+                             const std::string& group, const protos::MLP& attn_mlp,
+                             const std::string& name, const EncoderBuilder& encoders);
+  // training: the attention MLPs' BatchNorm / dropout mode (as Mlp::Forward).
+  at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense,
+                     bool training = false) const;
+  std::vector<std::string> SparseNames() const;
+  // {feature, width} in group order (embedding_dim or value_dim; an attention encoder: its
+  // name "seq_encoder.<i>" and output width).
+  std::vector<std::pair<std::string, std::int64_t>> Widths() const;
   std::int64_t Dim() const { return dim_; }
 
  private:
   struct Part {
     std::string name;
-    std::int64_t offset;  // -1: sparse
+    std::int64_t offset;  // -1: sparse; -2: attention encoder `encoder`
     std::int64_t width;
+    std::size_t encoder = 0;
   };
+  struct Attention {
+    std::vector<Part> query;            // features (sparse or dense)
+    std::vector<std::string> sequence;  // sequence features
+    std::int64_t max_length = 0;        // their sequence_length
+    std::int64_t sequence_dim = 0;
+    bool din = false;
+    DinEncoder din_encoder;
+    SimpleAttention simple;
+  };
+  static Part FeaturePart(const Layout& layout, const std::string& group, const std::string& f);
+  void AddAttention(const PipelineConfig& config, const Layout& layout, const std::string& group,
+                    const protos::SeqEncoderConfig& encoder, std::size_t index,
+                    const EncoderBuilder* encoders);
+  // din_mlp nullptr: SimpleAttention.
+  void AddAttentionPart(const Layout& layout, const std::string& group, const std::string& path,
+                        const std::vector<std::string>& names, const protos::MLP* din_mlp,
+                        const std::string& name, const std::string& part_name,
+                        const EncoderBuilder& encoders);
+  at::Tensor AttentionForward(const Attention& a, const KeyedTensor& sparse,
+                              const at::Tensor& dense, bool training) const;
   std::vector<Part> parts_;
+  std::vector<Attention> attention_;
   std::int64_t dim_ = 0;
   bool dense_view_ = false;
 };
@@ -127,6 +128,8 @@ std::unique_ptr<DenseModel> MakeDeepFm(const PipelineConfig& config, std::uint64
                                        const at::Device& device);
 std::unique_ptr<DenseModel> MakeMultiTower(const PipelineConfig& config, std::uint64_t seed,
                                            const at::Device& device);
+std::unique_ptr<DenseModel> MakeMultiTowerDin(const PipelineConfig& config, std::uint64_t seed,
+                                              const at::Device& device);
 std::unique_ptr<DenseModel> MakeWideAndDeep(const PipelineConfig& config, std::uint64_t seed,
                                             const at::Device& device);
 std::unique_ptr<DenseModel> MakeDcnV1(const PipelineConfig& config, std::uint64_t seed,

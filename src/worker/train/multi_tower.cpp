@@ -22,9 +22,10 @@ class MultiTower final : public DenseModel {
     if (mc.towers().empty())
       throw ConfigError("multi_tower: towers is empty; add at least one tower");
     ParamBuilder b(&parameters_, &buffers_, seed, device);
+    const GroupInput::EncoderBuilder encoders{&b, &parameters_, &buffers_};
     std::int64_t in = 0;
     for (const auto& tower : mc.towers()) {
-      inputs_.emplace_back(config, layout, tower.input());
+      inputs_.emplace_back(config, layout, tower.input(), &encoders);
       towers_.emplace_back(b, "towers." + tower.input(), inputs_.back().Dim(),
                            FromProto(tower.mlp()));
       in += towers_.back().OutDim();
@@ -35,7 +36,7 @@ class MultiTower final : public DenseModel {
   at::Tensor Forward(const KeyedTensor& sparse, const at::Tensor& dense, bool training) override {
     std::vector<at::Tensor> outs;
     for (std::size_t i = 0; i < towers_.size(); ++i)
-      outs.push_back(towers_[i].Forward(inputs_[i].Forward(sparse, dense), training));
+      outs.push_back(towers_[i].Forward(inputs_[i].Forward(sparse, dense, training), training));
     return Output(out_, final_.Forward(at::cat(outs, 1), training));
   }
 

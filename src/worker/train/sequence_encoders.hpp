@@ -4,8 +4,8 @@
 // modules that register their tensors into a model's lists. The config's pooling_encoder is
 // computed by the embedding tables' pooling (model_parts.hpp GroupInput; the test
 // train.Model.PoolingEncoderAppendsPooledSequences checks it against PoolingEncoder here);
-// din_encoder and simple_attention need the unpooled lookup in the training model and are still
-// refused by name (src/worker/config/torcheasyrec_fields.cpp).
+// din_encoder and simple_attention run in multi_tower's groups over the unpooled per-item
+// embeddings (model_parts.hpp GroupInput, include/tzrec/train/model.hpp AddDerivedFeatures).
 //
 // Inputs, as upstream's "<group>.query", "<group>.sequence", "<group>.sequence_length":
 //   query           [B, Dq] float32 (DIN, SimpleAttention)

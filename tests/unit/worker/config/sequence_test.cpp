@@ -1,7 +1,8 @@
 // Sequence features in the config (issue 14, item 2): sequence_id_feature and
 // sequence_raw_feature read by a DEEP group's sequence_groups and pooled by its
-// pooling_encoder; what stays refused by name (sequence_feature, attention encoders,
-// multi_tower_din, SEQUENCE groups, feature generation of sequences).
+// pooling_encoder or (multi_tower) din_encoder / simple_attention; what stays refused by name
+// (the newer attention encoders, multi_tower_din, SEQUENCE groups, feature generation of
+// sequences).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -146,14 +147,66 @@ TEST(Sequence, SequenceValidation) {
   EXPECT_HAS(e, "a dense sequence is not implemented");
 }
 
+// din_encoder / simple_attention over a sequence group with a query (multi_tower only).
+TEST(Sequence, AttentionEncodersAccepted) {
+  const std::string din = R"(din_encoder { input: "hist" attn_mlp { hidden_units: [4] } })";
+  const LoadedConfig c = ParsePipelineConfig(SeqConfig("", "", din));
+  EXPECT_TRUE(c.config.model_config().feature_groups(0).sequence_encoders(0).has_din_encoder());
+  ParsePipelineConfig(SeqConfig("", "", R"(simple_attention { input: "hist" })"));
+  std::string e = ErrorOf(SeqConfig("", "", R"(din_encoder { input: "hits" })"));
+  EXPECT_HAS(e, "din_encoder.input: 'hits' is not a sequence group of group 'all'");
+  e = ErrorOf(SeqConfig("", "", din),
+              R"({"model_config.feature_groups[0].sequence_groups[0].feature_names": ["clicks"]})");
+  EXPECT_HAS(e, "sequence group 'hist' has no query feature");
+  // Another model: refused by name.
+  const std::string mmoe = SeqConfig("", "", din);
+  e = ErrorOf(mmoe.substr(0, mmoe.find("  multi_tower")) + R"(
+  dcn_v1 { cross { cross_num: 1 } deep { hidden_units: [8] } final { hidden_units: [4] } }
+  metrics { auc {} } losses { binary_cross_entropy {} } })");
+  EXPECT_HAS(e, "model_config.dcn_v1 does not read attention sequence encoders");
+}
+
+// multi_tower_din: towers over DEEP groups, din_towers over SEQUENCE groups.
+std::string DinConfig(const std::string& seq_type = "SEQUENCE",
+                      const std::string& din_input = "seq") {
+  std::string c = SeqConfig();
+  c = c.substr(0, c.find("model_config {"));
+  return c +
+         R"(feature_configs { id_feature { feature_name: "user" num_buckets: 10 embedding_dim: 4 } }
+model_config {
+  feature_groups { group_name: "user" feature_names: "user" group_type: DEEP }
+  feature_groups { group_name: "seq" feature_names: "item" feature_names: "clicks" group_type: )" +
+         seq_type + R"( }
+  multi_tower_din { towers { input: "user" mlp { hidden_units: [8] } }
+    din_towers { input: ")" +
+         din_input + R"(" attn_mlp { hidden_units: [4] } } final { hidden_units: [4] } }
+  metrics { auc {} }
+  losses { binary_cross_entropy {} }
+}
+)";
+}
+
+TEST(Sequence, MultiTowerDinAccepted) {
+  const LoadedConfig c = ParsePipelineConfig(DinConfig());
+  EXPECT_EQ(ModelType(c.config), "multi_tower_din");
+  std::string e = ErrorOf(DinConfig("DEEP"));
+  EXPECT_HAS(e, "'clicks' is a sequence feature");
+  e = ErrorOf(DinConfig("SEQUENCE", "user"));
+  EXPECT_HAS(e, "din_towers[0].input: group 'user' is DEEP; din_towers read SEQUENCE groups");
+  e = ErrorOf(DinConfig(), R"({"model_config.feature_groups[1].feature_names": ["clicks"]})");
+  EXPECT_HAS(e, "has no query feature");
+  e = ErrorOf(DinConfig(), R"({"model_config.multi_tower_din.din_towers[0].input": "user"})");
+  EXPECT_HAS(e, "din_towers read SEQUENCE groups");
+  // A SEQUENCE group outside multi_tower_din is still refused.
+  e = ErrorOf(SeqConfig(), R"({"model_config.feature_groups[0].group_type": "SEQUENCE"})");
+  EXPECT_HAS(e, "reads only in multi_tower_din");
+}
+
 TEST(Sequence, SequenceRefusals) {
   // Still refused by name, with the nearest supported form.
-  std::string e =
-      ErrorOf(SeqConfig("", "", R"(din_encoder { input: "hist" attn_mlp { hidden_units: [4] } })"));
-  EXPECT_HAS(e, "'din_encoder' (SeqEncoderConfig) is a TorchEasyRec option");
-  EXPECT_HAS(e, "use pooling_encoder");
-  e = ErrorOf(SeqConfig("", "", R"(simple_attention { input: "hist" })"));
-  EXPECT_HAS(e, "'simple_attention' (SeqEncoderConfig)");
+  std::string e = ErrorOf(SeqConfig("", "", R"(multi_window_din_encoder { input: "hist" })"));
+  EXPECT_HAS(e, "'multi_window_din_encoder' (SeqEncoderConfig) is a TorchEasyRec option");
+  EXPECT_HAS(e, "use din_encoder, simple_attention or pooling_encoder");
   e = ErrorOf(SeqConfig("pooling: 'mean'"));
   EXPECT_HAS(e, "'pooling' (SequenceIdFeature)");
   e = ErrorOf(SeqConfig(), R"({"feature_configs[0].id_feature.sequence_length": 3})");
