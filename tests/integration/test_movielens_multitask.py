@@ -73,6 +73,17 @@ def test_history_bag_example_trains(movielens_mt, tmp_path):
     assert m["global_step"] == 10 and 0 < m["eval_auc"] < 1, (m, details(proc))
 
 
+@pytest.mark.parametrize("name", ["multi_tower_ids", "multi_tower_din_ids"])
+def test_encoded_id_examples_train(movielens_mt, tmp_path, name):
+    """The FG_NONE pair: MultiTowerDIN over the history and its baseline without it."""
+    md = tmp_path / name
+    proc = run_job(CONFIGS / f"{name}_movielens.config", md, 2,
+                   movielens_mt / "train.csv", movielens_mt / "eval.csv",
+                   steps_edit(10, **{"eval_config.num_steps": 4}), timeout=180)
+    m = metrics(md)
+    assert m["global_step"] == 10 and 0 < m["eval_auc"] < 1, (m, details(proc))
+
+
 def refusal(proc) -> str:
     """The first config error line of a run refused up front (exit 2: bad input)."""
     lines = [ln for ln in (proc.stdout + proc.stderr).splitlines()
