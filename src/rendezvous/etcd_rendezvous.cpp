@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "common.hpp"
 #include "etcd_client.hpp"
@@ -125,8 +126,25 @@ class EtcdRendezvous final : public detail::WatchingHandler {
     p.timeout = timeout;
     p.hosting = worker_server_ != nullptr;
     p.log = o_.log;
+    // A pending node is alive while its keep-alive lease (/rdzv/v_<version>/rank_<r>, TTL
+    // kLegacyKeepAliveTtl, renewed by its LeaseLoop) still exists: a node that died or left
+    // stops renewing it, so the store host does not wait for it forever.
+    p.live = [this](const std::vector<int>& pending) { return LiveRanks(pending); };
     return detail::ExitBarrier(
         *round_store_, p, [this] { CheckInterrupt(); }, [this] { return events_.Take(); });
+  }
+
+  std::vector<int> LiveRanks(const std::vector<int>& pending) {
+    std::vector<int> live;
+    for (int r : pending) {
+      try {
+        (void)client_.Get(Path("/rdzv/v_" + my_version_ + "/rank_" + std::to_string(r)));
+        live.push_back(r);
+      } catch (const EtcdError& e) {
+        if (e.Code() != code::kKeyNotFound) live.push_back(r);  // unknown: keep waiting
+      }
+    }
+    return live;
   }
 
   void Shutdown() override {

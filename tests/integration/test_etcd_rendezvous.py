@@ -181,6 +181,34 @@ def test_etcd_final_failure_stops_the_other_node_with_its_exit_code(tmp_path, ag
     assert time.monotonic() - t0 < 40, logs(a, b)
 
 
+SLOW_NODE1_WORKER = r'''
+import os, pathlib, sys, time
+if os.environ["GROUP_RANK"] == "1":
+    pathlib.Path(sys.argv[1], "node1_running").touch()
+    time.sleep(120)
+'''
+
+
+def test_legacy_etcd_store_host_stops_waiting_for_a_node_that_died(tmp_path, agents, etcd):
+    """Node 0 (hosting the workers' store) finished; node 1 is SIGKILLed while its worker runs.
+    Its keep-alive lease lapses, so node 0's exit barrier ends instead of holding forever
+    (found by a new-user trial: it waited without end)."""
+    worker = tmp_path / "slow1.py"
+    worker.write_text(SLOW_NODE1_WORKER)
+    args = lambda addr: ["--exit-barrier-timeout=3"] + etcd_args(  # noqa: E731
+        etcd, addr, tmp_path, worker, nnodes="1:2", backend="etcd")
+    a = agents(args("127.0.0.2"), tmp_path / "a.log")
+    time.sleep(0.5)  # a joins first: rank 0
+    b = agents(args("127.0.0.3"), tmp_path / "b.log")
+    wait_for(lambda: (tmp_path / "node1_running").exists(), 120, "node 1's worker", a, b)
+    b.proc.send_signal(signal.SIGKILL)
+    b.proc.wait()
+    t0 = time.monotonic()
+    assert a.wait(60) == 0, logs(a, b)
+    assert time.monotonic() - t0 < 40, logs(a, b)  # the lease TTL (10 s) plus the barrier
+    assert "still running healthy workers" in a.text(), logs(a, b)  # it did hold while alive
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_etcd_unreachable_etcd_exits_125(tmp_path, agents, backend):
     port = free_port()  # nothing listens there
