@@ -134,8 +134,10 @@ void Agent::CreateRendezvous() {
       rendezvous::MakeHandler(HandlerParams(cfg_, local_addr),
                               store::SpdlogSink(log_, "rendezvous"), [this] { InterruptCheck(); });
   if (IsDynamic(cfg_)) {
-    log_->info("c10d rendezvous '{}' for {}..{} node(s) via store {}", run_id_, cfg_.min_nodes,
-               cfg_.max_nodes, rendezvous::DynamicStoreEndpoint(*rdzv_));
+    log_->info("{} rendezvous '{}' for {}..{} node(s) via {} {}", cfg_.rdzv_backend, run_id_,
+               cfg_.min_nodes, cfg_.max_nodes, cfg_.rdzv_backend == "c10d" ? "store" : "etcd",
+               cfg_.rdzv_backend == "c10d" ? rendezvous::DynamicStoreEndpoint(*rdzv_)
+                                           : cfg_.rdzv_endpoint);
   }
 }
 

@@ -95,8 +95,9 @@ void Parser::Resolve(LaunchConfig& c, std::vector<std::string>& warnings) const 
     Bad("numa_binding",
         "NUMA binding is not implemented by tzrun (torchrun binds each worker to the CPUs of its "
         "GPU's NUMA node)",
-        "drop the flag, or bind the workers yourself: tzrun --no-python numactl --cpunodebind=0 "
-        "--membind=0 python3 train.py");
+        "drop the flag, or bind each worker yourself: --no-python with a wrapper script that "
+        "runs numactl --cpunodebind=<NUMA node of GPU $LOCAL_RANK> --membind=<the same> "
+        "python3 train.py");
   }
   ResolveSignals(c);
   c.virtual_local_rank = Flag("virtual_local_rank");
