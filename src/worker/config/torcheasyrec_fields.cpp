@@ -46,9 +46,6 @@ constexpr const char* kSeqPooling =
 constexpr const char* kAttention =
     "this sequence encoder is not implemented by tzrec_train; use din_encoder, simple_attention "
     "or pooling_encoder";
-constexpr const char* kDin =
-    "multi_tower_din (DIN target attention) is not implemented by tzrec_train; pool the sequences "
-    "with a pooling_encoder in a DEEP group of multi_tower";
 constexpr const char* kSampler =
     "negative samplers serve match models, which tzrec_train does "
     "not train";
