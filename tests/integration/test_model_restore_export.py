@@ -6,13 +6,12 @@ AUC predict prints equals the job's final eval AUC (per task for the multi-task 
 
 Budget: 10 models x (2 short jobs + export + predict) on tiny generated data, about 40 s.
 """
-import re
 
 import pytest
 
 import test_multi_task as mt
 import test_rank_models_mask as rm
-from train_job_helpers import details, metrics, run_job, steps_edit, tzrec, write_config
+from train_job_helpers import train_restore_export_predict, write_config
 
 BATCH = 32
 FIRST, TOTAL = 6, 10
@@ -53,33 +52,10 @@ def config(model: str) -> dict:
             rm.MODELS.pop(name)
 
 
-def aucs(stdout: str) -> dict:
-    """The AUCs predict prints: {"auc": v} or {"auc_<tower>": v, ...}."""
-    line = [ln for ln in stdout.splitlines() if " rows, auc" in ln][-1]
-    return {k: float(v) for k, v in re.findall(r"\b(auc(?:_\w+)?) ([0-9.]+)", line)}
-
-
 @pytest.mark.parametrize("model", RANK + MULTI_TASK)
 def test_restore_at_world_1_export_predict(model, tmp_path):
     cfg = write_config(config(model), tmp_path / f"{model}.json")
     train = rm.gen(cfg, TOTAL * 2 * BATCH, tmp_path / "train", 1)
     evl = rm.gen(cfg, 256, tmp_path / "eval", 2)
-    md = tmp_path / "m"
-    edit = {"data_config.batch_size": BATCH}
-    run_job(cfg, md, 2, train, evl, steps_edit(FIRST, log_every=FIRST, **edit), timeout=120)
-    assert metrics(md)["world_size"] == 2
-    proc = run_job(cfg, md, 1, train, evl, steps_edit(TOTAL, log_every=TOTAL, **edit),
-                   continue_train=True, timeout=120)
-    assert f"restored {md / f'model.ckpt-{FIRST}'} (step {FIRST}" in proc.stdout, details(proc)
-    m = metrics(md)
-    assert m["global_step"] == TOTAL and m["world_size"] == 1, m
-    export = tmp_path / "export"
-    tzrec("export", "--model_dir", md, "--export_dir", export)
-    proc = tzrec("predict", "--export_dir", export, "--input_path", evl, "--output_path",
-                 tmp_path / "pred.csv", "--writer_type", "CsvWriter")
-    got = aucs(proc.stdout)
-    want = {k[len("eval_"):]: v for k, v in m.items()
-            if k == "eval_auc" or k.startswith("eval_auc_")}
-    assert want and set(got) == set(want), (got, m, details(proc))
-    for k, v in want.items():
-        assert got[k] == pytest.approx(v, abs=1e-4), (k, got, m)
+    train_restore_export_predict(cfg, tmp_path, train, evl, FIRST, TOTAL,
+                                 edit={"data_config.batch_size": BATCH})

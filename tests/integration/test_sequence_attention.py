@@ -16,13 +16,12 @@ Budget: 3 x (2 short jobs + export + predict) on tiny generated data, about 30 s
 """
 import math
 import random
-import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from train_job_helpers import details, metrics, run_job, steps_edit, tzrec, write_config
+from train_job_helpers import train_restore_export_predict, write_config
 
 BATCH = 64
 FIRST, TOTAL = 30, 60
@@ -83,25 +82,10 @@ def test_attention_encoder_trains_restores_exports_predicts(tmp_path, name):
     cfg = write_config(config(encoder, item_extra), tmp_path / "attn.json")
     train = gen(tmp_path / "train.parquet", TOTAL * 2 * BATCH, 1)
     evl = gen(tmp_path / "eval.parquet", 1024, 2)
-    md = tmp_path / "m"
-    run_job(cfg, md, 2, train, evl, steps_edit(FIRST, log_every=FIRST), timeout=180)
-    first = metrics(md)
-    assert first["world_size"] == 2 and first["global_step"] == FIRST, first
-    proc = run_job(cfg, md, 1, train, evl, steps_edit(TOTAL, log_every=TOTAL),
-                   continue_train=True, timeout=180)
-    assert f"restored {md / f'model.ckpt-{FIRST}'} (step {FIRST}" in proc.stdout, details(proc)
-    m = metrics(md)
-    assert m["global_step"] == TOTAL and m["world_size"] == 1, m
+    first, m = train_restore_export_predict(cfg, tmp_path, train, evl, FIRST, TOTAL, timeout=180)
     print(f"{name}: eval AUC after {TOTAL} steps: {m['eval_auc']:.4f} (after {FIRST} on 2 ranks: "
           f"{first['eval_auc']:.4f})")
     assert math.isfinite(m["eval_auc"]) and m["eval_auc"] > 0.6, m
-    export = tmp_path / "export"
-    tzrec("export", "--model_dir", md, "--export_dir", export)
-    proc = tzrec("predict", "--export_dir", export, "--input_path", evl, "--output_path",
-                 tmp_path / "pred.csv", "--writer_type", "CsvWriter")
-    line = [ln for ln in proc.stdout.splitlines() if " rows, auc" in ln][-1]
-    got = float(re.search(r"\bauc ([0-9.]+)", line).group(1))
-    assert got == pytest.approx(m["eval_auc"], abs=1e-4), (line, m)
 
 
 def din_model_config() -> dict:
@@ -123,19 +107,6 @@ def test_multi_tower_din_trains_restores_exports_predicts(tmp_path):
     cfg = write_config(din_model_config(), tmp_path / "din.json")
     train = gen(tmp_path / "train.parquet", TOTAL * 2 * BATCH, 3)
     evl = gen(tmp_path / "eval.parquet", 1024, 4)
-    md = tmp_path / "m"
-    run_job(cfg, md, 2, train, evl, steps_edit(FIRST, log_every=FIRST), timeout=180)
-    proc = run_job(cfg, md, 1, train, evl, steps_edit(TOTAL, log_every=TOTAL),
-                   continue_train=True, timeout=180)
-    assert f"restored {md / f'model.ckpt-{FIRST}'} (step {FIRST}" in proc.stdout, details(proc)
-    m = metrics(md)
-    assert m["global_step"] == TOTAL and m["world_size"] == 1, m
+    _, m = train_restore_export_predict(cfg, tmp_path, train, evl, FIRST, TOTAL, timeout=180)
     print(f"multi_tower_din: eval AUC after {TOTAL} steps: {m['eval_auc']:.4f}")
     assert math.isfinite(m["eval_auc"]) and m["eval_auc"] > 0.6, m
-    export = tmp_path / "export"
-    tzrec("export", "--model_dir", md, "--export_dir", export)
-    proc = tzrec("predict", "--export_dir", export, "--input_path", evl, "--output_path",
-                 tmp_path / "pred.csv", "--writer_type", "CsvWriter")
-    line = [ln for ln in proc.stdout.splitlines() if " rows, auc" in ln][-1]
-    got = float(re.search(r"\bauc ([0-9.]+)", line).group(1))
-    assert got == pytest.approx(m["eval_auc"], abs=1e-4), (line, m)

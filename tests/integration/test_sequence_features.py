@@ -15,13 +15,12 @@ Budget: 3 short jobs + export + predict on tiny generated data, about 15 s.
 """
 import math
 import random
-import re
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
-from train_job_helpers import details, metrics, run_job, steps_edit, tzrec, write_config
+from train_job_helpers import (metrics, run_job, steps_edit, train_restore_export_predict,
+                               write_config)
 
 BATCH = 64
 FIRST, TOTAL = 20, 40
@@ -73,24 +72,9 @@ def test_pooled_sequence_trains_restores_exports_predicts(tmp_path):
     cfg = write_config(config(), tmp_path / "seq.json")
     train = gen(tmp_path / "train.parquet", TOTAL * 2 * BATCH, 1, as_list=False)
     evl = gen(tmp_path / "eval.parquet", 1024, 2, as_list=True)
-    md = tmp_path / "m"
-    run_job(cfg, md, 2, train, evl, steps_edit(FIRST, log_every=FIRST), timeout=120)
-    first = metrics(md)
-    assert first["world_size"] == 2 and first["global_step"] == FIRST, first
-    proc = run_job(cfg, md, 1, train, evl, steps_edit(TOTAL, log_every=TOTAL),
-                   continue_train=True, timeout=120)
-    assert f"restored {md / f'model.ckpt-{FIRST}'} (step {FIRST}" in proc.stdout, details(proc)
-    m = metrics(md)
-    assert m["global_step"] == TOTAL and m["world_size"] == 1, m
+    _, m = train_restore_export_predict(cfg, tmp_path, train, evl, FIRST, TOTAL)
     print(f"eval AUC after {TOTAL} steps: {m['eval_auc']:.4f}")
     assert math.isfinite(m["eval_auc"]) and m["eval_auc"] > 0.6, m
-    export = tmp_path / "export"
-    tzrec("export", "--model_dir", md, "--export_dir", export)
-    proc = tzrec("predict", "--export_dir", export, "--input_path", evl, "--output_path",
-                 tmp_path / "pred.csv", "--writer_type", "CsvWriter")
-    line = [ln for ln in proc.stdout.splitlines() if " rows, auc" in ln][-1]
-    got = float(re.search(r"\bauc ([0-9.]+)", line).group(1))
-    assert got == pytest.approx(m["eval_auc"], abs=1e-4), (line, m)
 
 
 def grouped_config() -> dict:

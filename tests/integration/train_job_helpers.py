@@ -9,6 +9,7 @@ import json
 import os
 import pathlib
 import random
+import re
 import subprocess
 import sys
 import time
@@ -92,6 +93,40 @@ def steps_edit(num_steps, save_every=None, log_every=5, **more) -> dict:
             "train_config.save_checkpoints_steps": save_every or num_steps}
     edit.update(more)
     return edit
+
+
+def predicted_aucs(stdout: str) -> dict:
+    """The AUCs predict prints: {"auc": v} or {"auc_<tower>": v, ...}."""
+    line = [ln for ln in stdout.splitlines() if " rows, auc" in ln][-1]
+    return {k: float(v) for k, v in re.findall(r"\b(auc(?:_\w+)?) ([0-9.]+)", line)}
+
+
+def train_restore_export_predict(cfg, tmp_path, train, evl, first, total, edit=None,
+                                 timeout=120):
+    """Train `first` steps on 2 ranks, continue to `total` on 1 rank (restoring the 2-rank
+    checkpoint), export, predict `evl`: predict's AUCs must equal the job's final eval AUCs.
+    Returns (metrics after the 2-rank part, final metrics)."""
+    md = tmp_path / "m"
+    edit = edit or {}
+    run_job(cfg, md, 2, train, evl, steps_edit(first, log_every=first, **edit), timeout=timeout)
+    first_metrics = metrics(md)
+    assert first_metrics["world_size"] == 2 and first_metrics["global_step"] == first, first_metrics
+    proc = run_job(cfg, md, 1, train, evl, steps_edit(total, log_every=total, **edit),
+                   continue_train=True, timeout=timeout)
+    assert f"restored {md / f'model.ckpt-{first}'} (step {first}" in proc.stdout, details(proc)
+    m = metrics(md)
+    assert m["global_step"] == total and m["world_size"] == 1, m
+    export = tmp_path / "export"
+    tzrec("export", "--model_dir", md, "--export_dir", export)
+    proc = tzrec("predict", "--export_dir", export, "--input_path", evl, "--output_path",
+                 tmp_path / "pred.csv", "--writer_type", "CsvWriter")
+    got = predicted_aucs(proc.stdout)
+    want = {k[len("eval_"):]: v for k, v in m.items()
+            if k == "eval_auc" or k.startswith("eval_auc_")}
+    assert want and set(got) == set(want), (got, m, details(proc))
+    for k, v in want.items():
+        assert got[k] == pytest.approx(v, abs=1e-4), (k, got, m)
+    return first_metrics, m
 
 
 def checkpoints(model_dir) -> dict:
