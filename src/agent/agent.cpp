@@ -182,8 +182,9 @@ void Agent::FindProgram() {
 void Agent::OpenLogDir() {
   log_dir_ = LogDir::Create(cfg_.log_dir, run_id_);
   if (log_dir_->Disabled()) return;
-  // torchrun logs this at INFO; say it louder when some worker output goes only to files.
-  bool to_files = false;
+  // torchrun logs this at INFO; say it louder when some worker output goes only to files, or
+  // to filtered_*.log files (--duplicate-*-filters) the user would otherwise not find.
+  bool to_files = !cfg_.duplicate_stdout_filters.empty() || !cfg_.duplicate_stderr_filters.empty();
   for (int lr = 0; lr < cfg_.nproc_per_node; ++lr) {
     const auto only_file = static_cast<unsigned>(cfg_.redirects.ForRank(lr)) &
                            ~static_cast<unsigned>(cfg_.tee.ForRank(lr));

@@ -26,7 +26,13 @@ struct StorePlan {
   int port = 0;
 };
 
+bool IsEtcd(const LaunchConfig& cfg) {
+  return !cfg.standalone && (cfg.rdzv_backend == "etcd" || cfg.rdzv_backend == "etcd-v2");
+}
+
 StorePlan PlanStore(const LaunchConfig& cfg) {
+  // etcd backends: the workers' store is hosted by whichever node becomes round rank 0.
+  if (IsEtcd(cfg)) return {"<round rank 0's address>", 0};
   if (IsDynamic(cfg)) return {cfg.local_addr.value_or("<this host's FQDN>"), 0};
   if (!cfg.rdzv_endpoint.empty()) {  // static: an explicit endpoint wins
     const auto ep = rendezvous::ParseEndpoint(cfg.rdzv_endpoint, -1);
@@ -73,9 +79,12 @@ void PrintConfiguration(const LaunchConfig& cfg) {
   std::printf("resolved configuration:\n");
   std::printf("  nnodes=%d:%d node_rank=%d nproc_per_node=%d (%s)\n", cfg.min_nodes, cfg.max_nodes,
               cfg.node_rank, cfg.nproc_per_node, cfg.nproc_per_node_spec.c_str());
+  // etcd's empty endpoint is localhost:2379 (torchrun's default port for the etcd backends).
+  const std::string endpoint = !cfg.rdzv_endpoint.empty() ? cfg.rdzv_endpoint
+                               : IsEtcd(cfg)              ? "localhost:2379"
+                                                          : "<derived>";
   std::printf("  rdzv_backend=%s rdzv_endpoint=%s rdzv_id=%s\n",
-              cfg.standalone ? "c10d" : cfg.rdzv_backend.c_str(),
-              cfg.rdzv_endpoint.empty() ? "<derived>" : cfg.rdzv_endpoint.c_str(),
+              cfg.standalone ? "c10d" : cfg.rdzv_backend.c_str(), endpoint.c_str(),
               cfg.rdzv_id.c_str());
   std::printf("  max_restarts=%d shutdown_timeout=%gs log_dir=%s\n", cfg.max_restarts,
               cfg.shutdown_timeout, cfg.log_dir.value_or("<temporary>").c_str());
@@ -138,17 +147,21 @@ int DryRun(LaunchConfig cfg) {
   }
   const bool dynamic = IsDynamic(cfg);
   const StorePlan store = PlanStore(cfg);
-  std::printf("tzrun dry run: %d worker(s), run id %s, store on %s:%s\n", cfg.nproc_per_node,
+  std::printf("tzrun dry run: %d worker(s), run id %s, store on %s:%s%s\n", cfg.nproc_per_node,
               cfg.rdzv_id.c_str(), store.addr.c_str(),
-              dynamic ? "<free port>" : std::to_string(store.port).c_str());
+              dynamic ? "<free port>" : std::to_string(store.port).c_str(),
+              IsEtcd(cfg) ? " (the rendezvous state is in etcd)" : "");
   // Multi-node: static ranks assume the same --nproc-per-node on every node; c10d ranks are
   // only known after the rendezvous (shown as node rank 0 of MIN nodes).
   const int group_rank = dynamic ? 0 : cfg.node_rank;
   const int group_world = dynamic ? cfg.min_nodes : cfg.max_nodes;
   if (group_world > 1) {
+    const std::string why = dynamic
+                                ? " (the " + std::string(IsEtcd(cfg) ? cfg.rdzv_backend : "c10d") +
+                                      " rendezvous assigns node ranks)"
+                                : " (assuming the same --nproc-per-node on every node)";
     std::printf("multi-node: ranks shown for node rank %d of %d%s\n", group_rank, group_world,
-                dynamic ? " (c10d assigns node ranks at the rendezvous)"
-                        : " (assuming the same --nproc-per-node on every node)");
+                why.c_str());
   }
   const auto workers = PlanWorkers(cfg, base_env, store, group_rank, group_world);
   PrintConfiguration(cfg);

@@ -390,7 +390,13 @@ std::string SummaryLine(const Detection& d, const LaunchConfig& c) {
     s += " node_rank=" + std::to_string(c.node_rank);
     s += " master=" + Endpoint(c.master_addr, std::to_string(c.master_port));
   } else {
-    s += " rdzv=" + c.rdzv_backend + "@" + c.rdzv_endpoint;
+    // An empty endpoint is shown as the backend's default (torchrun's parse_rendezvous_endpoint:
+    // localhost and 2379 for etcd, 29400 for c10d).
+    const bool etcd = c.rdzv_backend == "etcd" || c.rdzv_backend == "etcd-v2";
+    const std::string endpoint = !c.rdzv_endpoint.empty() ? c.rdzv_endpoint
+                                 : etcd                   ? "localhost:2379"
+                                                          : "localhost:29400";
+    s += " rdzv=" + c.rdzv_backend + "@" + endpoint;
   }
   s += " nproc_per_node=" + std::to_string(c.nproc_per_node);
   if (!d.variant.empty()) {

@@ -65,13 +65,33 @@ int Connect(const std::string& host, int port, const std::string& endpoint) {
                   etcd_code::kTransport);
 }
 
+// `s` cut to `max` bytes with line breaks turned into spaces and the ends trimmed (a server's
+// body quoted inside one log line).
+std::string OneLine(const std::string& s, std::size_t max) {
+  std::string out = s.substr(0, max);
+  for (char& c : out) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  const auto b = out.find_first_not_of(' ');
+  if (b == std::string::npos) return "(empty)";
+  return out.substr(b, out.find_last_not_of(' ') - b + 1);
+}
+
 }  // namespace
 
-EtcdResult ParseEtcdResult(const HttpResponse& r) {
+EtcdResult ParseEtcdResult(const HttpResponse& r, std::string_view endpoint) {
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
-    throw EtcdError("etcd answered HTTP " + std::to_string(r.status) +
-                        " with a body that is not etcd's JSON: " + r.body.substr(0, 200),
+    const std::string where(endpoint);
+    if (r.status == 404) {
+      throw EtcdError("etcd at " + where +
+                          " has no v2 keys API (HTTP 404 on /v2/keys); the etcd and etcd-v2 "
+                          "rendezvous backends need it: start etcd 3.4/3.5 with --enable-v2=true "
+                          "(etcd 3.6 removed it), or use --rdzv-backend c10d",
+                      etcd_code::kNoV2Api);
+    }
+    throw EtcdError("etcd at " + where + " answered HTTP " + std::to_string(r.status) +
+                        " with a body that is not etcd's JSON: " + OneLine(r.body, 200),
                     etcd_code::kTransport);
   }
   if (auto code = j.find("errorCode"); code != j.end()) {
@@ -144,7 +164,7 @@ std::optional<HttpResponse> EtcdClient::Request(std::string_view method, const s
 EtcdResult EtcdClient::Get(std::string_view key, bool recursive) const {
   std::string target = "/v2/keys" + PercentEncode(key, true);
   if (recursive) target += "?recursive=true";
-  return ParseEtcdResult(*Request("GET", target, "", timeout_, false));
+  return ParseEtcdResult(*Request("GET", target, "", timeout_, false), Endpoint());
 }
 
 EtcdResult EtcdClient::Put(std::string_view key, std::string_view value, const EtcdWrite& w) const {
@@ -161,7 +181,8 @@ EtcdResult EtcdClient::Put(std::string_view key, std::string_view value, const E
   if (w.prev_index) f.emplace_back("prevIndex", std::to_string(*w.prev_index));
   if (w.ttl) f.emplace_back("ttl", std::to_string(*w.ttl));
   return ParseEtcdResult(
-      *Request("PUT", "/v2/keys" + PercentEncode(key, true), FormEncode(f), timeout_, false));
+      *Request("PUT", "/v2/keys" + PercentEncode(key, true), FormEncode(f), timeout_, false),
+      Endpoint());
 }
 
 EtcdResult EtcdClient::Delete(std::string_view key, bool recursive,
@@ -171,7 +192,7 @@ EtcdResult EtcdClient::Delete(std::string_view key, bool recursive,
   if (prev_value) q.emplace_back("prevValue", *prev_value);
   std::string target = "/v2/keys" + PercentEncode(key, true);
   if (!q.empty()) target += "?" + FormEncode(q);
-  return ParseEtcdResult(*Request("DELETE", target, "", timeout_, false));
+  return ParseEtcdResult(*Request("DELETE", target, "", timeout_, false), Endpoint());
 }
 
 std::optional<EtcdResult> EtcdClient::Watch(std::string_view key, bool recursive,
@@ -182,7 +203,7 @@ std::optional<EtcdResult> EtcdClient::Watch(std::string_view key, bool recursive
   auto r = Request("GET", "/v2/keys" + PercentEncode(key, true) + "?" + FormEncode(q), "", timeout,
                    true);
   if (!r) return std::nullopt;
-  return ParseEtcdResult(*r);
+  return ParseEtcdResult(*r, Endpoint());
 }
 
 }  // namespace tzrun::rendezvous::detail

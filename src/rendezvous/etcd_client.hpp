@@ -32,6 +32,9 @@ inline constexpr int kKeyNotFound = 100;
 inline constexpr int kTestFailed = 101;
 inline constexpr int kNodeExist = 105;
 inline constexpr int kEventIndexCleared = 401;
+/// etcd answers, but not its v2 keys API (HTTP 404 without etcd's JSON: etcd 3.4/3.5 started
+/// without --enable-v2, or etcd 3.6+, which removed it). Retrying cannot help: fatal at once.
+inline constexpr int kNoV2Api = -1;
 }  // namespace etcd_code
 
 /// An etcd error answer, or no answer (code kTransport). Exit 125 like every rendezvous error.
@@ -66,8 +69,9 @@ struct EtcdResult {
 };
 
 /// Decodes an answer; throws EtcdError (with etcd's code and message) for an error answer or
-/// a body that is not etcd's JSON.
-EtcdResult ParseEtcdResult(const HttpResponse& r);
+/// a body that is not etcd's JSON (code kNoV2Api for a 404 without etcd's JSON, kTransport
+/// otherwise). `endpoint` (host:port) only names the server in messages.
+EtcdResult ParseEtcdResult(const HttpResponse& r, std::string_view endpoint = "etcd");
 
 /// Conditions and options of a write (python-etcd's write(..., prevExist=, prevValue=, ...)).
 struct EtcdWrite {

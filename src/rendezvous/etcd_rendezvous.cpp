@@ -171,6 +171,11 @@ class EtcdRendezvous final : public detail::WatchingHandler {
     detail::Log(o_.log, level, "etcd rendezvous '" + o_.run_id + "': " + m);
   }
 
+  RendezvousConnectionError Lost(const EtcdError& e) const {
+    if (e.Code() == code::kNoV2Api) return RendezvousConnectionError(e.what());
+    return Lost(static_cast<const std::exception&>(e));
+  }
+
   RendezvousConnectionError Lost(const std::exception& e) const {
     return RendezvousConnectionError(
         "lost etcd at " + FormatEndpoint(o_.endpoint) + " (" + e.what() +

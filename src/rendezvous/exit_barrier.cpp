@@ -149,7 +149,10 @@ BarrierOutcome ExitBarrier(store::Store& round_store, const ExitBarrierParams& p
       if (interrupt) interrupt();
       const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now());
       if (left <= milliseconds(0)) {
-        if (auto out = hold.Check(round_store.Add(prefix + "/num_members", 0))) return *out;
+        // Every node arrived (a zero timeout reaches here before any wait): done, not timed out.
+        const auto arrived = round_store.Add(prefix + "/num_members", 0);
+        if (arrived >= p.world_size || round_store.Check({last_member})) return {};
+        if (auto out = hold.Check(arrived)) return *out;
       } else {
         hold.Track();
       }

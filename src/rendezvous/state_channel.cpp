@@ -60,6 +60,8 @@ class StoreChannel final : public StateChannel {
 
 // ---- etcd-v2 -----------------------------------------------------------------------------
 [[noreturn]] void Lost(const EtcdError& e) {
+  // No v2 API: not a lost connection the caller may retry, a misconfigured etcd.
+  if (e.Code() == etcd_code::kNoV2Api) throw RendezvousConnectionError(e.what());
   throw store::ConnectionError(e.what());
 }
 

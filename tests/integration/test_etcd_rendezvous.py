@@ -39,9 +39,8 @@ INFRA_EXIT = 125
 USAGE_EXIT = 2
 
 
-@pytest.fixture
-def etcd(tmp_path):
-    """A private etcd; yields its client endpoint host:port."""
+def start_etcd(tmp_path, v2=True):
+    """Starts a private etcd on free ports; returns (endpoint host:port, process, log file)."""
     if not os.access(ETCD, os.X_OK):
         pytest.skip("no etcd binary (apt-get install etcd-server, or TZRUN_ETCD)")
     port, peer = free_port(), free_port()
@@ -52,19 +51,27 @@ def etcd(tmp_path):
         [ETCD, "--name=t", f"--data-dir={tmp_path / 'etcd-data'}",
          f"--listen-client-urls={client}", f"--advertise-client-urls={client}",
          f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
-         f"--initial-cluster=t={peer_url}", "--enable-v2=true"],
+         f"--initial-cluster=t={peer_url}"] + (["--enable-v2=true"] if v2 else []),
         stdout=log, stderr=subprocess.STDOUT)
     end = time.monotonic() + 30
     while True:
         try:
-            urllib.request.urlopen(f"{client}/v2/keys/", timeout=1).read()
+            urllib.request.urlopen(f"{client}/v2/keys/" if v2 else f"{client}/version",
+                                   timeout=1).read()
             break
         except OSError:
             if time.monotonic() > end or proc.poll() is not None:
                 proc.kill()
                 pytest.fail("etcd did not start:\n" + (tmp_path / "etcd.log").read_text())
             time.sleep(0.1)
-    yield f"127.0.0.1:{port}"
+    return f"127.0.0.1:{port}", proc, log
+
+
+@pytest.fixture
+def etcd(tmp_path):
+    """A private etcd with its v2 API; yields its client endpoint host:port."""
+    endpoint, proc, log = start_etcd(tmp_path)
+    yield endpoint
     proc.kill()
     proc.wait()
     log.close()
@@ -218,6 +225,29 @@ def test_etcd_unreachable_etcd_exits_125(tmp_path, agents, backend):
     assert a.wait(60) == INFRA_EXIT, logs(a)
     assert f"lost etcd at 127.0.0.1:{port}" in a.text(), logs(a)
     assert "--enable-v2=true" in a.text(), logs(a)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_etcd_without_v2_api_fails_at_once(tmp_path, agents, backend):
+    """etcd 3.4/3.5 started without --enable-v2 answers HTTP 404 on /v2/keys: retrying cannot
+    help, so the agent stops at once (not after join_timeout) and says how to fix it (found
+    by a new-user trial: it retried for the whole join_timeout saying etcd "does not answer")."""
+    endpoint, proc, log = start_etcd(tmp_path, v2=False)
+    try:
+        conf = "join_timeout=60,read_timeout=5" if backend == "etcd-v2" else "timeout=60,read_timeout=5"
+        t0 = time.monotonic()
+        a = agents(etcd_args(endpoint, "127.0.0.2", tmp_path, ALLREDUCE, conf=conf,
+                             backend=backend), tmp_path / "a.log")
+        assert a.wait(50) == INFRA_EXIT, logs(a)
+        assert time.monotonic() - t0 < 20, logs(a)
+        text = a.text()
+        assert f"etcd at {endpoint} has no v2 keys API" in text, logs(a)
+        assert "--enable-v2=true" in text and "does not answer" not in text, logs(a)
+        assert "404 page not found\n" not in text, logs(a)
+    finally:
+        proc.kill()
+        proc.wait()
+        log.close()
 
 
 @pytest.mark.parametrize("backend,conf,needle", [

@@ -67,6 +67,20 @@ def test_empty_filter_matches_every_line(tmp_path):
         "[default0]:a,b 0", "[default0]:apple 0", "[default0]:pear 0"]
 
 
+def test_duplicate_filters_without_log_dir_say_where_the_files_go(tmp_path):
+    # -t only (nothing redirected) and no --log-dir: the filtered_*.log files land in a temporary
+    # directory, and the launcher says which (found by a new-user trial: nothing said it).
+    worker = script(tmp_path, "fruit.sh", FRUIT_WORKER)
+    (tmp_path / "tmp").mkdir()
+    r = tzrun(["--no-python", "-t", "1", "--duplicate-stdout-filters", "apple", worker],
+              env=base_env(TMPDIR=str(tmp_path / "tmp")))
+    assert r.returncode == 0, r.stderr
+    assert "worker logs are written under " in r.stderr, r.stderr
+    run = pathlib.Path(r.stderr.split("worker logs are written under ")[1].split()[0])
+    assert run.is_relative_to(tmp_path / "tmp"), r.stderr
+    assert (run / "attempt_0" / "filtered_stdout.log").read_text() == "[default0]:apple 0\n"
+
+
 def test_duplicate_filters_refused_with_log_dir_dev_null(tmp_path):
     worker = script(tmp_path, "fruit.sh", FRUIT_WORKER)
     r = tzrun(["--no-python", "--log-dir", "/dev/null", "--duplicate-stdout-filters", "a", worker])

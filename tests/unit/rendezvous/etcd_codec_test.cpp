@@ -90,10 +90,25 @@ TEST(EtcdCodec, ParsesEtcdAnswers) {
     EXPECT_NE(std::string(e.what()).find("Key already exists"), std::string::npos);
   }
   try {
-    ParseEtcdResult({502, {}, "<html>bad gateway</html>"});
+    ParseEtcdResult({502, {}, "<html>bad\ngateway</html>\n"}, "h:1");
     FAIL() << "no error";
   } catch (const EtcdError& e) {
     EXPECT_EQ(e.Code(), etcd_code::kTransport);
+    // The body is quoted on one line (no raw line breaks in the log).
+    EXPECT_NE(std::string(e.what()).find("etcd at h:1 answered HTTP 502 with a body that is not "
+                                         "etcd's JSON: <html>bad gateway</html>"),
+              std::string::npos)
+        << e.what();
+  }
+  // etcd 3.4/3.5 without --enable-v2 (or 3.6+): a plain-text 404 on /v2/keys. Fatal, with the fix.
+  try {
+    ParseEtcdResult({404, {}, "404 page not found\n"}, "h:2379");
+    FAIL() << "no error";
+  } catch (const EtcdError& e) {
+    EXPECT_EQ(e.Code(), etcd_code::kNoV2Api);
+    const std::string m = e.what();
+    EXPECT_NE(m.find("etcd at h:2379 has no v2 keys API"), std::string::npos) << m;
+    EXPECT_NE(m.find("--enable-v2=true"), std::string::npos) << m;
   }
 }
 

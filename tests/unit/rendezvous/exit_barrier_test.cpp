@@ -161,4 +161,19 @@ TEST(ExitBarrierHold, ANodeThatHostsNothingLeavesAtItsTimeout) {
 }
 
 }  // namespace
+TEST(ExitBarrierHold, AZeroTimeoutEndsDoneOnceEveryNodeArrived) {
+  // --exit-barrier-timeout 0 with both nodes finished: done, not "not every node finished
+  // (2 of 2 arrived)" (found by a new-user trial).
+  Warnings w;
+  const int port = FreePort();
+  std::vector<std::unique_ptr<Handler>> nodes;
+  nodes.push_back(Node(port, 0, w));
+  nodes.push_back(Node(port, 1, w));
+  Form(nodes);
+  EXPECT_EQ(nodes[1]->ExitBarrier(300ms).kind, BarrierOutcome::Kind::kTimedOut);  // alone: 1 of 2
+  const auto out = nodes[0]->ExitBarrier(0ms);  // the second to arrive: all 2 are in
+  EXPECT_EQ(out.kind, BarrierOutcome::Kind::kDone) << out.detail;
+  EXPECT_FALSE(w.Has("not every node finished"));
+}
+
 }  // namespace tzrun::rendezvous
