@@ -80,6 +80,23 @@ def test_dry_run_uses_an_explicit_static_endpoint():
     assert q.returncode == 2 and "has no port" in q.stderr
 
 
+def test_dry_run_under_etcd_names_etcd_and_its_default_endpoint():
+    # Found by a new-user trial: the dry run said "c10d assigns node ranks", "store on <FQDN>"
+    # and the platform line "rdzv=etcd@" for the etcd backends.
+    for backend in ("etcd", "etcd-v2"):
+        p = tzrun("--dry-run", "--nnodes=2", f"--rdzv-backend={backend}", "--rdzv-id=j",
+                  "--no-python", "/bin/true")
+        assert p.returncode == 0, p.stderr
+        out = p.stdout
+        assert f"rdzv_backend={backend} rdzv_endpoint=localhost:2379 rdzv_id=j" in out, out
+        assert f"(the {backend} rendezvous assigns node ranks)" in out, out
+        assert "store on <round rank 0's address>:<free port> (the rendezvous state is in etcd)" \
+            in out, out
+        assert "  MASTER_ADDR=<round rank 0's address>\n" in out, out
+        assert "c10d" not in out, out
+        assert f"rdzv={backend}@localhost:2379 " in p.stderr, p.stderr
+
+
 def test_busy_default_port_falls_back_to_a_free_one_on_one_node():
     """Two single-node jobs without port flags: the second one's store moves to a free port
     (with a warning) instead of dying on torchrun's default 29500; an explicit port still fails

@@ -390,6 +390,12 @@ TEST(Summary, OneLineWithTheResolvedValues) {
   EXPECT_EQ(SummaryLine(d, c),
             "tzrun: platform: kubeflow (nnodes=1:3 rdzv=c10d@job-worker-0:23456 nproc_per_node=8; "
             "PyTorchJob elastic)");
+  // An empty endpoint shows the backend's default (etcd: localhost:2379), not "etcd@".
+  c.rdzv_backend = "etcd";
+  c.rdzv_endpoint = "";
+  EXPECT_EQ(SummaryLine(d, c),
+            "tzrun: platform: kubeflow (nnodes=1:3 rdzv=etcd@localhost:2379 nproc_per_node=8; "
+            "PyTorchJob elastic)");
 
   Detection none;
   none.reason = "no platform variables found";
