@@ -91,8 +91,11 @@ struct LaunchConfig {
   // --- tzrun extensions ---
   std::optional<std::string> summary_json;  ///< --summary-json PATH
   bool dry_run = false;                     ///< print config + worker envs, spawn nothing
-  std::string log_level = "warning";        ///< tzrun's own log level (LOGLEVEL env as torchrun)
-  std::string platform = "auto";  ///< --platform auto|dlc|kubeflow|slurm|none (env detection)
+  /// --flash-checkpoint: a memory-backed directory per run for the workers' flash checkpoints
+  /// (TZRUN_FLASH_DIR; src/agent/flash_dir.hpp). One-node jobs only.
+  bool flash_checkpoint = false;
+  std::string log_level = "warning";  ///< tzrun's own log level (LOGLEVEL env as torchrun)
+  std::string platform = "auto";      ///< --platform auto|dlc|kubeflow|slurm|none (env detection)
   /// --exit-barrier-timeout S: torchrun's LocalElasticAgent(exit_barrier_timeout=300), which
   /// torchrun's CLI cannot set; the store host waits on past it for live nodes (see
   /// src/rendezvous/exit_barrier.hpp).

@@ -100,6 +100,12 @@ void Agent::Cleanup(int code) {
     }
   }
   stdio_.reset();
+  if (flash_) {  // the workers are gone: the newest flash checkpoint is final
+    if (auto dir = flash_->PersistNewest([this](const std::string& m) { log_->warn("{}", m); })) {
+      log_->warn("flash checkpoint persisted to {} (newer than the last disk checkpoint)", *dir);
+    }
+    flash_->Remove();
+  }
   StopWatchdogs();
   if (rdzv_ && !rdzv_done_) {
     // A signal (or an unexpected error): leave without closing the rendezvous for the
@@ -253,6 +259,11 @@ void Agent::PrepareJob() {
         "PR_SET_CHILD_SUBREAPER failed ({}): orphaned grandchildren of workers may "
         "escape cleanup",
         base::ErrnoText(errno));
+  }
+  if (cfg_.flash_checkpoint) {
+    flash_.emplace(detail::FlashDir::Create());
+    guardian_.SetCleanupDir(flash_->Path());  // removed even when tzrun itself is SIGKILLed
+    log_->info("flash checkpoints: {} (TZRUN_FLASH_DIR)", flash_->Path());
   }
   guardian_.Start();  // before any thread exists (the stores start some)
   StartWatchdogs();   // file timer, health check (timer_agent.cpp)
@@ -465,6 +476,7 @@ void Agent::StartWorker(const WorkerSpec& spec, const std::string& prefix_templa
 
   detail::SpawnRequest req;
   req.env = BuildWorkerEnv(cfg_, spec, base_env_, master_addr_, master_port_, w.error_file);
+  if (flash_) req.env["TZRUN_FLASH_DIR"] = flash_->Path();
   req.argv = BuildWorkerArgv(cfg_, lr, req.env);
   req.program = program_;
   req.child_mask = signals_->ChildMask();

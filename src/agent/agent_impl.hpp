@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "events.hpp"
+#include "flash_dir.hpp"
 #include "health_server.hpp"
 #include "logs.hpp"
 #include "process.hpp"
@@ -148,6 +149,7 @@ class Agent {
   std::optional<rendezvous::WatchEvent> pending_event_;  // from the rendezvous watcher
   bool rdzv_done_ = false;                               // shutdown()/abandon() already called
   std::optional<LogDir> log_dir_;
+  std::optional<detail::FlashDir> flash_;  // --flash-checkpoint (flash_dir.hpp)
   std::unique_ptr<ConsoleSink> console_;
   UniqueFd devnull_;
   std::set<pid_t> preexisting_children_;   // children tzrun inherited (exec from a shell)

@@ -61,6 +61,7 @@ std::vector<PlannedWorker> PlanWorkers(const LaunchConfig& cfg, const Env& base_
     auto env = BuildWorkerEnv(cfg, spec, base_env, store.addr, store.port,
                               "<log dir>/attempt_0/" + std::to_string(lr) + "/error.json");
     if (dynamic) env["MASTER_PORT"] = "<free port>";
+    if (cfg.flash_checkpoint) env["TZRUN_FLASH_DIR"] = "/dev/shm/tzrun-flash-<pid>-<random>";
     auto argv = BuildWorkerArgv(cfg, lr, env);
     workers.emplace_back(std::move(argv), std::move(env));
   }

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <system_error>
@@ -24,6 +25,19 @@
 
 namespace tzrun::agent::detail {
 namespace {
+
+// The guardian's last act for an agent that vanished: once the killed groups are gone (at most
+// 5 s; a dying worker may still create files), removes `dir` (single-threaded forked child).
+void RemoveAfterGroups(const std::string& dir, const pid_t* groups, std::size_t n) {
+  for (int i = 0; i < 50; ++i) {
+    bool any = false;
+    for (std::size_t k = 0; k < n; ++k) any = any || ::kill(-groups[k], 0) == 0;
+    if (!any) break;
+    ::usleep(100000);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
 
 // Marks every fd >= 3 close-on-exec (async-signal-safe).
 void CloexecFrom3() {
@@ -216,6 +230,7 @@ void Guardian::Start() {
       }
     }
     for (std::size_t k = 0; k < ngroups; ++k) ::kill(-groups[k], SIGKILL);
+    if (!cleanup_dir_.empty()) RemoveAfterGroups(cleanup_dir_, groups.data(), ngroups);
     ::_exit(0);
   }
   ::close(sv[1]);

@@ -53,6 +53,10 @@ class Guardian {
   Guardian& operator=(const Guardian&) = delete;
   ~Guardian();
 
+  /// A directory the guardian removes (recursively) once the groups it killed are gone, when
+  /// the agent disappears without closing it first (the flash-checkpoint directory). Call
+  /// before Start().
+  void SetCleanupDir(std::string dir) { cleanup_dir_ = std::move(dir); }
   /// Forks the guardian. Throws SpawnError (125) on failure.
   void Start();
   void Add(pid_t pgid);
@@ -64,6 +68,7 @@ class Guardian {
 
  private:
   void Send(char op, pid_t pgid);
+  std::string cleanup_dir_;
   int fd_ = -1;
   pid_t pid_ = -1;
 };

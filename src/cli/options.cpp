@@ -252,6 +252,14 @@ std::vector<OptionSpec> BuildOptions() {
                .help =
                    "Write a machine-readable JSON summary of the run (configuration, worker exit "
                    "codes, restarts) to this file when tzrun exits."});
+  o.push_back({.strings = {"--flash-checkpoint", "--flash_checkpoint"},
+               .dest = "flash_checkpoint",
+               .arity = kFlag,
+               .extension = true,
+               .help = "Give the workers a private directory in /dev/shm (TZRUN_FLASH_DIR) that "
+                       "outlives worker restarts, for in-memory checkpoints (tzrec_train "
+                       "--flash_checkpoint_steps N); the newest one is copied to the model_dir "
+                       "at exit when newer, and the directory is removed. One-node jobs only."});
   o.push_back({.strings = {"--dry-run", "--dry_run"},
                .dest = "dry_run",
                .arity = kFlag,

@@ -109,6 +109,13 @@ void Parser::Resolve(LaunchConfig& c, std::vector<std::string>& warnings) const 
   c.straggler_timeout = Seconds("straggler_timeout", c.straggler_timeout);
   if (const Raw* r = FindRaw("summary_json")) c.summary_json = r->value;
   c.dry_run = Flag("dry_run");
+  c.flash_checkpoint = Flag("flash_checkpoint");
+  if (c.flash_checkpoint && c.max_nodes > 1) {
+    Fail(Where("flash_checkpoint") + ": flash checkpoints are held by each node's agent, so " +
+         "with --nnodes " + std::to_string(c.min_nodes) + ":" + std::to_string(c.max_nodes) +
+         " no node would hold a whole checkpoint; use it on one-node jobs (--nnodes 1), or rely "
+         "on disk checkpoints (save_checkpoints_steps) across nodes");
+  }
   ResolveLogLevel(c);
   c.platform = ValueOr("platform", "auto");
 }

@@ -63,6 +63,9 @@ struct TrainEvalOptions {
   std::string fine_tune_checkpoint;  // sets train_config.fine_tune_checkpoint when non-empty
   bool continue_train = false;
   bool ignore_restore_optimizer = false;
+  // Every N steps an in-memory checkpoint in tzrun's TZRUN_FLASH_DIR (0: none); see
+  // src/worker/train/flash_checkpoint.hpp.
+  std::int64_t flash_checkpoint_steps = 0;
 };
 int TrainEval(const TrainEvalOptions& options);
 

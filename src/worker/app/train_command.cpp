@@ -32,6 +32,9 @@ int RunTrainEval(int argc, char** argv) {
                  "this model.ckpt-N directory (or of the newest one in this model_dir)");
   app.add_flag("--ignore_restore_optimizer,--ignore-restore-optimizer",
                flags.ignore_restore_optimizer, "restore weights but not optimizer state");
+  app.add_option("--flash_checkpoint_steps,--flash-checkpoint-steps", flags.flash_checkpoint_steps,
+                 "every N steps, an in-memory checkpoint held by tzrun --flash-checkpoint's agent; "
+                 "a restarted group (--continue_train) resumes from it (0: none)");
   parser.Refused("ignore_restore_lr_scheduler", false,
                  "the learning rates are a function of the restored step and epoch, so a resumed "
                  "run always continues the schedule; remove the flag");

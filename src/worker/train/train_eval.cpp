@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dist_model.hpp"
+#include "flash_checkpoint.hpp"
 #include "train_common.hpp"
 #include "tzrec/checkpoint/checkpoint.hpp"
 #include "tzrec/comm/agree.hpp"
@@ -62,7 +63,9 @@ class Trainer {
     step_barrier_ = device_.is_cuda() && cc > 0 && cc < 7;
 
     CheckpointManager ckpt(config_.model_dir(), tc.keep_checkpoint_max(), comm_);
-    std::optional<std::string> restore_dir = ckpt.Latest();
+    flash_ = std::make_unique<FlashCheckpoints>(flags_.flash_checkpoint_steps, config_.model_dir(),
+                                                comm_);
+    std::optional<std::string> restore_dir = flash_->Newer(ckpt.Latest());
     if (restore_dir && !flags_.continue_train) {
       throw ConfigError("model_dir '" + config_.model_dir() + "' already holds checkpoint " +
                         *restore_dir +
@@ -157,7 +160,9 @@ class Trainer {
       }
     }
     global_step_ = info.step;
-    saved_step_ = info.step;  // a resumed run with nothing left to train evaluates, never re-saves
+    // A resumed run with nothing left to train evaluates, never re-saves (a flash checkpoint is
+    // not on disk yet: the final save writes it there).
+    saved_step_ = flash_->IsFlash(dir) ? -1 : info.step;
     const auto extra = nlohmann::json::parse(info.extra_json.empty() ? "{}" : info.extra_json);
     scale_ = extra.value("grad_scale", scale_);
     growth_tracker_ = extra.value("growth_tracker", std::int64_t{0});
@@ -282,6 +287,9 @@ class Trainer {
         if (tc.save_checkpoints_steps() > 0 && global_step_ % tc.save_checkpoints_steps() == 0) {
           SaveAndEval(ckpt, p.last_cursor, p.samples, p.train_start, p.last_loss, p.loss_sum,
                       p.loss_count);
+        }
+        if (flash_->Due(global_step_) && saved_step_ != global_step_) {
+          flash_->Save(CurrentState(global_step_, p.last_cursor));
         }
         cur = std::move(next);
       }
@@ -537,6 +545,7 @@ class Trainer {
 
   PipelineConfig config_;
   Flags flags_;
+  std::unique_ptr<FlashCheckpoints> flash_;  // --flash_checkpoint_steps (flash_checkpoint.hpp)
   std::shared_ptr<Comm> comm_;
   int rank_ = 0;
   int world_ = 1;

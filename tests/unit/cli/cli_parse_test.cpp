@@ -203,6 +203,7 @@ TEST(CliOptions, EveryFlagInEverySpelling) {
       {"run_path", &LaunchConfig::run_path},
       {"virtual_local_rank", &LaunchConfig::virtual_local_rank},
       {"dry_run", &LaunchConfig::dry_run},
+      {"flash_checkpoint", &LaunchConfig::flash_checkpoint},
   };
   int flags = 0;
   for (const auto& spec : detail::Options()) {
