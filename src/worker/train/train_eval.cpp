@@ -483,9 +483,14 @@ class Trainer {
     if (final && saved_step_ == global_step_) {
       // the last step was just saved
     } else {
+      const auto t0 = std::chrono::steady_clock::now();
       const std::string dir = ckpt.Save(CurrentState(global_step_, cursor));
       saved_step_ = global_step_;
-      if (rank_ == 0) std::cout << "tzrec_train: saved " << dir << std::endl;
+      if (rank_ == 0) {
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+            std::chrono::steady_clock::now() - t0);
+        std::cout << "tzrec_train: saved " << dir << " (" << ms.count() << " ms)" << std::endl;
+      }
     }
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -208,7 +208,7 @@ def run_tzrec(a, data: str, work: str, env: dict, batch: int) -> dict:
         if m:
             windows.append((int(m.group(1)), float(m.group(4)), t))
         elif line.startswith("tzrec_train: saved ") and saved_t is None:
-            saved_t = (t, line.split("saved ", 1)[1].strip())
+            saved_t = (t, line.split("saved ", 1)[1].split(" (")[0].strip())
     timed = [w for w in windows if w[0] > a.warmup]
     if len(timed) != a.steps // a.log_every:
         fail_run(f"tzrec_train printed {len(timed)} progress lines after step {a.warmup}, "
