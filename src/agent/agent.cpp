@@ -100,8 +100,13 @@ void Agent::Cleanup(int code) {
     }
   }
   stdio_.reset();
-  if (flash_) {  // the workers are gone: the newest flash checkpoint is final
-    if (auto dir = flash_->PersistNewest([this](const std::string& m) { log_->warn("{}", m); })) {
+  if (flash_) {  // the workers are gone: persist what is staged, and a newer flash checkpoint
+    if (flash_persister_) flash_persister_->Stop();
+    const auto warn = [this](const std::string& m) { log_->warn("{}", m); };
+    for (const auto& dir : flash_->PersistStaged(warn)) {
+      log_->info("flash checkpoint persisted to {}", dir);
+    }
+    if (auto dir = flash_->PersistNewest(warn)) {
       log_->warn("flash checkpoint persisted to {} (newer than the last disk checkpoint)", *dir);
     }
     flash_->Remove();
@@ -266,7 +271,12 @@ void Agent::PrepareJob() {
     log_->info("flash checkpoints: {} (TZRUN_FLASH_DIR)", flash_->Path());
   }
   guardian_.Start();  // before any thread exists (the stores start some)
-  StartWatchdogs();   // file timer, health check (timer_agent.cpp)
+  if (flash_) {
+    flash_persister_ = std::make_unique<detail::FlashPersister>(
+        *flash_, [this](const std::string& m) { log_->info("{}", m); },
+        [this](const std::string& m) { log_->warn("{}", m); });
+  }
+  StartWatchdogs();  // file timer, health check (timer_agent.cpp)
   devnull_ = UniqueFd(::open("/dev/null", O_RDWR | O_CLOEXEC));
   const auto loglevel = base_env_.find("LOGLEVEL");
   events_.emplace(cfg_.event_log_handler, loglevel != base_env_.end() ? loglevel->second : "");

@@ -149,7 +149,8 @@ class Agent {
   std::optional<rendezvous::WatchEvent> pending_event_;  // from the rendezvous watcher
   bool rdzv_done_ = false;                               // shutdown()/abandon() already called
   std::optional<LogDir> log_dir_;
-  std::optional<detail::FlashDir> flash_;  // --flash-checkpoint (flash_dir.hpp)
+  std::optional<detail::FlashDir> flash_;                    // --flash-checkpoint (flash_dir.hpp)
+  std::unique_ptr<detail::FlashPersister> flash_persister_;  // its background copies to disk
   std::unique_ptr<ConsoleSink> console_;
   UniqueFd devnull_;
   std::set<pid_t> preexisting_children_;   // children tzrun inherited (exec from a shell)

@@ -8,19 +8,26 @@
 // as long as the agent: it survives worker restarts, and it is removed when the agent exits
 // (by the agent, or by its guardian process when tzrun itself is SIGKILLed).
 //
-// Before removing it, the agent persists the newest flash checkpoint to the worker's model_dir
-// when it is newer than every checkpoint there (the worker names model_dir in persist.json):
-// copied into model_dir/.model.ckpt-STEP.tmp/, fsynced, renamed to model.ckpt-STEP (never
-// replacing one) and model_dir fsynced — the atomic protocol of tzrec_train's own saves. It does
-// not prune: tzrec_train's next save applies keep_checkpoint_max.
+// Persisting (the worker names model_dir and keep_checkpoint_max in persist.json): a checkpoint the
+// worker wants on disk (its save_checkpoints_steps saves) is staged by hard links under
+// persist/model.ckpt-STEP/ (instant on tmpfs, and immune to the flash directory's own pruning);
+// the agent's persister thread (FlashPersister) copies each staged one into
+// model_dir/.model.ckpt-STEP.tmp/, fsyncs, renames it to model.ckpt-STEP (never replacing one),
+// fsyncs model_dir — the atomic protocol of tzrec_train's own saves — prunes model_dir to the
+// newest keep_checkpoint_max complete checkpoints (rename to .tmp, then delete) and drops the
+// staged links. At exit, after a last pass, the newest flash checkpoint is persisted too when it
+// is newer than every checkpoint in model_dir.
 //
-// Not thread-safe: used from the agent's supervision thread.
+// Thread-safety: a FlashDir is used by one thread at a time (the persister thread, then the
+// agent's thread after FlashPersister::Stop()).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tzrun::agent::detail {
 
@@ -43,11 +50,32 @@ class FlashDir {
   /// do). Failures are reported through `warn` (the run's outcome does not change).
   std::optional<std::string> PersistNewest(const std::function<void(const std::string&)>& warn);
 
+  /// Persists every staged checkpoint (persist/model.ckpt-STEP/), oldest first, then prunes
+  /// model_dir; returns the directories written. Failures go to `warn` (the staged copy stays
+  /// for the next pass).
+  std::vector<std::string> PersistStaged(const std::function<void(const std::string&)>& warn);
+
   /// Removes the directory and everything in it (idempotent).
   void Remove() noexcept;
 
  private:
   std::string path_;
+};
+
+/// Runs FlashDir::PersistStaged every 200 ms on its own thread until Stop().
+class FlashPersister {
+ public:
+  FlashPersister(FlashDir& dir, std::function<void(const std::string&)> info,
+                 std::function<void(const std::string&)> warn);
+  ~FlashPersister();
+  FlashPersister(const FlashPersister&) = delete;
+  FlashPersister& operator=(const FlashPersister&) = delete;
+  /// Stops and joins the thread (idempotent); a pass in progress completes first.
+  void Stop();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 }  // namespace tzrun::agent::detail

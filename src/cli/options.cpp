@@ -258,8 +258,10 @@ std::vector<OptionSpec> BuildOptions() {
                .extension = true,
                .help = "Give the workers a private directory in /dev/shm (TZRUN_FLASH_DIR) that "
                        "outlives worker restarts, for in-memory checkpoints (tzrec_train "
-                       "--flash_checkpoint_steps N); the newest one is copied to the model_dir "
-                       "at exit when newer, and the directory is removed. One-node jobs only."});
+                       "--flash_checkpoint_steps N); the agent copies the disk saves the workers "
+                       "stage there into their model_dir in the background, and at exit the "
+                       "newest flash checkpoint when newer; then the directory is removed. "
+                       "One-node jobs only."});
   o.push_back({.strings = {"--dry-run", "--dry_run"},
                .dest = "dry_run",
                .arity = kFlag,

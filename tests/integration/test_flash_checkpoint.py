@@ -207,3 +207,43 @@ def test_flash_checkpoint_steps_refused_without_tzrun_flash_dir(tmp_path, criteo
     assert r.returncode == 2, details(r)
     assert "--flash_checkpoint_steps 2: TZRUN_FLASH_DIR is not set" in r.stdout + r.stderr, details(r)
     assert "tzrun --flash-checkpoint" in r.stdout + r.stderr
+
+
+@pytest.mark.needs_shared_data
+def test_disk_saves_go_through_memory_and_tzrun_persists_them_in_the_background(
+        tmp_path, criteo, small_dlrm):
+    """With flash checkpoints on, a save_checkpoints_steps save is written into memory and copied
+    to model_dir by tzrun's agent while training goes on; keep_checkpoint_max is applied there,
+    and the checkpoints equal those of a run that saved to disk itself."""
+    total, every = 400, 100
+    edit = steps_edit(total, save_every=every, log_every=50, **{"train_config.keep_checkpoint_max": 2})
+    straight = tmp_path / "straight"
+    r = subprocess.run(flash_cmd(small_dlrm, straight, criteo, edit, 0, tzrun_flags=()),
+                       capture_output=True, text=True, timeout=300, env=job_env())
+    assert r.returncode == 0, details(r)
+    md = tmp_path / "m"
+    p = subprocess.Popen(flash_cmd(small_dlrm, md, criteo, edit, 10), stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, env=job_env())
+    out, seen_while_running = [], None
+    for line in p.stdout:
+        out.append(line)
+        if seen_while_running is None and line.startswith(f"tzrec_train: saved {md / 'model.ckpt-100'} ("):
+            assert "into memory, tzrun writes it to disk" in line, line
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and p.poll() is None:
+                if (md / "model.ckpt-100" / "metadata.json").exists():
+                    seen_while_running = True
+                    break
+                time.sleep(0.01)
+            else:
+                seen_while_running = False
+    p.wait(timeout=300)
+    text = "".join(out)
+    assert p.returncode == 0, text[-4000:]
+    assert seen_while_running, "model.ckpt-100 did not reach model_dir while the job ran:\n" + text[-4000:]
+    # keep_checkpoint_max 2, applied by the agent; no temporary directory left.
+    assert list(checkpoints(md)) == list(checkpoints(straight)) == [300, 400], text[-3000:]
+    assert not list(md.glob(".model.ckpt-*"))
+    compare_checkpoints(checkpoints(straight)[400], checkpoints(md)[400])
+    compare_checkpoints(checkpoints(straight)[300], checkpoints(md)[300])
+    assert not flash_dirs(p.pid)

@@ -65,8 +65,8 @@ std::string FlashDirFor(std::int64_t steps, const char* env_dir, int world, int 
 }
 
 FlashCheckpoints::FlashCheckpoints(std::int64_t steps, const std::string& model_dir,
-                                   std::shared_ptr<Comm> comm)
-    : steps_(steps), rank_(comm->Rank()) {
+                                   std::int64_t keep_max, std::shared_ptr<Comm> comm)
+    : steps_(steps), model_dir_(fs::absolute(model_dir).string()), rank_(comm->Rank()) {
   if (steps == 0) return;
   const char* lws = std::getenv("LOCAL_WORLD_SIZE");
   const int local_world = lws != nullptr ? std::atoi(lws) : comm->WorldSize();
@@ -75,7 +75,8 @@ FlashCheckpoints::FlashCheckpoints(std::int64_t steps, const std::string& model_
   if (rank_ == 0) {
     const fs::path hint = fs::path(dir_) / "persist.json";
     const fs::path tmp = fs::path(dir_) / ".persist.json.tmp";
-    std::ofstream(tmp) << nlohmann::json{{"model_dir", fs::absolute(model_dir).string()}}.dump();
+    std::ofstream(tmp)
+        << nlohmann::json{{"model_dir", model_dir_}, {"keep_checkpoint_max", keep_max}}.dump();
     fs::rename(tmp, hint);
   }
 }
@@ -83,6 +84,30 @@ FlashCheckpoints::FlashCheckpoints(std::int64_t steps, const std::string& model_
 std::optional<std::string> FlashCheckpoints::Newer(const std::optional<std::string>& disk) const {
   if (!manager_) return disk;
   return NewerCheckpoint(disk, manager_->Latest());
+}
+
+std::string FlashCheckpoints::SaveForDisk(const TrainState& state) {
+  // A flash save of this very step (the last step is often one) is staged as it is. Every rank
+  // sees the same directory (one host), so the ranks agree on skipping the collective Save.
+  const std::optional<std::string> latest = manager_->Latest();
+  const std::string dir = latest && StepOf(*latest) == state.step ? *latest : manager_->Save(state);
+  const fs::path name = fs::path(dir).filename();
+  if (rank_ == 0) {  // stage by hard links: the next flash save may prune `dir` itself
+    const fs::path staged = fs::path(dir_) / "persist" / name;
+    const fs::path tmp = fs::path(dir_) / "persist" / ("." + name.string() + ".tmp");
+    fs::remove_all(tmp);
+    for (const auto& e : fs::recursive_directory_iterator(dir)) {
+      const fs::path to = tmp / fs::relative(e.path(), dir);
+      if (e.is_directory()) {
+        fs::create_directories(to);
+      } else {
+        fs::create_directories(to.parent_path());
+        fs::create_hard_link(e.path(), to);
+      }
+    }
+    fs::rename(tmp, staged);  // the agent only takes complete model.ckpt-STEP names
+  }
+  return (fs::path(model_dir_) / name).string();
 }
 
 bool FlashCheckpoints::IsFlash(const std::string& dir) const {

@@ -64,7 +64,7 @@ class Trainer {
 
     CheckpointManager ckpt(config_.model_dir(), tc.keep_checkpoint_max(), comm_);
     flash_ = std::make_unique<FlashCheckpoints>(flags_.flash_checkpoint_steps, config_.model_dir(),
-                                                comm_);
+                                                tc.keep_checkpoint_max(), comm_);
     std::optional<std::string> restore_dir = flash_->Newer(ckpt.Latest());
     if (restore_dir && !flags_.continue_train) {
       throw ConfigError("model_dir '" + config_.model_dir() + "' already holds checkpoint " +
@@ -484,12 +484,15 @@ class Trainer {
       // the last step was just saved
     } else {
       const auto t0 = std::chrono::steady_clock::now();
-      const std::string dir = ckpt.Save(CurrentState(global_step_, cursor));
+      const TrainState state = CurrentState(global_step_, cursor);
+      const std::string dir = flash_->Enabled() ? flash_->SaveForDisk(state) : ckpt.Save(state);
       saved_step_ = global_step_;
       if (rank_ == 0) {
         const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
             std::chrono::steady_clock::now() - t0);
-        std::cout << "tzrec_train: saved " << dir << " (" << ms.count() << " ms)" << std::endl;
+        std::cout << "tzrec_train: saved " << dir << " (" << ms.count() << " ms"
+                  << (flash_->Enabled() ? "; into memory, tzrun writes it to disk" : "") << ")"
+                  << std::endl;
       }
     }
     const double secs =

@@ -96,5 +96,39 @@ TEST(FlashDir, PersistNewestCopiesOnlyANewerCheckpoint) {
   d.Remove();
 }
 
+TEST(FlashDir, PersistStagedCopiesOldestFirstPrunesAndDropsTheStagedLinks) {
+  Scratch s;
+  FlashDir d = FlashDir::Create(s.root.string());
+  const fs::path flash(d.Path());
+  const fs::path model = s.root / "model";
+  std::vector<std::string> warnings;
+  auto warn = [&](const std::string& m) { warnings.push_back(m); };
+  EXPECT_TRUE(d.PersistStaged(warn).empty());  // nothing staged
+  Write(flash / "persist.json",
+        "{\"model_dir\": \"" + model.string() + "\", \"keep_checkpoint_max\": 2}");
+  for (int step : {5, 10, 15}) {
+    Write(flash / "persist" / ("model.ckpt-" + std::to_string(step)) / "metadata.json",
+          std::to_string(step));
+  }
+  fs::create_directories(flash / "persist" / ".model.ckpt-20.tmp");  // staging in progress
+  Write(model / "model.ckpt-1" / "metadata.json", "1");              // an older disk one
+  const auto written = d.PersistStaged(warn);
+  ASSERT_EQ(written.size(), 3U);
+  EXPECT_EQ(written[0], (model / "model.ckpt-5").string());
+  EXPECT_EQ(written[2], (model / "model.ckpt-15").string());
+  EXPECT_FALSE(fs::exists(model / "model.ckpt-1"));  // keep_checkpoint_max 2
+  EXPECT_FALSE(fs::exists(model / "model.ckpt-5"));
+  EXPECT_EQ(Read(model / "model.ckpt-10" / "metadata.json"), "10");
+  EXPECT_EQ(Read(model / "model.ckpt-15" / "metadata.json"), "15");
+  EXPECT_FALSE(fs::exists(flash / "persist" / "model.ckpt-10"));      // links dropped
+  EXPECT_TRUE(fs::exists(flash / "persist" / ".model.ckpt-20.tmp"));  // not taken half-staged
+  // A checkpoint already in model_dir is never replaced.
+  Write(flash / "persist" / "model.ckpt-15" / "metadata.json", "other");
+  EXPECT_TRUE(d.PersistStaged(warn).empty());
+  EXPECT_EQ(Read(model / "model.ckpt-15" / "metadata.json"), "15");
+  EXPECT_TRUE(warnings.empty());
+  d.Remove();
+}
+
 }  // namespace
 }  // namespace tzrun::agent::detail
