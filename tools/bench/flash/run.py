@@ -8,9 +8,11 @@ from a rank's crash to the restarted group's first step, both measured in the sa
 Job: examples/configs/synthetic_criteo.config with every table's num_buckets = --rows-per-table
 (weights + element-wise Adagrad state: 26 * R * 16 * 4 B * 2), 2 ranks on CPU over Gloo, data from
 tools/gen_data/gen_data.py --kind criteo. Two runs of the same job:
-  flash  tzrun --flash-checkpoint --max-restarts 1 ... tzrec_train --flash_checkpoint_steps K
-         (disk save only at the end)
-  disk   tzrun --max-restarts 1 ... tzrec_train with train_config.save_checkpoints_steps K
+  flash  tzrun --flash-checkpoint --max-restarts 1 ... tzrec_train --flash_checkpoint_steps K,
+         train_config.save_checkpoints_steps K: each save goes into memory and tzrun's agent
+         writes it to model_dir in the background
+  disk   tzrun --max-restarts 1 ... tzrec_train with train_config.save_checkpoints_steps K: each
+         save is written to model_dir by the ranks (fsync included)
 In each, rank 1 is SIGKILLed right after the second save; tzrun restarts the group, which resumes
 (--continue_train) from the flash checkpoint or from the disk one.
 Figures: stall per save = the ms rank 0 prints on its "flash checkpoint ... (N ms)" /
@@ -40,7 +42,7 @@ import pbtext  # noqa: E402 (tools/config/pbtext.py: .config text -> dict)
 
 BIN = os.path.join(ROOT, "build", "bin")
 PROGRESS = re.compile(r"^step (\d+)/(\d+)\s+loss (\S+).*?samples/s (\S+)")
-SAVE = re.compile(r"^tzrec_train: (?:flash checkpoint|saved) (\S+) \((?:(\d+) kB, )?(\d+) ms\)")
+SAVE = re.compile(r"^tzrec_train: (?:flash checkpoint|saved) (\S+) \((?:(\d+) kB, )?(\d+) ms")
 
 
 def sh(cmd, **kw):
@@ -81,7 +83,7 @@ def run(kind: str, a, cfg: str, data: str, work: str) -> dict:
     md = os.path.join(work, f"model_{kind}")
     edit = {"train_config.num_steps": a.steps, "train_config.num_epochs": 0,
             "train_config.log_step_count_steps": 1,
-            "train_config.save_checkpoints_steps": a.every if kind == "disk" else a.steps,
+            "train_config.save_checkpoints_steps": a.every,
             "data_config.batch_size": a.batch}
     cmd = [os.path.join(BIN, "tzrun"), "--standalone", "--nproc-per-node=2", "--max-restarts=1"]
     if kind == "flash":
