@@ -91,16 +91,22 @@ class KeyedTensor {
   const std::vector<std::int64_t>& LengthPerKey() const { return length_per_key_; }
   std::vector<std::int64_t> OffsetPerKey() const;
   const at::Tensor& Values() const { return values_; }
-  // [B, D_key] view of one key's columns; std::out_of_range if absent.
+  // [B, D_key] view of one key's columns; std::out_of_range if absent. Every key's view comes
+  // from one split of the values (made on the first call, kept), so in autograd all keys share
+  // one backward node: the gradient of values is assembled once, not as one zero-filled
+  // [B, ΣD] tensor per key read (as per-key narrow() views would give).
   at::Tensor operator[](const std::string& key) const;
   // Concatenation of the given keys' columns in that order (TorchRec KeyedTensor.regroup for
   // one group).
   at::Tensor Regroup(const std::vector<std::string>& keys) const;
 
  private:
+  const std::vector<at::Tensor>& Parts() const;
+
   std::vector<std::string> keys_;
   std::vector<std::int64_t> length_per_key_;
   at::Tensor values_;
+  mutable std::vector<at::Tensor> parts_;  // values_.split_with_sizes(length_per_key_, 1), lazily
 };
 
 }  // namespace tzrec

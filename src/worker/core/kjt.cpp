@@ -410,11 +410,14 @@ std::vector<std::int64_t> KeyedTensor::OffsetPerKey() const {
   return out;
 }
 
+const std::vector<at::Tensor>& KeyedTensor::Parts() const {
+  if (parts_.empty() && !keys_.empty()) parts_ = values_.split_with_sizes(length_per_key_, 1);
+  return parts_;
+}
+
 at::Tensor KeyedTensor::operator[](const std::string& key) const {
-  std::int64_t offset = 0;
   for (std::size_t i = 0; i < keys_.size(); ++i) {
-    if (keys_[i] == key) return values_.narrow(1, offset, length_per_key_[i]);
-    offset += length_per_key_[i];
+    if (keys_[i] == key) return Parts()[i];
   }
   throw std::out_of_range("KeyedTensor: no key '" + key + "'; available keys: " + KeyList(keys_));
 }

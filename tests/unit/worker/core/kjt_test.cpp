@@ -200,5 +200,18 @@ TEST(KeyedTensor, IndexingAndRegroup) {
   EXPECT_THROW(KeyedTensor({"x", "y"}, {5}, values), std::invalid_argument);
 }
 
+TEST(KeyedTensor, KeysShareOneBackwardNodeAndGradientsLandInTheirColumns) {
+  // Every key's view comes from one split: reading several keys (some twice) gives the values'
+  // gradient each key's own gradient in its columns and zeros in unread ones, as per-key narrow()
+  // views did, but from one backward node instead of one zero-filled [B, sum D] tensor per read.
+  auto values = at::arange(12, at::kFloat).view({2, 6}).set_requires_grad(true);
+  KeyedTensor kt({"a", "b", "c"}, {1, 2, 3}, values);
+  EXPECT_EQ(kt["a"].grad_fn().get(), kt["c"].grad_fn().get());
+  const auto loss =
+      kt["c"].mul(2).sum().add(kt["a"].sum()).add(kt["a"].sum()).add(kt.Regroup({"c"}).sum());
+  loss.backward();
+  EXPECT_EQ(FVec(values.grad()), (std::vector<float>{2, 0, 0, 3, 3, 3, 2, 0, 0, 3, 3, 3}));
+}
+
 }  // namespace
 }  // namespace tzrec
