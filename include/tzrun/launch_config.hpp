@@ -94,6 +94,9 @@ struct LaunchConfig {
   /// --flash-checkpoint: a memory-backed directory per run for the workers' flash checkpoints
   /// (TZRUN_FLASH_DIR; src/agent/flash_dir.hpp). One-node jobs only.
   bool flash_checkpoint = false;
+  /// --hang-timeout S: stop and restart the group when a rank reports no progress for S s
+  /// (TZRUN_PROGRESS_FILE; src/agent/hang_detector.hpp). 0: off.
+  double hang_timeout = 0.0;
   std::string log_level = "warning";  ///< tzrun's own log level (LOGLEVEL env as torchrun)
   std::string platform = "auto";      ///< --platform auto|dlc|kubeflow|slurm|none (env detection)
   /// --exit-barrier-timeout S: torchrun's LocalElasticAgent(exit_barrier_timeout=300), which

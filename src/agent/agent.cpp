@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <utility>
 
@@ -110,6 +111,10 @@ void Agent::Cleanup(int code) {
       log_->warn("flash checkpoint persisted to {} (newer than the last disk checkpoint)", *dir);
     }
     flash_->Remove();
+  }
+  if (!progress_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(progress_dir_, ec);
   }
   StopWatchdogs();
   if (rdzv_ && !rdzv_done_) {
@@ -265,9 +270,10 @@ void Agent::PrepareJob() {
         "escape cleanup",
         base::ErrnoText(errno));
   }
+  if (cfg_.hang_timeout > 0) OpenProgressDir();
   if (cfg_.flash_checkpoint) {
     flash_.emplace(detail::FlashDir::Create());
-    guardian_.SetCleanupDir(flash_->Path());  // removed even when tzrun itself is SIGKILLed
+    guardian_.AddCleanupDir(flash_->Path());  // removed even when tzrun itself is SIGKILLed
     log_->info("flash checkpoints: {} (TZRUN_FLASH_DIR)", flash_->Path());
   }
   guardian_.Start();  // before any thread exists (the stores start some)
@@ -487,6 +493,12 @@ void Agent::StartWorker(const WorkerSpec& spec, const std::string& prefix_templa
   detail::SpawnRequest req;
   req.env = BuildWorkerEnv(cfg_, spec, base_env_, master_addr_, master_port_, w.error_file);
   if (flash_) req.env["TZRUN_FLASH_DIR"] = flash_->Path();
+  if (!progress_dir_.empty()) {
+    req.env["TZRUN_PROGRESS_FILE"] = ProgressFile(lr);
+    ::unlink(ProgressFile(lr).c_str());  // a new attempt's rank has not reported yet
+    if (progress_.size() <= static_cast<std::size_t>(lr)) progress_.resize(lr + 1);
+    progress_[lr] = {};
+  }
   req.argv = BuildWorkerArgv(cfg_, lr, req.env);
   req.program = program_;
   req.child_mask = signals_->ChildMask();

@@ -29,6 +29,7 @@
 
 #include "events.hpp"
 #include "flash_dir.hpp"
+#include "hang_detector.hpp"
 #include "health_server.hpp"
 #include "logs.hpp"
 #include "process.hpp"
@@ -61,6 +62,7 @@ struct Worker {
   bool muted = false;                      // --local-ranks-filter hides its output
   bool stopped_by_tzrun = false;           // StopGroup() signalled it before it was reaped
   std::optional<std::string> stderr_tail;  // failed workers only, captured by CaptureTails()
+  std::optional<std::string> hang;         // --hang-timeout killed it (hang_agent.cpp)
 };
 
 class Agent {
@@ -99,6 +101,9 @@ class Agent {
   /// Straggler warning / --straggler-timeout (straggler.hpp); true: it was stopped, the
   /// group failed. `timeout_ms`: poll timeout until its next deadline (-1: none).
   bool WatchStraggler(bool& warned, int& timeout_ms);
+  bool WatchHangs(int& timeout_ms);  // --hang-timeout (hang_agent.cpp)
+  void OpenProgressDir();
+  [[nodiscard]] std::string ProgressFile(int local_rank) const;
   void StopGroup(int sig);
   void KillGroup(int sig);
   void WaitEvents(int timeout_ms, bool* escalate);
@@ -149,6 +154,9 @@ class Agent {
   std::optional<rendezvous::WatchEvent> pending_event_;  // from the rendezvous watcher
   bool rdzv_done_ = false;                               // shutdown()/abandon() already called
   std::optional<LogDir> log_dir_;
+  std::string progress_dir_;                    // --hang-timeout: the workers' TZRUN_PROGRESS_FILEs
+  std::vector<detail::RankProgress> progress_;  // by local rank, reset per attempt
+  std::chrono::steady_clock::time_point next_progress_read_{};
   std::optional<detail::FlashDir> flash_;                    // --flash-checkpoint (flash_dir.hpp)
   std::unique_ptr<detail::FlashPersister> flash_persister_;  // its background copies to disk
   std::unique_ptr<ConsoleSink> console_;

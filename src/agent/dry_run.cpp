@@ -62,6 +62,10 @@ std::vector<PlannedWorker> PlanWorkers(const LaunchConfig& cfg, const Env& base_
                               "<log dir>/attempt_0/" + std::to_string(lr) + "/error.json");
     if (dynamic) env["MASTER_PORT"] = "<free port>";
     if (cfg.flash_checkpoint) env["TZRUN_FLASH_DIR"] = "/dev/shm/tzrun-flash-<pid>-<random>";
+    if (cfg.hang_timeout > 0) {
+      env["TZRUN_PROGRESS_FILE"] =
+          "$TMPDIR/tzrun-progress-<pid>-<random>/rank_" + std::to_string(lr);
+    }
     auto argv = BuildWorkerArgv(cfg, lr, env);
     workers.emplace_back(std::move(argv), std::move(env));
   }
@@ -99,6 +103,8 @@ void PrintConfiguration(const LaunchConfig& cfg) {
   std::printf("  exit_barrier_timeout=%gs straggler_warning=%s straggler_timeout=%s\n",
               cfg.exit_barrier_timeout, SecondsOrOff(cfg.straggler_warning).c_str(),
               SecondsOrOff(cfg.straggler_timeout).c_str());
+  std::printf("  hang_timeout=%s flash_checkpoint=%s\n", SecondsOrOff(cfg.hang_timeout).c_str(),
+              cfg.flash_checkpoint ? "on" : "off");
 }
 
 /// Every variable torchrun sets is shown, even when it equals the agent's own value

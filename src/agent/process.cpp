@@ -230,7 +230,7 @@ void Guardian::Start() {
       }
     }
     for (std::size_t k = 0; k < ngroups; ++k) ::kill(-groups[k], SIGKILL);
-    if (!cleanup_dir_.empty()) RemoveAfterGroups(cleanup_dir_, groups.data(), ngroups);
+    for (const auto& dir : cleanup_dirs_) RemoveAfterGroups(dir, groups.data(), ngroups);
     ::_exit(0);
   }
   ::close(sv[1]);

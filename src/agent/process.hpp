@@ -54,9 +54,8 @@ class Guardian {
   ~Guardian();
 
   /// A directory the guardian removes (recursively) once the groups it killed are gone, when
-  /// the agent disappears without closing it first (the flash-checkpoint directory). Call
-  /// before Start().
-  void SetCleanupDir(std::string dir) { cleanup_dir_ = std::move(dir); }
+  /// the agent disappears (the flash-checkpoint and progress directories). Call before Start().
+  void AddCleanupDir(std::string dir) { cleanup_dirs_.push_back(std::move(dir)); }
   /// Forks the guardian. Throws SpawnError (125) on failure.
   void Start();
   void Add(pid_t pgid);
@@ -68,7 +67,7 @@ class Guardian {
 
  private:
   void Send(char op, pid_t pgid);
-  std::string cleanup_dir_;
+  std::vector<std::string> cleanup_dirs_;
   int fd_ = -1;
   pid_t pid_ = -1;
 };

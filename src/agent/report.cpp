@@ -297,6 +297,7 @@ std::string FailureBlock(std::size_t idx, const WorkerFailure& f, std::string_vi
            ")\n";
   block += "  error_file: " + (info ? f.error_file : std::string(kNotAvailable)) + "\n";
   block += "  traceback : " + msg;
+  if (f.hang) block += "\n  hang      : " + ReplaceAll(*f.hang, "\n", "\n    ");
   if (!has_info && f.stderr_tail && !f.stderr_tail->empty()) {
     block += "\n  stderr    : last " + LinesWord(CountLines(*f.stderr_tail)) + ":\n    " +
              ReplaceAll(*f.stderr_tail, "\n", "\n    ");

@@ -101,6 +101,8 @@ struct WorkerFailure {
   bool muted = false;  ///< its console output was hidden by --local-ranks-filter
   std::optional<std::string> stderr_tail =
       std::nullopt;  ///< last stderr lines; nullopt: not captured
+  /// --hang-timeout killed it: why (its last report, how long ago, its threads).
+  std::optional<std::string> hang = std::nullopt;
 };
 
 /// "SIGKILL" for 9 etc. (Python's signal.Signals(n).name); "<N/A>" if unknown.

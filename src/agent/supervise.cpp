@@ -37,6 +37,7 @@ AttemptResult Agent::Monitor() {
     if (pending_event_) return AttemptResult::kPeerEvent;
     int timeout_ms = -1;
     if (WatchStraggler(straggler_warned, timeout_ms)) return AttemptResult::kFailed;
+    if (WatchHangs(timeout_ms)) return AttemptResult::kFailed;
     WaitEvents(timeout_ms, nullptr);
   }
 }
@@ -172,8 +173,9 @@ void Agent::RecordExit(Worker& w, int status) {
   f.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
   f.error_file = w.error_file;
   f.time = w.end_time;
-  f.stopped_by_tzrun = w.stopped_by_tzrun;
+  f.stopped_by_tzrun = w.stopped_by_tzrun && !w.hang;  // a hung rank is the cause, not a victim
   f.muted = w.muted;
+  f.hang = w.hang;
   log_->info("worker local_rank {} (pid {}) failed: {}", w.local_rank, w.pid,
              f.signal != 0 ? "killed by " + SignalName(f.signal)
                            : "exit code " + std::to_string(f.exit_code));

@@ -262,6 +262,17 @@ std::vector<OptionSpec> BuildOptions() {
                        "stage there into their model_dir in the background, and at exit the "
                        "newest flash checkpoint when newer; then the directory is removed. "
                        "One-node jobs only."});
+  o.push_back({.strings = {"--hang-timeout", "--hang_timeout"},
+               .dest = "hang_timeout",
+               .arity = kValue,
+               .type = kFloat,
+               .extension = true,
+               .help = "Seconds without a progress report (TZRUN_PROGRESS_FILE, which each "
+                       "worker gets; tzrec_train and examples/progress_helper.py write it) "
+                       "after which a rank that reported before counts as hung: tzrun kills "
+                       "it, stops the group and restarts it within --max-restarts, naming "
+                       "the rank, its last step and phase and its threads' states. Default: "
+                       "0 (off)."});
   o.push_back({.strings = {"--dry-run", "--dry_run"},
                .dest = "dry_run",
                .arity = kFlag,

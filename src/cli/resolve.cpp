@@ -110,6 +110,7 @@ void Parser::Resolve(LaunchConfig& c, std::vector<std::string>& warnings) const 
   if (const Raw* r = FindRaw("summary_json")) c.summary_json = r->value;
   c.dry_run = Flag("dry_run");
   c.flash_checkpoint = Flag("flash_checkpoint");
+  c.hang_timeout = Seconds("hang_timeout", c.hang_timeout);
   if (c.flash_checkpoint && c.max_nodes > 1) {
     Fail(Where("flash_checkpoint") + ": flash checkpoints are held by each node's agent, so " +
          "with --nnodes " + std::to_string(c.min_nodes) + ":" + std::to_string(c.max_nodes) +

@@ -18,6 +18,7 @@
 
 #include "dist_model.hpp"
 #include "flash_checkpoint.hpp"
+#include "progress_report.hpp"
 #include "train_common.hpp"
 #include "tzrec/checkpoint/checkpoint.hpp"
 #include "tzrec/comm/agree.hpp"
@@ -281,6 +282,7 @@ class Trainer {
         if (step_barrier_) comm_->Barrier();  // CC < 7.0: TorchEasyRec's NCCL deadlock workaround
         std::optional<Fetched> next = Fetch(ds, true);  // input dist of batch k+1 overlaps batch k
         TrainStep(*cur, p);
+        progress_.Report(global_step_, "train");
         if (tc.log_step_count_steps() > 0 && global_step_ % tc.log_step_count_steps() == 0) {
           LogProgress(p);
         }
@@ -289,6 +291,7 @@ class Trainer {
                       p.loss_count);
         }
         if (flash_->Due(global_step_) && saved_step_ != global_step_) {
+          progress_.Report(global_step_, "checkpoint");
           flash_->Save(CurrentState(global_step_, p.last_cursor));
         }
         cur = std::move(next);
@@ -483,6 +486,7 @@ class Trainer {
     if (final && saved_step_ == global_step_) {
       // the last step was just saved
     } else {
+      progress_.Report(global_step_, "checkpoint");
       const auto t0 = std::chrono::steady_clock::now();
       const TrainState state = CurrentState(global_step_, cursor);
       const std::string dir = flash_->Enabled() ? flash_->SaveForDisk(state) : ckpt.Save(state);
@@ -500,6 +504,7 @@ class Trainer {
     samples_per_sec_ = static_cast<double>(samples) * world_ / std::max(secs, 1e-9);
     // One evaluation per step: the final call after a save step does not evaluate again.
     if (!config_.eval_input_path().empty() && evaluated_step_ != global_step_) {
+      progress_.Report(global_step_, "eval");
       Evaluate();
       evaluated_step_ = global_step_;
     }
@@ -553,7 +558,9 @@ class Trainer {
 
   PipelineConfig config_;
   Flags flags_;
-  std::unique_ptr<FlashCheckpoints> flash_;  // --flash_checkpoint_steps (flash_checkpoint.hpp)
+  std::unique_ptr<FlashCheckpoints> flash_;
+  ProgressReporter progress_;  // tzrun --hang-timeout (progress_report.hpp)  //
+                               // --flash_checkpoint_steps (flash_checkpoint.hpp)
   std::shared_ptr<Comm> comm_;
   int rank_ = 0;
   int world_ = 1;

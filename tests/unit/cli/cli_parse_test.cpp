@@ -137,6 +137,8 @@ std::vector<ValueCase> ValueCases() {
        [](const LaunchConfig& c) { EXPECT_DOUBLE_EQ(c.straggler_warning, 5.0); }},
       {"--straggler-timeout", "6",
        [](const LaunchConfig& c) { EXPECT_DOUBLE_EQ(c.straggler_timeout, 6.0); }},
+      {"--hang-timeout", "7.5",
+       [](const LaunchConfig& c) { EXPECT_DOUBLE_EQ(c.hang_timeout, 7.5); }},
       {"--max-membership-restarts", "-1",
        [](const LaunchConfig& c) { EXPECT_EQ(c.max_membership_restarts, -1); }},
       {"--no-restart-exit-codes", " 3, 2,,3",

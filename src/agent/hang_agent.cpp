@@ -1,0 +1,94 @@
+// The agent's side of --hang-timeout (src/agent/hang_detector.hpp): the progress directory, the
+// reading of the workers' reports and the stop of a hung group.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "agent_error.hpp"
+#include "agent_impl.hpp"
+#include "tzrun/base/system.hpp"
+
+namespace tzrun::agent {
+namespace {
+
+constexpr std::chrono::milliseconds kReadEvery{1000};
+
+std::string TempRoot() {
+  const char* t = std::getenv("TMPDIR");
+  return t != nullptr && *t != '\0' ? t : "/tmp";
+}
+
+}  // namespace
+
+void Agent::OpenProgressDir() {
+  std::string tmpl = TempRoot() + "/tzrun-progress-" + std::to_string(::getpid()) + "-XXXXXX";
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    throw AgentError("--hang-timeout: cannot create the progress directory '" + tmpl +
+                         "': " + base::ErrnoText(errno) + "; set TMPDIR to a writable directory",
+                     exit_code::kInfrastructure);
+  }
+  progress_dir_ = tmpl;
+  guardian_.AddCleanupDir(progress_dir_);  // gone even when tzrun itself is SIGKILLed
+}
+
+std::string Agent::ProgressFile(int local_rank) const {
+  return progress_dir_ + "/rank_" + std::to_string(local_rank);
+}
+
+bool Agent::WatchHangs(int& timeout_ms) {
+  if (progress_dir_.empty() || workers_.empty()) return false;
+  const auto now = detail::ProgressClock::now();
+  if (now < next_progress_read_) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(next_progress_read_ - now);
+    timeout_ms = timeout_ms < 0 ? static_cast<int>(left.count() + 1)
+                                : std::min(timeout_ms, static_cast<int>(left.count() + 1));
+    return false;
+  }
+  next_progress_read_ = now + kReadEvery;
+  timeout_ms = timeout_ms < 0 ? static_cast<int>(kReadEvery.count())
+                              : std::min(timeout_ms, static_cast<int>(kReadEvery.count()));
+  std::vector<detail::RankProgress> live;
+  std::vector<std::size_t> index;  // live[i] is workers_[index[i]]
+  for (std::size_t i = 0; i < workers_.size(); ++i) {
+    const Worker& w = workers_[i];
+    auto& p = progress_[static_cast<std::size_t>(w.local_rank)];
+    const std::string line = detail::ReadProgressLine(ProgressFile(w.local_rank));
+    if (!line.empty() && (!p.line || *p.line != line)) {
+      p.line = line;
+      p.last_change = now;
+    }
+    if (w.reaped) continue;
+    live.push_back(p);
+    index.push_back(i);
+  }
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(cfg_.hang_timeout * 1000));
+  const auto stalled = detail::StalledRanks(live, now, timeout);
+  if (stalled.empty()) return false;
+  for (std::size_t s : stalled) {
+    Worker& w = workers_[index[s]];
+    const double quiet_s = std::chrono::duration<double>(now - live[s].last_change).count();
+    std::string why = "no progress for " + std::to_string(static_cast<long long>(quiet_s)) +
+                      " s (--hang-timeout " + std::to_string(cfg_.hang_timeout).substr(0, 6) +
+                      "); last report: " + detail::DescribeReport(*live[s].line) +
+                      "\nthreads: " + detail::ThreadStates(w.pid);
+    const std::string bt = s < 2 ? detail::GdbBacktrace(w.pid) : "";
+    if (!bt.empty()) why += "\ngdb backtrace:\n" + bt;
+    log_->error(
+        "hang detected: rank {} (local_rank {}, pid {}) made no progress for {:.0f} s "
+        "(--hang-timeout {}); last report: {}; killing it and restarting the group",
+        w.global_rank, w.local_rank, w.pid, quiet_s, cfg_.hang_timeout,
+        detail::DescribeReport(*live[s].line));
+    w.hang = why;
+    ::killpg(w.pid, SIGKILL);
+  }
+  StopGroup(SIGTERM);
+  return true;
+}
+
+}  // namespace tzrun::agent

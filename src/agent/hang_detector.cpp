@@ -1,0 +1,88 @@
+#include "hang_detector.hpp"
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace tzrun::agent::detail {
+
+std::vector<std::size_t> StalledRanks(const std::vector<RankProgress>& ranks,
+                                      ProgressClock::time_point now,
+                                      std::chrono::milliseconds timeout) {
+  // Whether peers still progress (the stale ones fell behind) or none does (the whole group
+  // stopped), every reporting rank without progress for `timeout` is stalled.
+  std::vector<std::size_t> stale;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i].line && now - ranks[i].last_change >= timeout) stale.push_back(i);
+  }
+  return stale;
+}
+
+std::string DescribeReport(const std::string& line) {
+  std::istringstream in(line);
+  long long step = 0;
+  std::string phase;
+  if (in >> step >> phase) return "step " + std::to_string(step) + ", phase " + phase;
+  return "'" + line + "'";
+}
+
+std::string ReadProgressLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (in) std::getline(in, line);
+  return line;
+}
+
+std::string ThreadStates(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return "(no /proc entry)";
+  std::string out;
+  int shown = 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::ifstream in(dir + "/" + e->d_name + "/stat");
+    std::string stat;
+    std::getline(in, stat);
+    const auto open = stat.find('(');
+    const auto close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close + 2 >= stat.size()) {
+      continue;
+    }
+    if (shown++ == 32) {
+      out += ", ...";
+      break;
+    }
+    out += (out.empty() ? "" : ", ") + std::string("tid ") + e->d_name + " " +
+           stat.substr(open, close - open + 1) + " " + stat[close + 2];
+  }
+  ::closedir(d);
+  return out.empty() ? "(no threads)" : out;
+}
+
+std::string GdbBacktrace(pid_t pid, int timeout_s, std::size_t max_bytes) {
+  const std::string cmd = "command -v gdb >/dev/null 2>&1 && timeout " + std::to_string(timeout_s) +
+                          " gdb -batch -nx -p " + std::to_string(pid) +
+                          " -ex 'thread apply all bt' 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return "";
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) {
+    if (out.size() < max_bytes) out.append(buf.data(), std::min(n, max_bytes - out.size()));
+  }
+  ::pclose(p);
+  // Only the threads and their frames (gdb's banners and warnings dropped).
+  std::istringstream in(out);
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.rfind("Thread ", 0) == 0 || line.rfind("#", 0) == 0) kept += line + "\n";
+  }
+  return kept;
+}
+
+}  // namespace tzrun::agent::detail
