@@ -131,7 +131,11 @@ std::int64_t EmbeddingDim(const protos::FeatureConfig& f) {
 }
 
 std::int64_t NumEmbeddings(const protos::FeatureConfig& f) {
-  if (f.has_id_feature()) return IdTableRows(f.id_feature());
+  if (f.has_id_feature()) {
+    const protos::IdFeature& id = f.id_feature();
+    if (id.vocab_list_size() > 0 || id.vocab_dict_size() > 0) return VocabRows(id);
+    return IdTableRows(id);
+  }
   if (f.has_sequence_id_feature()) return IdTableRows(f.sequence_id_feature());
   const int n = f.has_sequence_raw_feature() ? f.sequence_raw_feature().boundaries_size()
                                              : f.raw_feature().boundaries_size();

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "internal.hpp"
@@ -36,17 +37,52 @@ void ValidateTableSize(const M& f, const std::string& path) {
   if (f.hash_bucket_size() > 0) set.push_back("hash_bucket_size");
   if (f.num_buckets() > 0) set.push_back("num_buckets");
   if (f.vocab_list_size() > 0) set.push_back("vocab_list");
+  std::string choices = "hash_bucket_size, num_buckets, vocab_list";
+  if constexpr (std::is_same_v<M, protos::IdFeature>) {
+    if (f.vocab_dict_size() > 0) set.push_back("vocab_dict");
+    choices += ", vocab_dict, vocab_file";
+  }
   Require(set.size() == 1,
           path + ": " +
               (set.empty() ? std::string("no table size")
                            : "both " + tzrun::base::Join(set, " and ") + " are set") +
-              " (feature '" + f.feature_name() +
-              "'); set exactly one of hash_bucket_size, num_buckets, vocab_list");
+              " (feature '" + f.feature_name() + "'); set exactly one of " + choices);
   std::set<std::string> vocab;
   for (const std::string& word : f.vocab_list()) {
     Require(vocab.insert(word).second, path + ".vocab_list: \"" + word +
                                            "\" appears twice; vocabulary entries must be unique");
   }
+}
+
+// default_bucketize_value only with a vocabulary, and every id of the vocabulary (the unknown one
+// included) inside the table.
+void ValidateIdVocabulary(const protos::IdFeature& f, const std::string& path) {
+  const bool has_vocab = f.vocab_list_size() > 0 || f.vocab_dict_size() > 0;
+  Require(has_vocab || !f.has_default_bucketize_value(),
+          path +
+              ".default_bucketize_value: set without vocab_list, vocab_dict or vocab_file "
+              "(feature '" +
+              f.feature_name() + "'); it is the id of unknown vocabulary values: remove it");
+  if (!has_vocab) return;
+  for (const auto& entry : f.vocab_dict()) {
+    Require(entry.value() < (std::uint64_t{1} << 62), path + ".vocab_dict: id " +
+                                                          std::to_string(entry.value()) + " of \"" +
+                                                          entry.key() + "\" is too large");
+  }
+  Vocabulary vocab;
+  try {
+    vocab = IdVocabulary(f);
+  } catch (const ConfigError& error) {
+    throw ConfigError(path + ": " + error.what());
+  }
+  Require(vocab.unknown_id < vocab.rows,
+          path + ": the id of unknown values, " + std::to_string(vocab.unknown_id) +
+              (f.has_default_bucketize_value() ? " (default_bucketize_value)"
+                                               : " (TorchEasyRec's <OOV> id without "
+                                                 "default_bucketize_value)") +
+              ", is outside the table of " + std::to_string(vocab.rows) + " rows (feature '" +
+              f.feature_name() + "'); set default_bucketize_value below " +
+              std::to_string(vocab.rows) + " or add vocabulary ids");
 }
 
 void ValidateId(const protos::IdFeature& f, const std::string& path) {
@@ -55,6 +91,13 @@ void ValidateId(const protos::IdFeature& f, const std::string& path) {
   Require(f.pooling() == "sum" || f.pooling() == "mean",
           path + ".pooling: \"" + f.pooling() + "\"; use \"sum\" or \"mean\"");
   Require(!f.separator().empty(), path + ".separator: empty; give the multi-value separator");
+  ValidateIdVocabulary(f, path);
+  Require(f.value_dim() <= 1, path + ".value_dim: " + std::to_string(f.value_dim()) +
+                                  "; an id_feature takes 0 (every value of a multi-value cell) "
+                                  "or 1 (the first value only), as TorchEasyRec");
+  Require(!f.weighted(), path +
+                             ".weighted: weighted id features are not implemented by "
+                             "tzrec_train; remove weighted and the \":weight\" suffixes");
 }
 
 void ValidateRaw(const protos::RawFeature& f, const std::string& path) {

@@ -79,15 +79,17 @@ FeatureTransform::FeatureTransform(const protos::FeatureConfig& config,
   if (IsIdFeature(config)) {
     const protos::IdFeature& id = config.id_feature();
     separator_ = id.separator();
-    const int set =
-        (id.hash_bucket_size() > 0) + (id.num_buckets() > 0) + (id.vocab_list_size() > 0);
+    max_ids_ = id.value_dim();
+    const bool vocab = id.vocab_list_size() > 0 || id.vocab_dict_size() > 0;
+    const int set = (id.hash_bucket_size() > 0) + (id.num_buckets() > 0) + vocab;
     if (set != 1) {
       throw fail(
           "an id_feature needs exactly one of hash_bucket_size > 0, num_buckets > 0 or a "
-          "non-empty vocab_list (got hash_bucket_size=" +
+          "non-empty vocab_list / vocab_dict (got hash_bucket_size=" +
           std::to_string(id.hash_bucket_size()) +
           ", num_buckets=" + std::to_string(id.num_buckets()) + ", vocab_list of " +
-          std::to_string(id.vocab_list_size()) + ")");
+          std::to_string(id.vocab_list_size()) + ", vocab_dict of " +
+          std::to_string(id.vocab_dict_size()) + ")");
     }
     if (id.hash_bucket_size() > 0) {
       kind_ = IdKind::kHash;
@@ -97,12 +99,15 @@ FeatureTransform::FeatureTransform(const protos::FeatureConfig& config,
       table_size_ = static_cast<std::int64_t>(id.num_buckets());
     } else {
       kind_ = IdKind::kVocab;
-      for (int i = 0; i < id.vocab_list_size(); ++i) {
-        if (!vocab_.emplace(id.vocab_list(i), static_cast<std::int64_t>(i) + 2).second) {
-          throw fail("vocab_list holds '" + id.vocab_list(i) + "' twice; remove the duplicate");
-        }
+      Vocabulary v;
+      try {
+        v = IdVocabulary(id);
+      } catch (const ConfigError& error) {
+        throw fail(error.what());
       }
-      table_size_ = static_cast<std::int64_t>(id.vocab_list_size()) + 2;
+      vocab_ = std::move(v.ids);
+      unknown_id_ = v.unknown_id;
+      table_size_ = v.rows;
     }
     return;
   }
@@ -174,9 +179,8 @@ std::int64_t FeatureTransform::MapToken(std::string_view token, const Cell* nume
     case IdKind::kVocab: {
       std::string buffer;
       const auto text = numeric ? CellText(*numeric, &buffer) : token;
-      if (text.empty()) return 0;
       auto it = vocab_.find(std::string(text));
-      return it == vocab_.end() ? 1 : it->second;
+      return it == vocab_.end() ? unknown_id_ : it->second;
     }
     default:
       break;
@@ -213,6 +217,16 @@ void FeatureTransform::AppendSequence(const Cell& cell, std::vector<std::int64_t
 
 void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* out) const {
   if (sequence_length_ > 0) return AppendSequence(cell, out);
+  if (max_ids_ > 0) {  // id_feature value_dim 1: the first value only (TorchEasyRec's fg)
+    const std::size_t before = out->size();
+    AppendAllIds(cell, out);
+    if (out->size() > before + max_ids_) out->resize(before + max_ids_);
+    return;
+  }
+  AppendAllIds(cell, out);
+}
+
+void FeatureTransform::AppendAllIds(const Cell& cell, std::vector<std::int64_t>* out) const {
   if (cell.IsNull()) {
     if (kind_ != IdKind::kBoundaries) return;
   }
@@ -230,7 +244,7 @@ void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* ou
       if (item.kind != Cell::Kind::kString) {
         out->push_back(MapToken({}, &item));
       } else if (item.s.empty()) {
-        if (kind_ == IdKind::kVocab) out->push_back(0);
+        if (kind_ == IdKind::kVocab) out->push_back(MapToken(item.s, nullptr));
       } else {
         out->push_back(MapToken(item.s, nullptr));
       }
@@ -241,13 +255,14 @@ void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* ou
     out->push_back(MapToken({}, &cell));
     return;
   }
+  if (cell.s.empty()) return;  // an empty value has no ids (TorchEasyRec's default_value "")
   if (separator_.empty()) {
     out->push_back(MapToken(cell.s, nullptr));
     return;
   }
   ForEachToken(cell.s, separator_, [&](std::string_view token) {
     if (token.empty()) {
-      if (kind_ == IdKind::kVocab) out->push_back(0);
+      if (kind_ == IdKind::kVocab) out->push_back(MapToken(token, nullptr));
       return;
     }
     out->push_back(MapToken(token, nullptr));

@@ -58,6 +58,8 @@ class FeatureTransform {
 
  private:
   std::int64_t MapToken(std::string_view token, const Cell* numeric) const;
+  // AppendIds without the value_dim limit.
+  void AppendAllIds(const Cell& cell, std::vector<std::int64_t>* out) const;
   void AppendSequence(const Cell& cell, std::vector<std::int64_t>* out) const;
   std::int64_t Bucketize(double x) const;
   // value_dim numbers (raw features): default_value when missing.
@@ -84,6 +86,8 @@ class FeatureTransform {
   std::int64_t table_size_ = 0;
   std::string separator_;  // id: multi-value separator; raw: value_dim separator
   std::unordered_map<std::string, std::int64_t> vocab_;
+  std::int64_t unknown_id_ = 1;  // vocabulary: the id of values not in it
+  std::size_t max_ids_ = 0;      // id_feature value_dim: > 0 keeps the first max_ids_ ids
   std::vector<double> boundaries_;
   tzrec::Normalizer normalizer_;
   std::int64_t value_dim_ = 1;

@@ -391,7 +391,7 @@ TEST(SharedConfigs, AcceptedOrRefusedByName) {
       {"dbmtl_has_sequence_mock.config", "unknown field 'train_metrics' in BayesTaskTower"},
       {"dssm_taobao.config", "'dssm'"},
       // multi_tower_din is read; these are refused for other fields.
-      {"multi_tower_din_fg_mock_gradient_clipping.config", "'value_dim'"},
+      {"multi_tower_din_fg_mock_gradient_clipping.config", "'autodis'"},
       {"multi_tower_din_mock.config", "'train_metrics'"},
       {"multi_tower_din_taobao.config",
        "data_config.fg_mode FG_NORMAL / FG_DAG with a sequence feature"},
