@@ -1,10 +1,10 @@
-"""TorchEasyRec id_feature vocabularies and value_dim in a real job (issue 14, item 4): a generated
-Parquet set read with fg_mode FG_DAG through vocab_dict, vocab_file (+ default_bucketize_value),
+"""TorchEasyRec id_feature vocabularies, value_dim and weighted ids in a real job (issue 14, item 4):
+a generated Parquet set read with fg_mode FG_DAG through vocab_dict, vocab_file (+ default_bucketize_value),
 vocab_list with default_bucketize_value and value_dim 1, and a raw value_dim 3 feature, trained by
 `tzrun --nproc-per-node 2 tzrec_train`. The reference for the id mapping is TorchEasyRec's
 id_feature_test.py (unit tests: tests/unit/worker/{config/vocab_test,input/vocab_transform_test}.cpp);
 here the job must train, learn the planted signal and write the loaded vocabulary into
-model_dir/pipeline.config.
+model_dir/pipeline.config; and a weighted id feature whose only signal is in the weights.
 
 Uses data generated here, never ../shared: always runs. Budget: about 20 s on 2 shared cores.
 """
@@ -93,3 +93,31 @@ def test_vocabularies_and_value_dim_train_on_two_ranks(tmp_path):
     written = (md / "pipeline.config").read_text()
     assert "vocab_file" not in written  # read into vocab_dict, so the model dir carries it
     assert 'key: "huawei"' in written and "default_bucketize_value: 0" in written
+
+
+def test_weighted_id_feature_learns_from_the_weights(tmp_path):
+    """Every row has the same id "pos"; only its weight (3.0 or 0.3) carries the label. An
+    unweighted lookup sees one id (AUC 0.5); the weighted EBC pools w * e, so the job learns it."""
+    rng = np.random.default_rng(3)
+
+    def write(path, rows):
+        y = rng.integers(0, 2, rows)
+        noisy = np.where(rng.random(rows) < 0.1, 1 - y, y)
+        kw = [f"pos:{3.0 if v else 0.3}\x1dneu:1" for v in noisy]
+        pq.write_table(pa.table({"clk": y.astype(np.int64), "kw": kw}), path)
+
+    train, evl = tmp_path / "train.parquet", tmp_path / "eval.parquet"
+    write(train, 4096)
+    write(evl, 1024)
+    cfg = config(tmp_path / "unused")
+    cfg["feature_configs"] = [
+        {"id_feature": {"feature_name": "kw", "expression": "item:kw", "embedding_dim": 4,
+                        "vocab_list": ["pos", "neu"], "weighted": True}}]
+    cfg["model_config"]["feature_groups"][0]["feature_names"] = ["kw"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    md = tmp_path / "m"
+    run_job(path, md, 2, train, evl, edit=steps_edit(30, log_every=10))
+    m = metrics(md)
+    assert m["global_step"] == 30
+    assert m["eval_auc"] > 0.8, m

@@ -95,9 +95,6 @@ void ValidateId(const protos::IdFeature& f, const std::string& path) {
   Require(f.value_dim() <= 1, path + ".value_dim: " + std::to_string(f.value_dim()) +
                                   "; an id_feature takes 0 (every value of a multi-value cell) "
                                   "or 1 (the first value only), as TorchEasyRec");
-  Require(!f.weighted(), path +
-                             ".weighted: weighted id features are not implemented by "
-                             "tzrec_train; remove weighted and the \":weight\" suffixes");
 }
 
 void ValidateRaw(const protos::RawFeature& f, const std::string& path) {
@@ -179,6 +176,11 @@ void ValidateFeatures(const PipelineConfig& config) {
     Require(!FeatureName(f).empty(), path + ".feature_name: empty; every feature needs a name");
     if (IsIdFeature(f)) {
       ValidateId(f.id_feature(), path);
+      Require(runs_fg || !f.id_feature().weighted(),
+              path +
+                  ".weighted: true with data_config.fg_mode FG_NONE is not implemented ("
+                  "TorchEasyRec reads <name>__values / <name>__weights columns there); use "
+                  "fg_mode FG_DAG with \"id:weight\" values");
     } else if (f.has_sequence_id_feature()) {
       ValidateSequence(f.sequence_id_feature(), path, runs_fg);
       ValidateTableSize(f.sequence_id_feature(), path);

@@ -98,6 +98,7 @@ void Dataset::Impl::AddFeatures(const PipelineConfig& config) {
       m.sparse_features.push_back(f);
       m.sparse_names.push_back(FeatureName(fc));
       m.sparse_tables.push_back(m.transforms[f].TableSize());
+      m.weighted = m.weighted || m.transforms[f].Weighted();
     } else {
       m.dense_features.push_back(f);
       m.dense_offset.push_back(m.dense_dim);

@@ -64,6 +64,12 @@ FeatureTransform::FeatureTransform(const protos::FeatureConfig& config,
     if (has_fill) default_sequence_ = fill;
     return;
   }
+  if (!runs_fg && config.has_id_feature() && config.id_feature().weighted()) {
+    throw fail(
+        "weighted: true with fg_mode FG_NONE is not implemented (TorchEasyRec reads "
+        "<name>__values / <name>__weights columns there); use fg_mode FG_DAG with \"id:weight\" "
+        "values");
+  }
   if (!runs_fg) {
     // Feature-generated input: integer ids (bucket ids for raw features with boundaries).
     separator_ = data.fg_encoded_multival_sep();
@@ -80,6 +86,7 @@ FeatureTransform::FeatureTransform(const protos::FeatureConfig& config,
     const protos::IdFeature& id = config.id_feature();
     separator_ = id.separator();
     max_ids_ = id.value_dim();
+    weighted_ = id.weighted();
     const bool vocab = id.vocab_list_size() > 0 || id.vocab_dict_size() > 0;
     const int set = (id.hash_bucket_size() > 0) + (id.num_buckets() > 0) + vocab;
     if (set != 1) {
@@ -215,18 +222,50 @@ void FeatureTransform::AppendSequence(const Cell& cell, std::vector<std::int64_t
   });
 }
 
-void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* out) const {
-  if (sequence_length_ > 0) return AppendSequence(cell, out);
-  if (max_ids_ > 0) {  // id_feature value_dim 1: the first value only (TorchEasyRec's fg)
-    const std::size_t before = out->size();
-    AppendAllIds(cell, out);
-    if (out->size() > before + max_ids_) out->resize(before + max_ids_);
-    return;
+void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* out,
+                                 std::vector<float>* weights) const {
+  const std::size_t before = out->size();
+  const std::size_t w_before = weights != nullptr ? weights->size() : 0;
+  if (sequence_length_ > 0) {
+    AppendSequence(cell, out);
+  } else {
+    std::vector<float> scratch;
+    std::vector<float>* w = nullptr;
+    if (weighted_) w = weights != nullptr ? weights : &scratch;
+    AppendAllIds(cell, out, w);
+    if (max_ids_ > 0 && out->size() > before + max_ids_) {  // value_dim 1: the first value only
+      out->resize(before + max_ids_);
+      if (w != nullptr) w->resize((w == weights ? w_before : 0) + max_ids_);
+    }
   }
-  AppendAllIds(cell, out);
+  if (weights != nullptr && !weighted_) weights->resize(w_before + (out->size() - before), 1.0f);
 }
 
-void FeatureTransform::AppendAllIds(const Cell& cell, std::vector<std::int64_t>* out) const {
+void FeatureTransform::Emit(std::string_view token, std::vector<std::int64_t>* out,
+                            std::vector<float>* w) const {
+  if (w == nullptr) {
+    if (!token.empty() || kind_ == IdKind::kVocab) out->push_back(MapToken(token, nullptr));
+    return;
+  }
+  if (token.empty()) return;
+  const auto colon = token.rfind(':');
+  if (colon == std::string_view::npos) {
+    throw InputError("feature '" + name_ + "': weighted value '" + std::string(token) +
+                     "' has no ':weight'; write id:weight pairs such as \"a:0.5\"");
+  }
+  const auto weight = ParseDouble(Trim(token.substr(colon + 1)));
+  if (!weight) {
+    throw InputError("feature '" + name_ + "': the weight of '" + std::string(token) +
+                     "' is not a number; write id:weight pairs such as \"a:0.5\"");
+  }
+  const auto key = token.substr(0, colon);
+  if (key.empty() && kind_ != IdKind::kVocab) return;
+  out->push_back(MapToken(key, nullptr));
+  w->push_back(static_cast<float>(*weight));
+}
+
+void FeatureTransform::AppendAllIds(const Cell& cell, std::vector<std::int64_t>* out,
+                                    std::vector<float>* w) const {
   if (cell.IsNull()) {
     if (kind_ != IdKind::kBoundaries) return;
   }
@@ -237,36 +276,30 @@ void FeatureTransform::AppendAllIds(const Cell& cell, std::vector<std::int64_t>*
   if (kind_ == IdKind::kDense) {
     throw std::logic_error("feature '" + name_ + "' is dense; AppendIds called");
   }
+  auto number = [&](const Cell& c) {
+    if (w != nullptr) {
+      throw InputError("feature '" + name_ +
+                       "': weighted: true needs \"id:weight\" text values, got " + Describe(c) +
+                       "; store the pairs as text (or a list of text)");
+    }
+    out->push_back(MapToken({}, &c));
+  };
   if (cell.kind == Cell::Kind::kList) {  // each item one value (not split again), nulls skipped
     for (std::int64_t k = 0; k < cell.i; ++k) {
       const Cell& item = cell.items[k];
       if (item.kind == Cell::Kind::kNull) continue;
       if (item.kind != Cell::Kind::kString) {
-        out->push_back(MapToken({}, &item));
-      } else if (item.s.empty()) {
-        if (kind_ == IdKind::kVocab) out->push_back(MapToken(item.s, nullptr));
+        number(item);
       } else {
-        out->push_back(MapToken(item.s, nullptr));
+        Emit(item.s, out, w);
       }
     }
     return;
   }
-  if (cell.kind != Cell::Kind::kString) {
-    out->push_back(MapToken({}, &cell));
-    return;
-  }
+  if (cell.kind != Cell::Kind::kString) return number(cell);
   if (cell.s.empty()) return;  // an empty value has no ids (TorchEasyRec's default_value "")
-  if (separator_.empty()) {
-    out->push_back(MapToken(cell.s, nullptr));
-    return;
-  }
-  ForEachToken(cell.s, separator_, [&](std::string_view token) {
-    if (token.empty()) {
-      if (kind_ == IdKind::kVocab) out->push_back(MapToken(token, nullptr));
-      return;
-    }
-    out->push_back(MapToken(token, nullptr));
-  });
+  if (separator_.empty()) return Emit(cell.s, out, w);
+  ForEachToken(cell.s, separator_, [&](std::string_view token) { Emit(token, out, w); });
 }
 
 void FeatureTransform::RawValues(const Cell& cell, double* out) const {
@@ -358,22 +391,23 @@ void FeatureTransform::WriteDense(const Cell& cell, float* out) const {
 
 void FeatureTransform::AppendIdsColumn(const Cell* cells, std::int64_t n,
                                        std::vector<std::int64_t>* ids,
-                                       std::vector<std::int64_t>* lengths,
-                                       std::int64_t* failed) const {
+                                       std::vector<std::int64_t>* lengths, std::int64_t* failed,
+                                       std::vector<float>* weights) const {
   lengths->reserve(lengths->size() + static_cast<std::size_t>(n));
   if (kind_ == IdKind::kNumBuckets) ids->reserve(ids->size() + static_cast<std::size_t>(n));
   std::int64_t r = 0;
   try {
     for (; r < n; ++r) {
       const Cell& cell = cells[r];
-      if (kind_ == IdKind::kNumBuckets && cell.kind == Cell::Kind::kInt && cell.i >= 0 &&
-          cell.i < table_size_) {
+      if (kind_ == IdKind::kNumBuckets && !weighted_ && cell.kind == Cell::Kind::kInt &&
+          cell.i >= 0 && cell.i < table_size_) {
         ids->push_back(cell.i);
         lengths->push_back(1);
+        if (weights != nullptr) weights->push_back(1.0f);
         continue;
       }
       const std::size_t before = ids->size();
-      AppendIds(cell, ids);
+      AppendIds(cell, ids, weights);
       lengths->push_back(static_cast<std::int64_t>(ids->size() - before));
     }
   } catch (...) {

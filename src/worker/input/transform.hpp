@@ -31,6 +31,8 @@ class FeatureTransform {
 
   const std::string& Name() const { return name_; }
   bool Sparse() const { return kind_ != IdKind::kDense; }
+  // id_feature weighted: true (fg_mode FG_NORMAL / FG_DAG): cells hold "id:weight" values.
+  bool Weighted() const { return weighted_; }
   IdKind Kind() const { return kind_; }
   // Table rows for sparse features (ids are in [0, table_size())); 0 for dense.
   std::int64_t TableSize() const { return table_size_; }
@@ -41,7 +43,12 @@ class FeatureTransform {
   // (FG_NONE): a text cell split on sequence_delim, a list cell's non-null items or one number,
   // each an integer id in [0, table rows); the first sequence_length items are kept; an empty
   // cell (null, blank text, empty list) reads fg_encoded_default_value when set, else no ids.
-  void AppendIds(const Cell& cell, std::vector<std::int64_t>* out) const;
+  // `weights` (optional) gets one weight per appended id: the ":weight" of a weighted feature's
+  // "id:weight" value, 1 for any other feature (TorchEasyRec's weighted id_feature input
+  // "k1:v1\x1dk2:v2"). A weighted value without ":weight", or with a weight that is not a
+  // number, or a non-text value of a weighted feature, is an error naming the feature.
+  void AppendIds(const Cell& cell, std::vector<std::int64_t>* out,
+                 std::vector<float>* weights = nullptr) const;
   // Writes value_dim normalised floats of one sample's cell to out[0..value_dim).
   void WriteDense(const Cell& cell, float* out) const;
 
@@ -52,14 +59,17 @@ class FeatureTransform {
   // cells go through AppendIds / WriteDense. On an error, `*failed` (when given) is set to the
   // index of the offending cell before the exception propagates.
   void AppendIdsColumn(const Cell* cells, std::int64_t n, std::vector<std::int64_t>* ids,
-                       std::vector<std::int64_t>* lengths, std::int64_t* failed = nullptr) const;
+                       std::vector<std::int64_t>* lengths, std::int64_t* failed = nullptr,
+                       std::vector<float>* weights = nullptr) const;
   void WriteDenseColumn(const Cell* cells, std::int64_t n, float* out, std::int64_t stride,
                         std::int64_t* failed = nullptr) const;
 
  private:
   std::int64_t MapToken(std::string_view token, const Cell* numeric) const;
-  // AppendIds without the value_dim limit.
-  void AppendAllIds(const Cell& cell, std::vector<std::int64_t>* out) const;
+  // AppendIds without the value_dim limit; `w` non-null for a weighted feature.
+  void AppendAllIds(const Cell& cell, std::vector<std::int64_t>* out, std::vector<float>* w) const;
+  // One text value: its id (and, with `w`, its weight: "id:weight").
+  void Emit(std::string_view token, std::vector<std::int64_t>* out, std::vector<float>* w) const;
   void AppendSequence(const Cell& cell, std::vector<std::int64_t>* out) const;
   std::int64_t Bucketize(double x) const;
   // value_dim numbers (raw features): default_value when missing.
@@ -88,6 +98,7 @@ class FeatureTransform {
   std::unordered_map<std::string, std::int64_t> vocab_;
   std::int64_t unknown_id_ = 1;  // vocabulary: the id of values not in it
   std::size_t max_ids_ = 0;      // id_feature value_dim: > 0 keeps the first max_ids_ ids
+  bool weighted_ = false;        // id_feature weighted
   std::vector<double> boundaries_;
   tzrec::Normalizer normalizer_;
   std::int64_t value_dim_ = 1;

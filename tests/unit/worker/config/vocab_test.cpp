@@ -175,8 +175,10 @@ TEST(Vocab, RefusalsNameTheField) {
             std::string::npos);
   EXPECT_NE(ErrorOf(Config("num_buckets: 3 value_dim: 2")).find(".value_dim: 2; an id_feature"),
             std::string::npos);
-  EXPECT_NE(ErrorOf(Config("num_buckets: 3 weighted: true")).find(".weighted: weighted id"),
+  EXPECT_NE(ErrorOf(Config("num_buckets: 3 weighted: true"))
+                .find(".weighted: true with data_config.fg_mode FG_NONE is not implemented"),
             std::string::npos);
+  EXPECT_EQ(ErrorOf(Config("num_buckets: 3 weighted: true", "fg_mode: FG_DAG")), "");
   EXPECT_EQ(
       ErrorOf(Config("vocab_dict: [{key: \"a\" value: 2}] value_dim: 1", "fg_mode: FG_NORMAL")),
       "");
