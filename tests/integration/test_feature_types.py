@@ -121,3 +121,33 @@ def test_weighted_id_feature_learns_from_the_weights(tmp_path):
     m = metrics(md)
     assert m["global_step"] == 30
     assert m["eval_auc"] > 0.8, m
+
+
+def test_combo_feature_learns_an_interaction(tmp_path):
+    """The label is city XOR brand (no signal in either alone); one combo_feature of the two
+    columns (hashed cartesian product) lets the job learn it."""
+    rng = np.random.default_rng(4)
+
+    def write(path, rows):
+        city = rng.integers(0, 4, rows)
+        brand = rng.integers(0, 4, rows)
+        y = ((city < 2) ^ (brand < 2)).astype(np.int64)
+        y = np.where(rng.random(rows) < 0.1, 1 - y, y)
+        pq.write_table(pa.table({"clk": y, "city": [CITIES[i] for i in city],
+                                 "brand": [BRANDS[i] for i in brand]}), path)
+
+    train, evl = tmp_path / "train.parquet", tmp_path / "eval.parquet"
+    write(train, 4096)
+    write(evl, 1024)
+    cfg = config(tmp_path / "unused")
+    cfg["feature_configs"] = [
+        {"combo_feature": {"feature_name": "city_brand", "expression": ["user:city", "item:brand"],
+                           "embedding_dim": 4, "hash_bucket_size": 1000}}]
+    cfg["model_config"]["feature_groups"][0]["feature_names"] = ["city_brand"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    md = tmp_path / "m"
+    run_job(path, md, 2, train, evl, edit=steps_edit(30, log_every=10))
+    m = metrics(md)
+    assert m["global_step"] == 30
+    assert m["eval_auc"] > 0.8, m

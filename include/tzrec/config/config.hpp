@@ -117,7 +117,11 @@ std::int64_t SequenceLength(const protos::FeatureConfig& feature);
 const std::string& SequenceDelim(const protos::FeatureConfig& feature);
 const protos::ParameterConstraints& EmbeddingConstraints(const protos::FeatureConfig& feature);
 // The input column: with feature generation the expression after its last ':', else the name.
+// (A combo_feature: its first input's column.)
 std::string InputColumn(const PipelineConfig& config, const protos::FeatureConfig& feature);
+// Every input column: one, or a combo_feature's inputs (FG_NONE: the column named feature_name).
+std::vector<std::string> InputColumns(const PipelineConfig& config,
+                                      const protos::FeatureConfig& feature);
 std::vector<ShardingType> ShardingTypes(const protos::ParameterConstraints& constraints);
 // The feature named `name`; throws ConfigError naming it and the closest defined feature.
 const protos::FeatureConfig& Feature(const PipelineConfig& config, const std::string& name);

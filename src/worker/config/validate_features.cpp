@@ -19,6 +19,7 @@ std::string FeaturePath(int index, const protos::FeatureConfig& feature) {
   if (IsIdFeature(feature)) kind = "id_feature";
   if (feature.has_sequence_id_feature()) kind = "sequence_id_feature";
   if (feature.has_sequence_raw_feature()) kind = "sequence_raw_feature";
+  if (feature.has_combo_feature()) kind = "combo_feature";
   return "feature_configs[" + std::to_string(index) + "]." + kind;
 }
 
@@ -83,6 +84,20 @@ void ValidateIdVocabulary(const protos::IdFeature& f, const std::string& path) {
               ", is outside the table of " + std::to_string(vocab.rows) + " rows (feature '" +
               f.feature_name() + "'); set default_bucketize_value below " +
               std::to_string(vocab.rows) + " or add vocabulary ids");
+}
+
+// combo_feature: >= 2 inputs with feature generation, hash_bucket_size, embedding_dim, pooling.
+void ValidateCombo(const protos::ComboFeature& f, const std::string& path, bool runs_fg) {
+  Require(f.embedding_dim() > 0, path + ".embedding_dim: must be > 0 (the embedding width)");
+  Require(f.hash_bucket_size() > 0, path + ".hash_bucket_size: must be > 0 (feature '" +
+                                        f.feature_name() +
+                                        "'); a combo_feature hashes each combination into it");
+  Require(!runs_fg || f.expression_size() >= 2,
+          path + ".expression: " + std::to_string(f.expression_size()) +
+              " input(s); a combo_feature combines 2 or more, e.g. [\"user:age\", \"item:cate\"]");
+  Require(f.pooling() == "sum" || f.pooling() == "mean",
+          path + ".pooling: \"" + f.pooling() + "\"; use \"sum\" or \"mean\"");
+  Require(!f.separator().empty(), path + ".separator: empty; give the multi-value separator");
 }
 
 void ValidateId(const protos::IdFeature& f, const std::string& path) {
@@ -171,7 +186,8 @@ void ValidateFeatures(const PipelineConfig& config) {
   for (int i = 0; i < config.feature_configs_size(); ++i) {
     const protos::FeatureConfig& f = config.feature_configs(i);
     Require(f.feature_case() != protos::FeatureConfig::FEATURE_NOT_SET,
-            "feature_configs[" + std::to_string(i) + "]: empty; set id_feature or raw_feature");
+            "feature_configs[" + std::to_string(i) +
+                "]: empty; set id_feature, raw_feature or combo_feature");
     const std::string path = FeaturePath(i, f);
     Require(!FeatureName(f).empty(), path + ".feature_name: empty; every feature needs a name");
     if (IsIdFeature(f)) {
@@ -181,6 +197,8 @@ void ValidateFeatures(const PipelineConfig& config) {
                   ".weighted: true with data_config.fg_mode FG_NONE is not implemented ("
                   "TorchEasyRec reads <name>__values / <name>__weights columns there); use "
                   "fg_mode FG_DAG with \"id:weight\" values");
+    } else if (f.has_combo_feature()) {
+      ValidateCombo(f.combo_feature(), path, runs_fg);
     } else if (f.has_sequence_id_feature()) {
       ValidateSequence(f.sequence_id_feature(), path, runs_fg);
       ValidateTableSize(f.sequence_id_feature(), path);
@@ -194,8 +212,8 @@ void ValidateFeatures(const PipelineConfig& config) {
     Require(inserted, path + ".feature_name: '" + FeatureName(f) + "' is already used by " +
                           FeaturePath(it->second, config.feature_configs(it->second)) +
                           "; feature names must be unique");
-    if (!columns.empty()) {
-      const std::string column = InputColumn(config, f);
+    for (const std::string& column :
+         columns.empty() ? std::vector<std::string>{} : InputColumns(config, f)) {
       Require(std::find(columns.begin(), columns.end(), column) != columns.end(),
               path + (runs_fg ? ".expression" : ".feature_name") + ": input column '" + column +
                   "' is not one of data_config.input_fields" + Suggest(column, columns) +

@@ -67,6 +67,10 @@ class Dataset::Impl::Builder {
     try {
       for (std::size_t k = 0; k < impl_.sparse_features.size(); ++k) {
         const std::size_t f = impl_.sparse_features[k];
+        if (impl_.transforms[f].Combo()) {
+          AddComboRows(k, f, column, count, &failed);
+          continue;
+        }
         impl_.transforms[f].AppendIdsColumn(column(impl_.feature_slot[f]), count, &ids_[k],
                                             &lengths_[k], &failed,
                                             impl_.weighted ? &id_weights_[k] : nullptr);
@@ -138,6 +142,23 @@ class Dataset::Impl::Builder {
   }
 
  private:
+  // The ids of combo feature f (sparse index k) of `count` rows, read from its input columns.
+  template <typename Column>
+  void AddComboRows(std::size_t k, std::size_t f, Column column, std::int64_t count,
+                    std::int64_t* failed) {
+    const auto& slots = impl_.combo_slots[f];
+    std::vector<const Cell*> first, row(slots.size());
+    for (const int s : slots) first.push_back(column(s));
+    for (*failed = 0; *failed < count; ++*failed) {
+      for (std::size_t j = 0; j < slots.size(); ++j) row[j] = first[j] + *failed;
+      const std::size_t before = ids_[k].size();
+      impl_.transforms[f].AppendComboIds(row.data(), &ids_[k]);
+      const std::size_t added = ids_[k].size() - before;
+      lengths_[k].push_back(static_cast<std::int64_t>(added));
+      if (impl_.weighted) id_weights_[k].resize(id_weights_[k].size() + added, 1.0f);
+    }
+  }
+
   // A label or sample weight cell as a float; `what` names it in errors.
   float Number(const Cell& cell, int slot, const char* what) const {
     const std::string& name = impl_.needed[static_cast<std::size_t>(slot)];

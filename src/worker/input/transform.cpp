@@ -82,6 +82,20 @@ FeatureTransform::FeatureTransform(const protos::FeatureConfig& config,
     }
     return;
   }
+  if (config.has_combo_feature()) {
+    const protos::ComboFeature& combo = config.combo_feature();
+    if (combo.hash_bucket_size() == 0 || combo.expression_size() < 2) {
+      throw fail(
+          "a combo_feature needs hash_bucket_size > 0 and 2 or more expression inputs (got " +
+          std::to_string(combo.hash_bucket_size()) + " and " +
+          std::to_string(combo.expression_size()) + ")");
+    }
+    kind_ = IdKind::kHash;
+    table_size_ = static_cast<std::int64_t>(combo.hash_bucket_size());
+    separator_ = combo.separator();
+    combo_inputs_ = static_cast<std::size_t>(combo.expression_size());
+    return;
+  }
   if (IsIdFeature(config)) {
     const protos::IdFeature& id = config.id_feature();
     separator_ = id.separator();
@@ -300,6 +314,51 @@ void FeatureTransform::AppendAllIds(const Cell& cell, std::vector<std::int64_t>*
   if (cell.s.empty()) return;  // an empty value has no ids (TorchEasyRec's default_value "")
   if (separator_.empty()) return Emit(cell.s, out, w);
   ForEachToken(cell.s, separator_, [&](std::string_view token) { Emit(token, out, w); });
+}
+
+void FeatureTransform::ComboValues(const Cell& cell, std::vector<std::string>* values) const {
+  std::string buffer;
+  switch (cell.kind) {
+    case Cell::Kind::kNull:
+      return;
+    case Cell::Kind::kInt:
+    case Cell::Kind::kFloat:
+      values->emplace_back(CellText(cell, &buffer));
+      return;
+    case Cell::Kind::kString:
+      if (cell.s.empty()) return;
+      ForEachToken(cell.s, separator_, [&](std::string_view token) {
+        if (!token.empty()) values->emplace_back(token);
+      });
+      return;
+    case Cell::Kind::kList:
+      for (std::int64_t k = 0; k < cell.i; ++k) {
+        const Cell& item = cell.items[k];
+        if (item.kind == Cell::Kind::kNull) continue;
+        if (item.kind == Cell::Kind::kString && item.s.empty()) continue;
+        values->emplace_back(CellText(item, &buffer));
+      }
+      return;
+  }
+}
+
+void FeatureTransform::AppendComboIds(const Cell* const* cells,
+                                      std::vector<std::int64_t>* out) const {
+  std::vector<std::string> combos{""};
+  std::vector<std::string> values, next;
+  for (std::size_t i = 0; i < combo_inputs_; ++i) {
+    values.clear();
+    ComboValues(*cells[i], &values);
+    if (values.empty()) return;
+    next.clear();
+    for (const std::string& c : combos) {
+      for (const std::string& v : values) next.push_back(i == 0 ? v : c + "_" + v);
+    }
+    combos.swap(next);
+  }
+  for (const std::string& c : combos) {
+    out->push_back(static_cast<std::int64_t>(Fnv1a64(c) % static_cast<std::uint64_t>(table_size_)));
+  }
 }
 
 void FeatureTransform::RawValues(const Cell& cell, double* out) const {
