@@ -74,7 +74,7 @@ EXPECT = {
     "multi_tower_din_mock.config": "train_metrics",
     "multi_tower_din_taobao.config": Says(
         "data_config.fg_mode FG_NORMAL / FG_DAG with a sequence feature"),
-    "multi_tower_din_fg_mock_gradient_clipping.config": "value_dim",
+    "multi_tower_din_fg_mock_gradient_clipping.config": "autodis",
     "dssm_taobao.config": "dssm",
 }
 MUST_TRAIN = {"dlrm_criteo.config", "deepfm_criteo.config", "multi_tower_taobao.config"}

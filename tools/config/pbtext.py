@@ -30,22 +30,42 @@ _ESC = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "
 
 
 def repeated_fields(protos=PROTOS) -> set:
-    """Names of the fields declared `repeated` in the .proto files; a name that is repeated in
-    one message and singular in another would make the dict shape ambiguous, so it is refused."""
-    repeated, singular = set(), set()
+    """Names of the fields declared `repeated` in the .proto files. A name that is repeated in
+    one message and singular in another (ComboFeature.expression vs IdFeature.expression) is
+    given as "holder.name" for every field `holder` of a message type where it is repeated
+    (e.g. "combo_feature.expression"), so the dict shape follows the enclosing field."""
+    repeated, singular = {}, set()  # repeated: name -> message types declaring it repeated
+    holders = {}  # message type -> names of the fields of that type
     for path in sorted(pathlib.Path(protos).rglob("*.proto")):
         text = re.sub(r"//[^\n]*", "", path.read_text())
-        for label, name in re.findall(r"\b(repeated|optional|required)\s+[\w.]+\s+(\w+)\s*=", text):
-            (repeated if label == "repeated" else singular).add(name)
-        # oneof members have no label: they are singular
-        for body in re.findall(r"\boneof\s+\w+\s*\{([^}]*)\}", text):
-            singular.update(re.findall(r"^\s*[\w.]+\s+(\w+)\s*=", body, re.MULTILINE))
+        stack = []
+        for line in text.splitlines():
+            m = re.match(r"\s*message\s+(\w+)\s*\{", line)
+            if m:
+                stack.append(m.group(1))
+            elif re.match(r"\s*oneof\s+\w+\s*\{", line):
+                stack.append(None)  # members are singular fields of the enclosing message
+            f = re.match(r"\s*(repeated|optional|required)?\s*([\w.]+)\s+(\w+)\s*=", line)
+            if f and f.group(2) not in ("message", "oneof", "enum"):
+                label, type_, name = f.groups()
+                holders.setdefault(type_.split(".")[-1], set()).add(name)
+                owner = next((x for x in reversed(stack) if x), None)
+                if label == "repeated":
+                    repeated.setdefault(name, set()).add(owner)
+                elif label or (stack and stack[-1] is None):
+                    singular.add(name)
+            if "}" in line and stack and not m:
+                stack.pop()
     if not repeated:
         raise ValueError(f"no repeated fields found under {protos}: is the proto directory right?")
-    both = repeated & singular
-    if both:
-        raise ValueError(f"fields both repeated and singular in {protos}: {sorted(both)}")
-    return repeated
+    out = set()
+    for name, owners in repeated.items():
+        if name not in singular:
+            out.add(name)
+            continue
+        for owner in owners:
+            out.update(f"{holder}.{name}" for holder in holders.get(owner, ()))
+    return out
 
 
 def _unquote(token: str, line: int) -> str:
@@ -121,7 +141,7 @@ class _Parser:
         self.i += 1
         return tok
 
-    def message(self, close=None) -> dict:
+    def message(self, close=None, parent=None) -> dict:
         out = {}
         while True:
             kind, tok, line = self.peek()
@@ -135,21 +155,21 @@ class _Parser:
             if kind != "word":
                 raise ValueError(f"line {line}: expected a field name, got {tok!r}")
             self.take()
-            self.field(out, tok, line)
+            self.field(out, tok, line, parent)
             if self.peek()[1] in (",", ";"):
                 self.take()
 
-    def value(self):
+    def value(self, name=None):
         kind, tok, line = self.take()
         if tok in ("{", "<"):
-            return self.message("}" if tok == "{" else ">")
+            return self.message("}" if tok == "{" else ">", name)
         value = _scalar(kind, tok, line)
         while kind == "str" and self.peek()[0] == "str":  # "a" "b" is "ab"
             kind, tok, line = self.take()
             value += _unquote(tok, line)
         return value
 
-    def field(self, out: dict, name: str, line: int):
+    def field(self, out: dict, name: str, line: int, parent=None):
         colon = self.peek()[1] == ":"
         if colon:
             self.take()
@@ -159,13 +179,13 @@ class _Parser:
             self.take()
             values = []
             while self.peek()[1] != "]":
-                values.append(self.value())
+                values.append(self.value(name))
                 if self.peek()[1] == ",":
                     self.take()
             self.take()
         else:
-            values = [self.value()]
-        if name in self.repeated:
+            values = [self.value(name)]
+        if name in self.repeated or f"{parent}.{name}" in self.repeated:
             out.setdefault(name, []).extend(values)
         elif self.lenient and (name in out or len(values) != 1):
             # a field our protos lack (or declare singular) given twice: keep every value

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "tzrec/error.hpp"
@@ -99,7 +100,7 @@ bool IsSequence(const protos::FeatureConfig& feature);
 // embedding table.
 bool IsSparse(const protos::FeatureConfig& feature);
 std::int64_t EmbeddingDim(const protos::FeatureConfig& feature);  // 0 for a dense raw feature
-// Table rows: hash_bucket_size | num_buckets | len(vocab_list) + 2 | len(boundaries) + 1; 0 dense.
+// Table rows: hash_bucket_size | num_buckets | VocabRows() | len(boundaries) + 1; 0 dense.
 std::int64_t NumEmbeddings(const protos::FeatureConfig& feature);
 std::string TableName(const protos::FeatureConfig& feature);  // embedding_name or "<name>_emb"
 // The pooling field ("sum" for sequence features, which have none).
@@ -116,10 +117,38 @@ std::int64_t SequenceLength(const protos::FeatureConfig& feature);
 const std::string& SequenceDelim(const protos::FeatureConfig& feature);
 const protos::ParameterConstraints& EmbeddingConstraints(const protos::FeatureConfig& feature);
 // The input column: with feature generation the expression after its last ':', else the name.
+// (A combo_feature: its first input's column.)
 std::string InputColumn(const PipelineConfig& config, const protos::FeatureConfig& feature);
+// Every input column: one, or a combo_feature's inputs (FG_NONE: the column named feature_name).
+std::vector<std::string> InputColumns(const PipelineConfig& config,
+                                      const protos::FeatureConfig& feature);
 std::vector<ShardingType> ShardingTypes(const protos::ParameterConstraints& constraints);
 // The feature named `name`; throws ConfigError naming it and the closest defined feature.
 const protos::FeatureConfig& Feature(const PipelineConfig& config, const std::string& name);
+
+// ---- Vocabularies of id features (TorchEasyRec tzrec/features/feature.py vocab_list /
+// vocab_dict / vocab_file / default_bucketize_value, docs/source/feature/feature.md) -------------
+// Without default_bucketize_value: vocab_list[i] -> i + 2, vocab_dict values as given; the empty
+// value (default_value "") -> 0 (overridden by a vocabulary entry ""), any other value not in the
+// vocabulary -> 1 (<OOV>); rows len(vocab_list) + 2, or max(vocab_dict values, 0) + 1.
+// With default_bucketize_value d: vocab_list[i] -> i, vocab_dict as given, nothing reserved;
+// unknown values (the empty one included, unless listed) -> d; rows len(vocab_list), or
+// max(vocab_dict values) + 1. vocab_file is read into vocab_dict by ParsePipelineConfig.
+struct Vocabulary {
+  std::unordered_map<std::string, std::int64_t> ids;
+  std::int64_t unknown_id = 1;  // default_bucketize_value, 1 when unset
+  std::int64_t rows = 0;
+};
+// The table rows of an id feature's vocabulary (0 without vocab_list / vocab_dict).
+std::int64_t VocabRows(const protos::IdFeature& feature);
+// The vocabulary of an id feature with vocab_list or vocab_dict; throws ConfigError naming the
+// feature for a duplicate vocab_list entry or an unloaded vocab_file.
+Vocabulary IdVocabulary(const protos::IdFeature& feature);
+// Reads a vocab_file's text (`origin` names it in errors): one token per line, the line number
+// its id (a blank line is the token ""), or "token id" per line (blank lines skipped). Throws
+// ConfigError for a mix of the two forms, a bad id or a duplicate token.
+std::unordered_map<std::string, std::int64_t> ParseVocabFile(const std::string& text,
+                                                             const std::string& origin);
 
 // A raw feature's parsed `normalizer` (TorchEasyRec's fg forms; see ParseNormalizer).
 struct Normalizer {

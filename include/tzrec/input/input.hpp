@@ -177,6 +177,9 @@ class Dataset {
   // Files read, sorted.
   const std::vector<std::string>& Files() const;
   const std::vector<std::string>& SparseFeatureNames() const;
+  // Whether the batches' KeyedJaggedTensor carries per-id weights: some id_feature has
+  // weighted: true (its "id:weight" weights; 1 for the ids of the other features).
+  bool Weighted() const;
   // Table rows of each sparse feature, in sparse_feature_names() order.
   const std::vector<std::int64_t>& SparseNumEmbeddings() const;
   std::int64_t DenseDim() const;

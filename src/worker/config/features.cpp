@@ -3,6 +3,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tzrec/config/config.hpp"
@@ -92,6 +93,8 @@ decltype(auto) Visit(const protos::FeatureConfig& f, Fn&& fn) {
       return fn(f.sequence_id_feature());
     case protos::FeatureConfig::kSequenceRawFeature:
       return fn(f.sequence_raw_feature());
+    case protos::FeatureConfig::kComboFeature:
+      return fn(f.combo_feature());
     default:
       return fn(f.raw_feature());
   }
@@ -120,7 +123,7 @@ bool IsSequence(const protos::FeatureConfig& f) {
 }
 
 bool IsSparse(const protos::FeatureConfig& f) {
-  if (f.has_id_feature() || f.has_sequence_id_feature()) return true;
+  if (f.has_id_feature() || f.has_sequence_id_feature() || f.has_combo_feature()) return true;
   if (f.has_sequence_raw_feature()) return f.sequence_raw_feature().boundaries_size() > 0;
   return f.raw_feature().boundaries_size() > 0;
 }
@@ -131,8 +134,13 @@ std::int64_t EmbeddingDim(const protos::FeatureConfig& f) {
 }
 
 std::int64_t NumEmbeddings(const protos::FeatureConfig& f) {
-  if (f.has_id_feature()) return IdTableRows(f.id_feature());
+  if (f.has_id_feature()) {
+    const protos::IdFeature& id = f.id_feature();
+    if (id.vocab_list_size() > 0 || id.vocab_dict_size() > 0) return VocabRows(id);
+    return IdTableRows(id);
+  }
   if (f.has_sequence_id_feature()) return IdTableRows(f.sequence_id_feature());
+  if (f.has_combo_feature()) return static_cast<std::int64_t>(f.combo_feature().hash_bucket_size());
   const int n = f.has_sequence_raw_feature() ? f.sequence_raw_feature().boundaries_size()
                                              : f.raw_feature().boundaries_size();
   return n > 0 ? n + 1 : 0;
@@ -148,6 +156,7 @@ const std::string& Pooling(const protos::FeatureConfig& f) {
   static const std::string kSum = "sum";
   if (f.has_id_feature()) return f.id_feature().pooling();
   if (f.has_raw_feature()) return f.raw_feature().pooling();
+  if (f.has_combo_feature()) return f.combo_feature().pooling();
   return kSum;
 }
 
@@ -207,16 +216,41 @@ const protos::ParameterConstraints& EmbeddingConstraints(const protos::FeatureCo
   if (f.has_id_feature()) return f.id_feature().embedding_constraints();
   if (f.has_sequence_id_feature()) return f.sequence_id_feature().embedding_constraints();
   if (f.has_sequence_raw_feature()) return f.sequence_raw_feature().embedding_constraints();
+  if (f.has_combo_feature()) return f.combo_feature().embedding_constraints();
   return f.raw_feature().embedding_constraints();
 }
 
-std::string InputColumn(const PipelineConfig& config, const protos::FeatureConfig& f) {
-  if (!RunsFeatureGeneration(config)) return FeatureName(f);
-  const std::string& expression =
-      Visit(f, [](const auto& m) -> const std::string& { return m.expression(); });
-  if (expression.empty()) return FeatureName(f);
+namespace {
+
+std::string ColumnOf(const std::string& expression) {
   const std::size_t colon = expression.rfind(':');
   return colon == std::string::npos ? expression : expression.substr(colon + 1);
+}
+
+}  // namespace
+
+std::string InputColumn(const PipelineConfig& config, const protos::FeatureConfig& f) {
+  return InputColumns(config, f).front();
+}
+
+std::vector<std::string> InputColumns(const PipelineConfig& config,
+                                      const protos::FeatureConfig& f) {
+  if (!RunsFeatureGeneration(config)) return {FeatureName(f)};
+  if (f.has_combo_feature()) {
+    std::vector<std::string> columns;
+    for (const std::string& e : f.combo_feature().expression()) columns.push_back(ColumnOf(e));
+    if (columns.empty()) columns.push_back(FeatureName(f));
+    return columns;
+  }
+  const std::string& expression = Visit(f, [](const auto& m) -> const std::string& {
+    if constexpr (std::is_same_v<std::decay_t<decltype(m)>, protos::ComboFeature>) {
+      return m.feature_name();  // not reached: combo features are handled above
+    } else {
+      return m.expression();
+    }
+  });
+  if (expression.empty()) return {FeatureName(f)};
+  return {ColumnOf(expression)};
 }
 
 std::vector<ShardingType> ShardingTypes(const protos::ParameterConstraints& constraints) {

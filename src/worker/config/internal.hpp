@@ -63,6 +63,13 @@ void ApplyEdits(google::protobuf::Message* config, const std::string& edit_confi
 // sub-feature field it cannot carry; appends the no-effect warning of sequence_pk.
 void ExpandGroupedSequences(PipelineConfig* config, std::vector<std::string>* warnings);
 
+// Reads the vocab_file of every id_feature into its vocab_dict and clears vocab_file
+// (vocab.cpp; after the edits, before validation), so that the config rank 0 writes carries the
+// vocabulary. The path is used as written (relative to the working directory, as TorchEasyRec).
+// Throws ConfigError naming the feature and the file: default_bucketize_value unset (TorchEasyRec
+// requires it), another table size also set, an unreadable or malformed file.
+void LoadVocabFiles(PipelineConfig* config);
+
 // The validation of the message values (src/worker/config/validate.cpp).
 void Validate(const google::protobuf::Message& config);
 

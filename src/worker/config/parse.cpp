@@ -208,6 +208,7 @@ LoadedConfig ParsePipelineConfig(const std::string& text, const std::string& edi
   std::vector<std::string> sequence_warnings;
   try {
     config_internal::ExpandGroupedSequences(&loaded.config, &sequence_warnings);
+    config_internal::LoadVocabFiles(&loaded.config);
     loaded.warnings = ValidatePipelineConfig(loaded.config);
   } catch (const ConfigError& error) {
     throw ConfigError(origin + ": " + error.what());
@@ -235,9 +236,15 @@ std::vector<std::string> ValidatePipelineConfig(const PipelineConfig& config) {
   config_internal::Validate(config);
   if (!RunsFeatureGeneration(config)) {
     for (int i = 0; i < config.feature_configs_size(); ++i) {
+      const std::string path = "feature_configs[" + std::to_string(i) + "]";
+      if (config.feature_configs(i).id_feature().has_value_dim()) {
+        warnings.push_back(path +
+                           ".id_feature.value_dim: not applied with fg_mode FG_NONE (the input "
+                           "is already feature-generated), as in TorchEasyRec");
+      }
       if (config.feature_configs(i).raw_feature().normalizer().empty()) continue;
-      warnings.push_back("feature_configs[" + std::to_string(i) +
-                         "].raw_feature.normalizer: not applied with fg_mode FG_NONE (the input "
+      warnings.push_back(path +
+                         ".raw_feature.normalizer: not applied with fg_mode FG_NONE (the input "
                          "is already feature-generated), as in TorchEasyRec");
     }
   }

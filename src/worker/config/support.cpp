@@ -31,6 +31,7 @@ constexpr const char* kSeqPool = "config.SequencePoolingAgreesPerTable";
 constexpr const char* kSeqModel = "train.Model.PoolingEncoderAppendsPooledSequences";
 constexpr const char* kSeqAttention = "train.Model.AttentionEncodersMatchComposedTorch";
 constexpr const char* kDinModel = "train.Model.MultiTowerDinMatchesComposedTorch";
+constexpr const char* kCombo = "ComboTransform.CartesianProductHashed";
 
 constexpr const char* kMtGolden = "train.MultiTaskGolden.MatchesTorch";
 constexpr const char* kMtJob = "test_multi_task.py::test_mmoe_and_dbmtl_train_eval_predict";
@@ -214,6 +215,18 @@ const std::vector<FieldSupport> kTable = {
 
     {P "FeatureConfig.id_feature", kH, "an id feature", kExamples},
     {P "FeatureConfig.raw_feature", kH, "a raw (numeric) feature", kExamples},
+    {P "FeatureConfig.combo_feature", kH, "the hashed cartesian product of >= 2 inputs", kCombo},
+    {P "ComboFeature.feature_name", kH, "the name (and its column with FG_NONE)", kCombo},
+    {P "ComboFeature.expression", kH, "the inputs (side:column), 2 or more",
+     "ComboTransform.DatasetReadsEveryInput"},
+    {P "ComboFeature.embedding_name", kH, "features with one name share a table",
+     "config.SharedTablesAgree"},
+    {P "ComboFeature.embedding_dim", kH, "the table width", kCombo},
+    {P "ComboFeature.hash_bucket_size", kH, "hash each combination into these rows", kCombo},
+    {P "ComboFeature.pooling", kH, "sum | mean", "core.Embedding"},
+    {P "ComboFeature.separator", kH, "multi-value separator of the inputs' text", kCombo},
+    {P "ComboFeature.embedding_constraints", kH, "this table's sharding constraints",
+     "planner.Plan"},
     {P "IdFeature.feature_name", kH, "the name (and its column with FG_NONE)", kExamples},
     {P "IdFeature.expression", kH, "side:column read with FG_NORMAL / FG_DAG", kExamples},
     {P "IdFeature.embedding_name", kH, "features with one name share a table",
@@ -223,8 +236,27 @@ const std::vector<FieldSupport> kTable = {
      "Transform.HashWithSeparatorMapsEveryToken"},
     {P "IdFeature.num_buckets", kH, "values are integer ids in [0, n)",
      "Transform.NumBucketsTakesTheIntegerAndRejectsOutOfRange"},
-    {P "IdFeature.vocab_list", kH, "value -> index + 2 (0 empty, 1 unknown)",
+    {P "IdFeature.vocab_list", kH,
+     "value -> index + 2 (0 empty, 1 unknown); with default_bucketize_value: index",
      "Transform.VocabListIndexPlusTwoOovOneEmptyZero"},
+    {P "IdFeature.vocab_dict", kH,
+     "value -> its id (0 empty, 1 unknown unless default_bucketize_value); rows max id + 1",
+     "VocabTransform.DictMatchesTorchEasyRec"},
+    {P "VocabDictEntry.key", kH, "a vocab_dict value", "Vocab.DictMatchesTorchEasyRec"},
+    {P "VocabDictEntry.value", kH, "its id", "Vocab.DictMatchesTorchEasyRec"},
+    {P "IdFeature.vocab_file", kH,
+     "\"token\" (id: line number) or \"token id\" lines, read into vocab_dict at load; needs "
+     "default_bucketize_value",
+     "Vocab.FileLoadsIntoTheConfig"},
+    {P "IdFeature.default_bucketize_value", kH,
+     "the id of unknown vocabulary values; no ids reserved for empty / unknown",
+     "VocabTransform.ListMatchesTorchEasyRec"},
+    {P "IdFeature.value_dim", kH,
+     "0: every value of a multi-value cell; 1: the first only (FG_NORMAL / FG_DAG)",
+     "VocabTransform.ValueDimOneKeepsTheFirstValue"},
+    {P "IdFeature.weighted", kH,
+     "\"id:weight\" values: the KJT carries the weights, the EBC pools w * e (FG_NORMAL / FG_DAG)",
+     "WeightedTransform.PairsGiveIdsAndWeights"},
     {P "IdFeature.pooling", kH, "sum | mean", "core.Embedding"},
     {P "IdFeature.separator", kH, "multi-value separator with FG_NORMAL / FG_DAG",
      "Transform.HashWithSeparatorMapsEveryToken"},

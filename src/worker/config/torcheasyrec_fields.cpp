@@ -29,7 +29,8 @@ constexpr const char* kMatch =
 constexpr const char* kGenerative =
     "a generative model; tzrec_train trains the rank models " TZREC_RANK_MODELS;
 constexpr const char* kFeatureType =
-    "a feature type tzrec_train does not implement; supported: id_feature, raw_feature (generate "
+    "a feature type tzrec_train does not implement; supported: id_feature, raw_feature, "
+    "combo_feature (generate "
     "the feature offline and read it as an id_feature or raw_feature with fg_mode: FG_NONE)";
 constexpr const char* kSequence =
     "this sequence feature type is not implemented by tzrec_train; supported: "
@@ -55,6 +56,8 @@ constexpr const char* kOdps =
 constexpr const char* kSparseOpt =
     "a sparse optimizer tzrec_train does not implement; supported: sgd_optimizer, "
     "adagrad_optimizer, adam_optimizer, rowwise_adagrad_optimizer";
+constexpr const char* kComboHash =
+    "a combo_feature is sized by hash_bucket_size in tzrec_train; use hash_bucket_size";
 constexpr const char* kEmbeddingInit =
     "custom embedding init is not implemented; tzrec_train initialises tables as TorchRec does";
 
@@ -100,7 +103,6 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.DataConfig", "hard_negative_sampler_v2", kSampler},
     {"tzrec.protos.DataConfig", "tdm_sampler", kSampler},
 
-    {"tzrec.protos.FeatureConfig", "combo_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "lookup_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "match_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "expr_feature", kFeatureType},
@@ -121,23 +123,17 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.FeatureConfig", "sequence_bool_mask_feature", kSequence},
     {"tzrec.protos.FeatureConfig", "sequence_combine_feature", kSequence},
 
-    {"tzrec.protos.IdFeature", "vocab_dict", "use vocab_list"},
-    {"tzrec.protos.IdFeature", "value_dim",
-     "tzrec_train reads every value of a multi-value cell (TorchEasyRec's value_dim 0); remove it"},
     {"tzrec.protos.IdFeature", "default_value",
      "fg default values are not implemented; an empty cell has no id"},
-    {"tzrec.protos.IdFeature", "weighted", "weighted id features are not implemented"},
     {"tzrec.protos.IdFeature", "init_fn", kEmbeddingInit},
     {"tzrec.protos.IdFeature", "use_mask", "feature masking is not implemented"},
     {"tzrec.protos.IdFeature", "zch",
      "zero-collision hashing is not implemented; use hash_bucket_size"},
-    {"tzrec.protos.IdFeature", "vocab_file", "write the vocabulary as vocab_list"},
-    {"tzrec.protos.IdFeature", "asset_dir", "write the vocabulary as vocab_list"},
+    {"tzrec.protos.IdFeature", "asset_dir",
+     "give vocab_file as a path relative to the working directory (or absolute)"},
     {"tzrec.protos.IdFeature", "dynamicemb", "dynamic embeddings are not implemented"},
     {"tzrec.protos.IdFeature", "fg_encoded_default_value",
      "fill empty cells in the data; an empty fg-encoded cell has no id"},
-    {"tzrec.protos.IdFeature", "default_bucketize_value",
-     "vocab_list maps unknown values to 1 and empty ones to 0"},
     {"tzrec.protos.IdFeature", "fg_value_type", "remove it (values are read as text or integers)"},
     {"tzrec.protos.IdFeature", "trainable", "frozen embeddings are not implemented"},
     {"tzrec.protos.IdFeature", "stub_type", "fg DAG intermediate features are not implemented"},
@@ -145,6 +141,28 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.IdFeature", "sequence_length", kGroupedSequence},
     {"tzrec.protos.IdFeature", "sequence_delim", kGroupedSequence},
     {"tzrec.protos.IdFeature", "sequence_fields", kGroupedSequence},
+
+    {"tzrec.protos.ComboFeature", "vocab_list", kComboHash},
+    {"tzrec.protos.ComboFeature", "vocab_dict", kComboHash},
+    {"tzrec.protos.ComboFeature", "vocab_file", kComboHash},
+    {"tzrec.protos.ComboFeature", "asset_dir", kComboHash},
+    {"tzrec.protos.ComboFeature", "default_bucketize_value", kComboHash},
+    {"tzrec.protos.ComboFeature", "zch", kComboHash},
+    {"tzrec.protos.ComboFeature", "dynamicemb", "dynamic embeddings are not implemented"},
+    {"tzrec.protos.ComboFeature", "value_dim",
+     "every combination of the inputs' values is kept (value_dim 0); remove it"},
+    {"tzrec.protos.ComboFeature", "default_value",
+     "fg default values are not implemented; a combination with a missing input has no id"},
+    {"tzrec.protos.ComboFeature", "fg_encoded_default_value",
+     "fill empty cells in the data; an empty fg-encoded cell has no id"},
+    {"tzrec.protos.ComboFeature", "init_fn", kEmbeddingInit},
+    {"tzrec.protos.ComboFeature", "use_mask", "feature masking is not implemented"},
+    {"tzrec.protos.ComboFeature", "trainable", "frozen embeddings are not implemented"},
+    {"tzrec.protos.ComboFeature", "stub_type", "fg DAG intermediate features are not implemented"},
+    {"tzrec.protos.ComboFeature", "data_type", "tables are FP32"},
+    {"tzrec.protos.ComboFeature", "sequence_length", kGroupedSequence},
+    {"tzrec.protos.ComboFeature", "sequence_delim", kGroupedSequence},
+    {"tzrec.protos.ComboFeature", "sequence_fields", kGroupedSequence},
 
     {"tzrec.protos.RawFeature", "init_fn", kEmbeddingInit},
     {"tzrec.protos.RawFeature", "use_mask", "feature masking is not implemented"},

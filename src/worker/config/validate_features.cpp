@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "internal.hpp"
@@ -18,6 +19,7 @@ std::string FeaturePath(int index, const protos::FeatureConfig& feature) {
   if (IsIdFeature(feature)) kind = "id_feature";
   if (feature.has_sequence_id_feature()) kind = "sequence_id_feature";
   if (feature.has_sequence_raw_feature()) kind = "sequence_raw_feature";
+  if (feature.has_combo_feature()) kind = "combo_feature";
   return "feature_configs[" + std::to_string(index) + "]." + kind;
 }
 
@@ -36,17 +38,66 @@ void ValidateTableSize(const M& f, const std::string& path) {
   if (f.hash_bucket_size() > 0) set.push_back("hash_bucket_size");
   if (f.num_buckets() > 0) set.push_back("num_buckets");
   if (f.vocab_list_size() > 0) set.push_back("vocab_list");
+  std::string choices = "hash_bucket_size, num_buckets, vocab_list";
+  if constexpr (std::is_same_v<M, protos::IdFeature>) {
+    if (f.vocab_dict_size() > 0) set.push_back("vocab_dict");
+    choices += ", vocab_dict, vocab_file";
+  }
   Require(set.size() == 1,
           path + ": " +
               (set.empty() ? std::string("no table size")
                            : "both " + tzrun::base::Join(set, " and ") + " are set") +
-              " (feature '" + f.feature_name() +
-              "'); set exactly one of hash_bucket_size, num_buckets, vocab_list");
+              " (feature '" + f.feature_name() + "'); set exactly one of " + choices);
   std::set<std::string> vocab;
   for (const std::string& word : f.vocab_list()) {
     Require(vocab.insert(word).second, path + ".vocab_list: \"" + word +
                                            "\" appears twice; vocabulary entries must be unique");
   }
+}
+
+// default_bucketize_value only with a vocabulary, and every id of the vocabulary (the unknown one
+// included) inside the table.
+void ValidateIdVocabulary(const protos::IdFeature& f, const std::string& path) {
+  const bool has_vocab = f.vocab_list_size() > 0 || f.vocab_dict_size() > 0;
+  Require(has_vocab || !f.has_default_bucketize_value(),
+          path +
+              ".default_bucketize_value: set without vocab_list, vocab_dict or vocab_file "
+              "(feature '" +
+              f.feature_name() + "'); it is the id of unknown vocabulary values: remove it");
+  if (!has_vocab) return;
+  for (const auto& entry : f.vocab_dict()) {
+    Require(entry.value() < (std::uint64_t{1} << 62), path + ".vocab_dict: id " +
+                                                          std::to_string(entry.value()) + " of \"" +
+                                                          entry.key() + "\" is too large");
+  }
+  Vocabulary vocab;
+  try {
+    vocab = IdVocabulary(f);
+  } catch (const ConfigError& error) {
+    throw ConfigError(path + ": " + error.what());
+  }
+  Require(vocab.unknown_id < vocab.rows,
+          path + ": the id of unknown values, " + std::to_string(vocab.unknown_id) +
+              (f.has_default_bucketize_value() ? " (default_bucketize_value)"
+                                               : " (TorchEasyRec's <OOV> id without "
+                                                 "default_bucketize_value)") +
+              ", is outside the table of " + std::to_string(vocab.rows) + " rows (feature '" +
+              f.feature_name() + "'); set default_bucketize_value below " +
+              std::to_string(vocab.rows) + " or add vocabulary ids");
+}
+
+// combo_feature: >= 2 inputs with feature generation, hash_bucket_size, embedding_dim, pooling.
+void ValidateCombo(const protos::ComboFeature& f, const std::string& path, bool runs_fg) {
+  Require(f.embedding_dim() > 0, path + ".embedding_dim: must be > 0 (the embedding width)");
+  Require(f.hash_bucket_size() > 0, path + ".hash_bucket_size: must be > 0 (feature '" +
+                                        f.feature_name() +
+                                        "'); a combo_feature hashes each combination into it");
+  Require(!runs_fg || f.expression_size() >= 2,
+          path + ".expression: " + std::to_string(f.expression_size()) +
+              " input(s); a combo_feature combines 2 or more, e.g. [\"user:age\", \"item:cate\"]");
+  Require(f.pooling() == "sum" || f.pooling() == "mean",
+          path + ".pooling: \"" + f.pooling() + "\"; use \"sum\" or \"mean\"");
+  Require(!f.separator().empty(), path + ".separator: empty; give the multi-value separator");
 }
 
 void ValidateId(const protos::IdFeature& f, const std::string& path) {
@@ -55,6 +106,10 @@ void ValidateId(const protos::IdFeature& f, const std::string& path) {
   Require(f.pooling() == "sum" || f.pooling() == "mean",
           path + ".pooling: \"" + f.pooling() + "\"; use \"sum\" or \"mean\"");
   Require(!f.separator().empty(), path + ".separator: empty; give the multi-value separator");
+  ValidateIdVocabulary(f, path);
+  Require(f.value_dim() <= 1, path + ".value_dim: " + std::to_string(f.value_dim()) +
+                                  "; an id_feature takes 0 (every value of a multi-value cell) "
+                                  "or 1 (the first value only), as TorchEasyRec");
 }
 
 void ValidateRaw(const protos::RawFeature& f, const std::string& path) {
@@ -131,11 +186,19 @@ void ValidateFeatures(const PipelineConfig& config) {
   for (int i = 0; i < config.feature_configs_size(); ++i) {
     const protos::FeatureConfig& f = config.feature_configs(i);
     Require(f.feature_case() != protos::FeatureConfig::FEATURE_NOT_SET,
-            "feature_configs[" + std::to_string(i) + "]: empty; set id_feature or raw_feature");
+            "feature_configs[" + std::to_string(i) +
+                "]: empty; set id_feature, raw_feature or combo_feature");
     const std::string path = FeaturePath(i, f);
     Require(!FeatureName(f).empty(), path + ".feature_name: empty; every feature needs a name");
     if (IsIdFeature(f)) {
       ValidateId(f.id_feature(), path);
+      Require(runs_fg || !f.id_feature().weighted(),
+              path +
+                  ".weighted: true with data_config.fg_mode FG_NONE is not implemented ("
+                  "TorchEasyRec reads <name>__values / <name>__weights columns there); use "
+                  "fg_mode FG_DAG with \"id:weight\" values");
+    } else if (f.has_combo_feature()) {
+      ValidateCombo(f.combo_feature(), path, runs_fg);
     } else if (f.has_sequence_id_feature()) {
       ValidateSequence(f.sequence_id_feature(), path, runs_fg);
       ValidateTableSize(f.sequence_id_feature(), path);
@@ -149,8 +212,8 @@ void ValidateFeatures(const PipelineConfig& config) {
     Require(inserted, path + ".feature_name: '" + FeatureName(f) + "' is already used by " +
                           FeaturePath(it->second, config.feature_configs(it->second)) +
                           "; feature names must be unique");
-    if (!columns.empty()) {
-      const std::string column = InputColumn(config, f);
+    for (const std::string& column :
+         columns.empty() ? std::vector<std::string>{} : InputColumns(config, f)) {
       Require(std::find(columns.begin(), columns.end(), column) != columns.end(),
               path + (runs_fg ? ".expression" : ".feature_name") + ": input column '" + column +
                   "' is not one of data_config.input_fields" + Suggest(column, columns) +

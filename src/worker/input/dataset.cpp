@@ -44,7 +44,10 @@ at::Tensor ToTensor(const std::vector<T>& data, std::vector<std::int64_t> shape,
 class Dataset::Impl::Builder {
  public:
   Builder(const Dataset::Impl& impl, std::int64_t capacity)
-      : impl_(impl), ids_(impl.sparse_features.size()), lengths_(impl.sparse_features.size()) {
+      : impl_(impl),
+        ids_(impl.sparse_features.size()),
+        lengths_(impl.sparse_features.size()),
+        id_weights_(impl.weighted ? impl.sparse_features.size() : 0) {
     for (auto& l : lengths_) l.reserve(static_cast<std::size_t>(capacity));
     for (auto& v : ids_) v.reserve(static_cast<std::size_t>(capacity));
     dense_.reserve(static_cast<std::size_t>(capacity * impl.dense_dim));
@@ -64,8 +67,13 @@ class Dataset::Impl::Builder {
     try {
       for (std::size_t k = 0; k < impl_.sparse_features.size(); ++k) {
         const std::size_t f = impl_.sparse_features[k];
+        if (impl_.transforms[f].Combo()) {
+          AddComboRows(k, f, column, count, &failed);
+          continue;
+        }
         impl_.transforms[f].AppendIdsColumn(column(impl_.feature_slot[f]), count, &ids_[k],
-                                            &lengths_[k], &failed);
+                                            &lengths_[k], &failed,
+                                            impl_.weighted ? &id_weights_[k] : nullptr);
       }
       if (impl_.dense_dim > 0) {
         dense_.resize(dense_.size() + static_cast<std::size_t>(count * impl_.dense_dim));
@@ -115,10 +123,16 @@ class Dataset::Impl::Builder {
     std::vector<std::int64_t> lengths;
     lengths.reserve(lengths_.size() * static_cast<std::size_t>(n_));
     for (const auto& l : lengths_) lengths.insert(lengths.end(), l.begin(), l.end());
+    std::optional<at::Tensor> weights;
+    if (impl_.weighted) {  // per-id weights of every sparse feature (1 for unweighted ones)
+      std::vector<float> w;
+      w.reserve(total_ids);
+      for (const auto& v : id_weights_) w.insert(w.end(), v.begin(), v.end());
+      weights = ToTensor(w, {static_cast<std::int64_t>(w.size())}, at::kFloat);
+    }
     b.sparse = KeyedJaggedTensor(
         impl_.sparse_names, ToTensor(values, {static_cast<std::int64_t>(values.size())}, at::kLong),
-        ToTensor(lengths, {static_cast<std::int64_t>(lengths.size())}, at::kLong), std::nullopt,
-        n_);
+        ToTensor(lengths, {static_cast<std::int64_t>(lengths.size())}, at::kLong), weights, n_);
     b.dense = ToTensor(dense_, {n_, impl_.dense_dim}, at::kFloat);
     for (const auto& l : labels_) b.all_labels.push_back(ToTensor(l, {n_}, at::kFloat));
     if (!b.all_labels.empty()) b.labels = b.all_labels.front();
@@ -128,6 +142,23 @@ class Dataset::Impl::Builder {
   }
 
  private:
+  // The ids of combo feature f (sparse index k) of `count` rows, read from its input columns.
+  template <typename Column>
+  void AddComboRows(std::size_t k, std::size_t f, Column column, std::int64_t count,
+                    std::int64_t* failed) {
+    const auto& slots = impl_.combo_slots[f];
+    std::vector<const Cell*> first, row(slots.size());
+    for (const int s : slots) first.push_back(column(s));
+    for (*failed = 0; *failed < count; ++*failed) {
+      for (std::size_t j = 0; j < slots.size(); ++j) row[j] = first[j] + *failed;
+      const std::size_t before = ids_[k].size();
+      impl_.transforms[f].AppendComboIds(row.data(), &ids_[k]);
+      const std::size_t added = ids_[k].size() - before;
+      lengths_[k].push_back(static_cast<std::int64_t>(added));
+      if (impl_.weighted) id_weights_[k].resize(id_weights_[k].size() + added, 1.0f);
+    }
+  }
+
   // A label or sample weight cell as a float; `what` names it in errors.
   float Number(const Cell& cell, int slot, const char* what) const {
     const std::string& name = impl_.needed[static_cast<std::size_t>(slot)];
@@ -155,6 +186,7 @@ class Dataset::Impl::Builder {
   const Dataset::Impl& impl_;
   std::vector<std::vector<std::int64_t>> ids_;
   std::vector<std::vector<std::int64_t>> lengths_;
+  std::vector<std::vector<float>> id_weights_;  // per sparse feature, when impl_.weighted
   std::vector<float> dense_;
   std::vector<std::vector<float>> labels_;  // per label field
   std::vector<float> weights_;
@@ -349,6 +381,10 @@ std::int64_t Dataset::TotalRows() const {
 const std::vector<std::string>& Dataset::Files() const {
   return impl_->file_names;
 }
+bool Dataset::Weighted() const {
+  return impl_->weighted;
+}
+
 const std::vector<std::string>& Dataset::SparseFeatureNames() const {
   return impl_->sparse_names;
 }

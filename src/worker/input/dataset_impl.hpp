@@ -43,12 +43,14 @@ struct Dataset::Impl {
   int rank = 0;
   int world = 1;
   std::vector<input::FeatureTransform> transforms;
-  std::vector<int> feature_slot;  // per feature: index into needed
+  std::vector<int> feature_slot;              // per feature: index into needed
+  std::vector<std::vector<int>> combo_slots;  // per feature: a combo's input columns (with fg)
   std::vector<std::size_t> sparse_features;
   std::vector<std::size_t> dense_features;
   std::vector<std::int64_t> dense_offset;  // per dense feature: first column in Batch::dense
   std::vector<std::string> sparse_names;
   std::vector<std::int64_t> sparse_tables;
+  bool weighted = false;  // some sparse feature is a weighted id_feature: batches carry weights
   std::int64_t dense_dim = 0;
   std::vector<int> label_slots;  // per data_config.label_fields entry: index into needed
   int weight_slot = -1;          // data_config.sample_weight_fields[0]

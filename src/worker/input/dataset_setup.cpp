@@ -94,10 +94,17 @@ void Dataset::Impl::AddFeatures(const PipelineConfig& config) {
     m.transforms.emplace_back(fc, data);
     const std::size_t f = m.transforms.size() - 1;
     m.feature_slot.push_back(m.Need(InputColumn(config, fc), "feature '" + FeatureName(fc) + "'"));
+    m.combo_slots.emplace_back();
+    if (m.transforms[f].Combo()) {
+      for (const std::string& column : InputColumns(config, fc)) {
+        m.combo_slots.back().push_back(m.Need(column, "feature '" + FeatureName(fc) + "'"));
+      }
+    }
     if (m.transforms[f].Sparse()) {
       m.sparse_features.push_back(f);
       m.sparse_names.push_back(FeatureName(fc));
       m.sparse_tables.push_back(m.transforms[f].TableSize());
+      m.weighted = m.weighted || m.transforms[f].Weighted();
     } else {
       m.dense_features.push_back(f);
       m.dense_offset.push_back(m.dense_dim);

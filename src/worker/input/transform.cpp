@@ -64,6 +64,12 @@ FeatureTransform::FeatureTransform(const protos::FeatureConfig& config,
     if (has_fill) default_sequence_ = fill;
     return;
   }
+  if (!runs_fg && config.has_id_feature() && config.id_feature().weighted()) {
+    throw fail(
+        "weighted: true with fg_mode FG_NONE is not implemented (TorchEasyRec reads "
+        "<name>__values / <name>__weights columns there); use fg_mode FG_DAG with \"id:weight\" "
+        "values");
+  }
   if (!runs_fg) {
     // Feature-generated input: integer ids (bucket ids for raw features with boundaries).
     separator_ = data.fg_encoded_multival_sep();
@@ -76,18 +82,35 @@ FeatureTransform::FeatureTransform(const protos::FeatureConfig& config,
     }
     return;
   }
+  if (config.has_combo_feature()) {
+    const protos::ComboFeature& combo = config.combo_feature();
+    if (combo.hash_bucket_size() == 0 || combo.expression_size() < 2) {
+      throw fail(
+          "a combo_feature needs hash_bucket_size > 0 and 2 or more expression inputs (got " +
+          std::to_string(combo.hash_bucket_size()) + " and " +
+          std::to_string(combo.expression_size()) + ")");
+    }
+    kind_ = IdKind::kHash;
+    table_size_ = static_cast<std::int64_t>(combo.hash_bucket_size());
+    separator_ = combo.separator();
+    combo_inputs_ = static_cast<std::size_t>(combo.expression_size());
+    return;
+  }
   if (IsIdFeature(config)) {
     const protos::IdFeature& id = config.id_feature();
     separator_ = id.separator();
-    const int set =
-        (id.hash_bucket_size() > 0) + (id.num_buckets() > 0) + (id.vocab_list_size() > 0);
+    max_ids_ = id.value_dim();
+    weighted_ = id.weighted();
+    const bool vocab = id.vocab_list_size() > 0 || id.vocab_dict_size() > 0;
+    const int set = (id.hash_bucket_size() > 0) + (id.num_buckets() > 0) + vocab;
     if (set != 1) {
       throw fail(
           "an id_feature needs exactly one of hash_bucket_size > 0, num_buckets > 0 or a "
-          "non-empty vocab_list (got hash_bucket_size=" +
+          "non-empty vocab_list / vocab_dict (got hash_bucket_size=" +
           std::to_string(id.hash_bucket_size()) +
           ", num_buckets=" + std::to_string(id.num_buckets()) + ", vocab_list of " +
-          std::to_string(id.vocab_list_size()) + ")");
+          std::to_string(id.vocab_list_size()) + ", vocab_dict of " +
+          std::to_string(id.vocab_dict_size()) + ")");
     }
     if (id.hash_bucket_size() > 0) {
       kind_ = IdKind::kHash;
@@ -97,12 +120,15 @@ FeatureTransform::FeatureTransform(const protos::FeatureConfig& config,
       table_size_ = static_cast<std::int64_t>(id.num_buckets());
     } else {
       kind_ = IdKind::kVocab;
-      for (int i = 0; i < id.vocab_list_size(); ++i) {
-        if (!vocab_.emplace(id.vocab_list(i), static_cast<std::int64_t>(i) + 2).second) {
-          throw fail("vocab_list holds '" + id.vocab_list(i) + "' twice; remove the duplicate");
-        }
+      Vocabulary v;
+      try {
+        v = IdVocabulary(id);
+      } catch (const ConfigError& error) {
+        throw fail(error.what());
       }
-      table_size_ = static_cast<std::int64_t>(id.vocab_list_size()) + 2;
+      vocab_ = std::move(v.ids);
+      unknown_id_ = v.unknown_id;
+      table_size_ = v.rows;
     }
     return;
   }
@@ -174,9 +200,8 @@ std::int64_t FeatureTransform::MapToken(std::string_view token, const Cell* nume
     case IdKind::kVocab: {
       std::string buffer;
       const auto text = numeric ? CellText(*numeric, &buffer) : token;
-      if (text.empty()) return 0;
       auto it = vocab_.find(std::string(text));
-      return it == vocab_.end() ? 1 : it->second;
+      return it == vocab_.end() ? unknown_id_ : it->second;
     }
     default:
       break;
@@ -211,8 +236,50 @@ void FeatureTransform::AppendSequence(const Cell& cell, std::vector<std::int64_t
   });
 }
 
-void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* out) const {
-  if (sequence_length_ > 0) return AppendSequence(cell, out);
+void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* out,
+                                 std::vector<float>* weights) const {
+  const std::size_t before = out->size();
+  const std::size_t w_before = weights != nullptr ? weights->size() : 0;
+  if (sequence_length_ > 0) {
+    AppendSequence(cell, out);
+  } else {
+    std::vector<float> scratch;
+    std::vector<float>* w = nullptr;
+    if (weighted_) w = weights != nullptr ? weights : &scratch;
+    AppendAllIds(cell, out, w);
+    if (max_ids_ > 0 && out->size() > before + max_ids_) {  // value_dim 1: the first value only
+      out->resize(before + max_ids_);
+      if (w != nullptr) w->resize((w == weights ? w_before : 0) + max_ids_);
+    }
+  }
+  if (weights != nullptr && !weighted_) weights->resize(w_before + (out->size() - before), 1.0f);
+}
+
+void FeatureTransform::Emit(std::string_view token, std::vector<std::int64_t>* out,
+                            std::vector<float>* w) const {
+  if (w == nullptr) {
+    if (!token.empty() || kind_ == IdKind::kVocab) out->push_back(MapToken(token, nullptr));
+    return;
+  }
+  if (token.empty()) return;
+  const auto colon = token.rfind(':');
+  if (colon == std::string_view::npos) {
+    throw InputError("feature '" + name_ + "': weighted value '" + std::string(token) +
+                     "' has no ':weight'; write id:weight pairs such as \"a:0.5\"");
+  }
+  const auto weight = ParseDouble(Trim(token.substr(colon + 1)));
+  if (!weight) {
+    throw InputError("feature '" + name_ + "': the weight of '" + std::string(token) +
+                     "' is not a number; write id:weight pairs such as \"a:0.5\"");
+  }
+  const auto key = token.substr(0, colon);
+  if (key.empty() && kind_ != IdKind::kVocab) return;
+  out->push_back(MapToken(key, nullptr));
+  w->push_back(static_cast<float>(*weight));
+}
+
+void FeatureTransform::AppendAllIds(const Cell& cell, std::vector<std::int64_t>* out,
+                                    std::vector<float>* w) const {
   if (cell.IsNull()) {
     if (kind_ != IdKind::kBoundaries) return;
   }
@@ -223,35 +290,75 @@ void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* ou
   if (kind_ == IdKind::kDense) {
     throw std::logic_error("feature '" + name_ + "' is dense; AppendIds called");
   }
+  auto number = [&](const Cell& c) {
+    if (w != nullptr) {
+      throw InputError("feature '" + name_ +
+                       "': weighted: true needs \"id:weight\" text values, got " + Describe(c) +
+                       "; store the pairs as text (or a list of text)");
+    }
+    out->push_back(MapToken({}, &c));
+  };
   if (cell.kind == Cell::Kind::kList) {  // each item one value (not split again), nulls skipped
     for (std::int64_t k = 0; k < cell.i; ++k) {
       const Cell& item = cell.items[k];
       if (item.kind == Cell::Kind::kNull) continue;
       if (item.kind != Cell::Kind::kString) {
-        out->push_back(MapToken({}, &item));
-      } else if (item.s.empty()) {
-        if (kind_ == IdKind::kVocab) out->push_back(0);
+        number(item);
       } else {
-        out->push_back(MapToken(item.s, nullptr));
+        Emit(item.s, out, w);
       }
     }
     return;
   }
-  if (cell.kind != Cell::Kind::kString) {
-    out->push_back(MapToken({}, &cell));
-    return;
-  }
-  if (separator_.empty()) {
-    out->push_back(MapToken(cell.s, nullptr));
-    return;
-  }
-  ForEachToken(cell.s, separator_, [&](std::string_view token) {
-    if (token.empty()) {
-      if (kind_ == IdKind::kVocab) out->push_back(0);
+  if (cell.kind != Cell::Kind::kString) return number(cell);
+  if (cell.s.empty()) return;  // an empty value has no ids (TorchEasyRec's default_value "")
+  if (separator_.empty()) return Emit(cell.s, out, w);
+  ForEachToken(cell.s, separator_, [&](std::string_view token) { Emit(token, out, w); });
+}
+
+void FeatureTransform::ComboValues(const Cell& cell, std::vector<std::string>* values) const {
+  std::string buffer;
+  switch (cell.kind) {
+    case Cell::Kind::kNull:
       return;
+    case Cell::Kind::kInt:
+    case Cell::Kind::kFloat:
+      values->emplace_back(CellText(cell, &buffer));
+      return;
+    case Cell::Kind::kString:
+      if (cell.s.empty()) return;
+      ForEachToken(cell.s, separator_, [&](std::string_view token) {
+        if (!token.empty()) values->emplace_back(token);
+      });
+      return;
+    case Cell::Kind::kList:
+      for (std::int64_t k = 0; k < cell.i; ++k) {
+        const Cell& item = cell.items[k];
+        if (item.kind == Cell::Kind::kNull) continue;
+        if (item.kind == Cell::Kind::kString && item.s.empty()) continue;
+        values->emplace_back(CellText(item, &buffer));
+      }
+      return;
+  }
+}
+
+void FeatureTransform::AppendComboIds(const Cell* const* cells,
+                                      std::vector<std::int64_t>* out) const {
+  std::vector<std::string> combos{""};
+  std::vector<std::string> values, next;
+  for (std::size_t i = 0; i < combo_inputs_; ++i) {
+    values.clear();
+    ComboValues(*cells[i], &values);
+    if (values.empty()) return;
+    next.clear();
+    for (const std::string& c : combos) {
+      for (const std::string& v : values) next.push_back(i == 0 ? v : c + "_" + v);
     }
-    out->push_back(MapToken(token, nullptr));
-  });
+    combos.swap(next);
+  }
+  for (const std::string& c : combos) {
+    out->push_back(static_cast<std::int64_t>(Fnv1a64(c) % static_cast<std::uint64_t>(table_size_)));
+  }
 }
 
 void FeatureTransform::RawValues(const Cell& cell, double* out) const {
@@ -343,22 +450,23 @@ void FeatureTransform::WriteDense(const Cell& cell, float* out) const {
 
 void FeatureTransform::AppendIdsColumn(const Cell* cells, std::int64_t n,
                                        std::vector<std::int64_t>* ids,
-                                       std::vector<std::int64_t>* lengths,
-                                       std::int64_t* failed) const {
+                                       std::vector<std::int64_t>* lengths, std::int64_t* failed,
+                                       std::vector<float>* weights) const {
   lengths->reserve(lengths->size() + static_cast<std::size_t>(n));
   if (kind_ == IdKind::kNumBuckets) ids->reserve(ids->size() + static_cast<std::size_t>(n));
   std::int64_t r = 0;
   try {
     for (; r < n; ++r) {
       const Cell& cell = cells[r];
-      if (kind_ == IdKind::kNumBuckets && cell.kind == Cell::Kind::kInt && cell.i >= 0 &&
-          cell.i < table_size_) {
+      if (kind_ == IdKind::kNumBuckets && !weighted_ && cell.kind == Cell::Kind::kInt &&
+          cell.i >= 0 && cell.i < table_size_) {
         ids->push_back(cell.i);
         lengths->push_back(1);
+        if (weights != nullptr) weights->push_back(1.0f);
         continue;
       }
       const std::size_t before = ids->size();
-      AppendIds(cell, ids);
+      AppendIds(cell, ids, weights);
       lengths->push_back(static_cast<std::int64_t>(ids->size() - before));
     }
   } catch (...) {

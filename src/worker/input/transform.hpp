@@ -31,6 +31,11 @@ class FeatureTransform {
 
   const std::string& Name() const { return name_; }
   bool Sparse() const { return kind_ != IdKind::kDense; }
+  // id_feature weighted: true (fg_mode FG_NORMAL / FG_DAG): cells hold "id:weight" values.
+  bool Weighted() const { return weighted_; }
+  // A combo_feature with feature generation: its ids come from AppendComboIds over its inputs.
+  bool Combo() const { return combo_inputs_ > 0; }
+  std::size_t ComboInputs() const { return combo_inputs_; }
   IdKind Kind() const { return kind_; }
   // Table rows for sparse features (ids are in [0, table_size())); 0 for dense.
   std::int64_t TableSize() const { return table_size_; }
@@ -41,7 +46,17 @@ class FeatureTransform {
   // (FG_NONE): a text cell split on sequence_delim, a list cell's non-null items or one number,
   // each an integer id in [0, table rows); the first sequence_length items are kept; an empty
   // cell (null, blank text, empty list) reads fg_encoded_default_value when set, else no ids.
-  void AppendIds(const Cell& cell, std::vector<std::int64_t>* out) const;
+  // `weights` (optional) gets one weight per appended id: the ":weight" of a weighted feature's
+  // "id:weight" value, 1 for any other feature (TorchEasyRec's weighted id_feature input
+  // "k1:v1\x1dk2:v2"). A weighted value without ":weight", or with a weight that is not a
+  // number, or a non-text value of a weighted feature, is an error naming the feature.
+  void AppendIds(const Cell& cell, std::vector<std::int64_t>* out,
+                 std::vector<float>* weights = nullptr) const;
+  // A combo_feature (FG_NORMAL / FG_DAG): one sample's ids from its inputs' cells
+  // cells[0..ComboInputs()): every combination of the inputs' values (text cells split on the
+  // separator, list items, numbers as their text), joined by "_" in input order and hashed
+  // (FNV-1a 64 mod hash_bucket_size); an input without values gives the sample no ids.
+  void AppendComboIds(const Cell* const* cells, std::vector<std::int64_t>* out) const;
   // Writes value_dim normalised floats of one sample's cell to out[0..value_dim).
   void WriteDense(const Cell& cell, float* out) const;
 
@@ -52,12 +67,19 @@ class FeatureTransform {
   // cells go through AppendIds / WriteDense. On an error, `*failed` (when given) is set to the
   // index of the offending cell before the exception propagates.
   void AppendIdsColumn(const Cell* cells, std::int64_t n, std::vector<std::int64_t>* ids,
-                       std::vector<std::int64_t>* lengths, std::int64_t* failed = nullptr) const;
+                       std::vector<std::int64_t>* lengths, std::int64_t* failed = nullptr,
+                       std::vector<float>* weights = nullptr) const;
   void WriteDenseColumn(const Cell* cells, std::int64_t n, float* out, std::int64_t stride,
                         std::int64_t* failed = nullptr) const;
 
  private:
   std::int64_t MapToken(std::string_view token, const Cell* numeric) const;
+  // The values of one combo input cell, as text.
+  void ComboValues(const Cell& cell, std::vector<std::string>* values) const;
+  // AppendIds without the value_dim limit; `w` non-null for a weighted feature.
+  void AppendAllIds(const Cell& cell, std::vector<std::int64_t>* out, std::vector<float>* w) const;
+  // One text value: its id (and, with `w`, its weight: "id:weight").
+  void Emit(std::string_view token, std::vector<std::int64_t>* out, std::vector<float>* w) const;
   void AppendSequence(const Cell& cell, std::vector<std::int64_t>* out) const;
   std::int64_t Bucketize(double x) const;
   // value_dim numbers (raw features): default_value when missing.
@@ -84,6 +106,10 @@ class FeatureTransform {
   std::int64_t table_size_ = 0;
   std::string separator_;  // id: multi-value separator; raw: value_dim separator
   std::unordered_map<std::string, std::int64_t> vocab_;
+  std::int64_t unknown_id_ = 1;   // vocabulary: the id of values not in it
+  std::size_t max_ids_ = 0;       // id_feature value_dim: > 0 keeps the first max_ids_ ids
+  bool weighted_ = false;         // id_feature weighted
+  std::size_t combo_inputs_ = 0;  // combo_feature inputs (with feature generation)
   std::vector<double> boundaries_;
   tzrec::Normalizer normalizer_;
   std::int64_t value_dim_ = 1;

@@ -21,8 +21,11 @@ std::int64_t DeviceMemoryBytes(const at::Device& device) {
 Batch EmptyBatch(const PipelineConfig& config, const Dataset& ds) {
   Batch b;
   const auto& keys = ds.SparseFeatureNames();
-  b.sparse = KeyedJaggedTensor(keys, at::zeros({0}, at::kLong), at::zeros({0}, at::kLong),
-                               std::nullopt, 0);
+  // Weighted like the real batches, so that every rank runs the same input collectives.
+  std::optional<at::Tensor> weights;
+  if (ds.Weighted()) weights = at::zeros({0}, at::kFloat);
+  b.sparse =
+      KeyedJaggedTensor(keys, at::zeros({0}, at::kLong), at::zeros({0}, at::kLong), weights, 0);
   b.dense = at::zeros({0, ds.DenseDim()});
   b.labels = at::zeros({0});
   for (int i = 0; i < config.data_config().label_fields_size(); ++i)

@@ -105,7 +105,7 @@ TEST(Refusals, TorchEasyRecFieldsNameTheFieldAndTheAlternative) {
   e = ErrorOf(Minimal("sample_mask_prob: 0.5"));
   EXPECT_NE(e.find("'sample_mask_prob' (DataConfig) is a TorchEasyRec option"), std::string::npos)
       << e;
-  e = ErrorOf(Minimal() + "feature_configs { combo_feature { feature_name: \"c\" } }");
+  e = ErrorOf(Minimal() + "feature_configs { lookup_feature { feature_name: \"c\" } }");
   EXPECT_NE(e.find("supported: id_feature, raw_feature"), std::string::npos) << e;
 }
 
@@ -391,7 +391,7 @@ TEST(SharedConfigs, AcceptedOrRefusedByName) {
       {"dbmtl_has_sequence_mock.config", "unknown field 'train_metrics' in BayesTaskTower"},
       {"dssm_taobao.config", "'dssm'"},
       // multi_tower_din is read; these are refused for other fields.
-      {"multi_tower_din_fg_mock_gradient_clipping.config", "'value_dim'"},
+      {"multi_tower_din_fg_mock_gradient_clipping.config", "'autodis'"},
       {"multi_tower_din_mock.config", "'train_metrics'"},
       {"multi_tower_din_taobao.config",
        "data_config.fg_mode FG_NORMAL / FG_DAG with a sequence feature"},
