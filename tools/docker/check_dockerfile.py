@@ -26,6 +26,8 @@ What it does, in order (each check prints "ok" or "FAIL: ..."; exit 1 when any c
      not run). The `cmake --build` (tzrun + tzrec_train, several minutes of libtorch compiles)
      and `cmake --install` RUNs run too only with TZRUN_DOCKER_SCRATCH_BUILD=1, to keep CI short.
      Without a venv holding torch the scratch step is skipped with a notice.
+  7. tools/docker/check_build_path.py: TORCH_INDEX, the pip_cert secret, docker/Dockerfile.smoke and
+     the build scripts' option checks (the podman / no-registry build path of docs/deploy.md).
 
 Usage: check_dockerfile.py [--dockerfile docker/Dockerfile] [--work-dir DIR] [--repo ROOT]
 Env:   TZRUN_DOCKER_SCRATCH_BUILD=1   also build and install in the scratch copy
@@ -46,6 +48,9 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import check_build_path  # noqa: E402 (tools/docker/check_build_path.py)
 
 DEVICES = {
     "cpu": dict(CUDA_VERSION="", CUDA_HOME="", CUDA_PKG="", CUDA_COMPAT_PKG=""),
@@ -620,6 +625,7 @@ class Checker:
         self.check_context()
         self.check_entrypoint()
         self.check_tool_scripts()
+        check_build_path.run(self)  # the podman / no-registry path: TORCH_INDEX, pip_cert, Dockerfile.smoke
         self.check_scratch()
         if self.failures:
             print(f"\ncheck_dockerfile: {len(self.failures)} check(s) failed:")

@@ -1,7 +1,8 @@
 # common.sh — sourced by build.sh and promote.sh (set NAME first): the repository root, the docker
-# command, the project version, DEVICE validation and the docker-availability check.
-# Sets ROOT, DOCKER, VALID, VERSION; defines check_devices DEVICE... and require_docker HINT.
+# command, the project version, DEVICE validation and the engine choice (docker or podman).
+# Sets ROOT, DOCKER, VALID, VERSION; defines check_devices DEVICE... and pick_engine [ENGINE].
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+DOCKER_SET_BY_USER="${DOCKER:-}"
 DOCKER="${DOCKER:-docker}"
 VALID=(cpu cu126 cu129 cu130)
 
@@ -16,15 +17,42 @@ check_devices() {
   done
 }
 
-# Exits 2 when the docker command or its daemon is missing; $1 says what to do instead.
-require_docker() {
-  if ! command -v "$DOCKER" >/dev/null; then
-    echo "$NAME: '$DOCKER' not found; this needs Docker (or set DOCKER=podman). $1" >&2
+# pick_engine [docker|podman]: sets ENGINE (the command, as an array), ENGINE_KIND (docker or
+# podman) and DOCKER (ENGINE[0]). Order: the argument, then $TZRUN_ENGINE,
+# then $DOCKER when set, then docker when its daemon answers, then podman (--engine accepts only
+# docker or podman; the caller checks that). For podman,
+# $TZRUN_PODMAN_STORAGE_DRIVER (e.g. vfs, where overlay mounts are not allowed) is passed as
+# --storage-driver. Exits 2 naming the engine when none is usable.
+pick_engine() {
+  local want="${1:-${TZRUN_ENGINE:-}}"
+  if [[ -z "$want" && -n "${DOCKER_SET_BY_USER:-}" ]]; then want="$DOCKER"; fi
+  if [[ -z "$want" ]]; then
+    if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+      want=docker
+    elif command -v podman >/dev/null; then
+      want=podman
+    else
+      want=docker
+    fi
+  fi
+  # Anything whose name is not podman's is driven like docker (DOCKER=/path/to/docker works).
+  case "${want##*/}" in
+    podman*) ENGINE_KIND=podman ;;
+    *) ENGINE_KIND=docker ;;
+  esac
+  DOCKER="$want"
+  ENGINE=("$want")
+  if [[ "$ENGINE_KIND" == podman && -n "${TZRUN_PODMAN_STORAGE_DRIVER:-}" ]]; then
+    ENGINE+=(--storage-driver "$TZRUN_PODMAN_STORAGE_DRIVER")
+  fi
+  if ! command -v "$want" >/dev/null; then
+    echo "$NAME: '$want' not found; install Docker or podman (apt-get install podman), or pick" \
+      "one with --engine" >&2
     exit 2
   fi
-  if ! "$DOCKER" info >/dev/null 2>&1; then
-    echo "$NAME: '$DOCKER info' failed: no Docker daemon reachable (is it running, and may this" \
-      "user use it?). $1" >&2
+  if [[ "$ENGINE_KIND" == docker ]] && ! "$want" info >/dev/null 2>&1; then
+    echo "$NAME: '$want info' failed: no Docker daemon reachable (is it running, and may this" \
+      "user use it?); or use podman (--engine podman)" >&2
     exit 2
   fi
 }

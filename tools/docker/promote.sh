@@ -2,7 +2,9 @@
 # promote.sh [DEVICE...] — retag tested images tzrun-test:VERSION-DEVICE as tzrun:VERSION-DEVICE.
 #   DEVICE: cpu | cu126 | cu129 | cu130 (default: all four); VERSION: project(VERSION).
 # Env: TZRUN_IMAGE_REPO (source, default tzrun-test), TZRUN_RELEASE_REPO (target, default tzrun),
-#      DOCKER (default docker). Pushing is left to the caller (docker push tzrun:VERSION-DEVICE).
+#      TZRUN_ENGINE or DOCKER (docker or podman; default: docker when its daemon answers, else
+#      podman), TZRUN_PODMAN_STORAGE_DRIVER (as for build.sh). Pushing is left to the caller
+#      (docker push tzrun:VERSION-DEVICE).
 # Exit: 0 retagged; 1 a source image is missing; 2 docker is missing / unreachable / bad usage.
 set -euo pipefail
 NAME=promote.sh
@@ -13,12 +15,12 @@ DST="${TZRUN_RELEASE_REPO:-tzrun}"
 
 (($#)) || set -- "${VALID[@]}"
 check_devices "$@"
-require_docker "Run it where tools/docker/build.sh built the images."
+pick_engine ""
 for d in "$@"; do
-  "$DOCKER" image inspect "$SRC:$VERSION-$d" >/dev/null 2>&1 || {
+  "${ENGINE[@]}" image inspect "$SRC:$VERSION-$d" >/dev/null 2>&1 || {
     echo "promote.sh: $SRC:$VERSION-$d does not exist; build and test it first (tools/docker/build.sh $d)" >&2
     exit 1
   }
-  "$DOCKER" tag "$SRC:$VERSION-$d" "$DST:$VERSION-$d"
+  "${ENGINE[@]}" tag "$SRC:$VERSION-$d" "$DST:$VERSION-$d"
   echo "promote.sh: $SRC:$VERSION-$d -> $DST:$VERSION-$d"
 done
