@@ -165,3 +165,16 @@ def test_a_busy_metrics_port_is_refused_naming_it():
                            capture_output=True, text=True, timeout=30, env=job_env())
     assert r.returncode == 125, r.stderr
     assert f"--metrics-port {port}: cannot listen on that port" in r.stderr
+
+
+def test_dry_run_shows_both_settings_and_the_progress_file():
+    r = subprocess.run([binary("tzrun"), "--dry-run", "--metrics-port=9400", "--event-log=e.jsonl",
+                        "--no-python", "/bin/true"], capture_output=True, text=True, timeout=30,
+                       env=job_env())
+    assert r.returncode == 0, r.stderr
+    assert "  metrics_port=9400 event_log=e.jsonl\n" in r.stdout, r.stdout
+    assert "TZRUN_PROGRESS_FILE=" in r.stdout, r.stdout
+    off = subprocess.run([binary("tzrun"), "--dry-run", "--no-python", "/bin/true"],
+                         capture_output=True, text=True, timeout=30, env=job_env())
+    assert "  metrics_port=off event_log=off\n" in off.stdout, off.stdout
+    assert "TZRUN_PROGRESS_FILE" not in off.stdout
