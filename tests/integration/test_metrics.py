@@ -178,3 +178,31 @@ def test_dry_run_shows_both_settings_and_the_progress_file():
                          capture_output=True, text=True, timeout=30, env=job_env())
     assert "  metrics_port=off event_log=off\n" in off.stdout, off.stdout
     assert "TZRUN_PROGRESS_FILE" not in off.stdout
+
+
+FLASH_WORKER = """
+import os, time
+d = os.environ["TZRUN_FLASH_DIR"]
+if os.environ["LOCAL_RANK"] == "0":
+    os.makedirs(f"{d}/.model.ckpt-7.tmp")
+    with open(f"{d}/.model.ckpt-7.tmp/model.bin", "wb") as f:
+        f.write(b"x" * 1000)
+    os.rename(f"{d}/.model.ckpt-7.tmp", f"{d}/model.ckpt-7")
+time.sleep(4)
+"""
+
+
+def test_the_newest_flash_checkpoint_is_in_the_metrics(tmp_path):
+    w = tmp_path / "w.py"
+    w.write_text(FLASH_WORKER)
+    port = free_port()
+    p = subprocess.Popen([binary("tzrun"), "--master-port", str(free_port()), "--nproc-per-node=2",
+                          f"--metrics-port={port}", "--flash-checkpoint", str(w)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=job_env())
+    text = wait_for(port, lambda m: ("tzrun_flash_checkpoint_step", frozenset()) in m, p)
+    m = parse(text)
+    assert m[("tzrun_flash_checkpoint_step", frozenset())] == 7
+    assert m[("tzrun_flash_checkpoint_bytes", frozenset())] == 1000
+    assert 0 <= m[("tzrun_flash_checkpoint_age_seconds", frozenset())] < 30
+    p.communicate(timeout=60)
+    assert p.returncode == 0
