@@ -278,7 +278,6 @@ void Agent::PrepareJob() {
     guardian_.AddCleanupDir(flash_->Path());  // removed even when tzrun itself is SIGKILLed
     log_->info("flash checkpoints: {} (TZRUN_FLASH_DIR)", flash_->Path());
   }
-  StartObservers();   // --event-log, --metrics-port (observe_agent.cpp)
   guardian_.Start();  // before any thread exists (the stores start some)
   if (flash_) {
     flash_persister_ = std::make_unique<detail::FlashPersister>(
@@ -286,6 +285,7 @@ void Agent::PrepareJob() {
         [this](const std::string& m) { log_->warn("{}", m); });
   }
   StartWatchdogs();  // file timer, health check (timer_agent.cpp)
+  StartObservers();  // --event-log, --metrics-port: after the guardian, it starts a thread
   devnull_ = UniqueFd(::open("/dev/null", O_RDWR | O_CLOEXEC));
   const auto loglevel = base_env_.find("LOGLEVEL");
   events_.emplace(cfg_.event_log_handler, loglevel != base_env_.end() ? loglevel->second : "");

@@ -15,7 +15,8 @@ import urllib.request
 import pytest
 
 from conftest import binary, free_port
-from train_job_helpers import job_env
+from train_job_helpers import (  # noqa: F401 (fixtures are used by name)
+    criteo, job_env, metrics, small_dlrm, steps_edit)
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 
@@ -206,3 +207,27 @@ def test_the_newest_flash_checkpoint_is_in_the_metrics(tmp_path):
     assert 0 <= m[("tzrun_flash_checkpoint_age_seconds", frozenset())] < 30
     p.communicate(timeout=60)
     assert p.returncode == 0
+
+
+@pytest.mark.needs_shared_data
+def test_a_tzrec_train_job_reports_its_steps_to_the_metrics(tmp_path, criteo, small_dlrm):
+    md = tmp_path / "m"
+    log = tmp_path / "events.jsonl"
+    port = free_port()
+    edit = steps_edit(300, save_every=150, log_every=50)
+    p = subprocess.Popen([binary("tzrun"), "--standalone", "--nproc-per-node=2",
+                          f"--metrics-port={port}", f"--event-log={log}", "tzrec_train",
+                          "--pipeline_config_path", str(small_dlrm), "--model_dir", str(md),
+                          "--train_input_path", str(criteo / "train.txt"),
+                          "--eval_input_path", str(criteo / "eval.txt"),
+                          "--edit_config_json", json.dumps(edit)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=job_env())
+    text = wait_for(port, lambda m: all(m.get(rank("tzrun_worker_last_step", r), 0) >= 20
+                                        for r in (0, 1)), p, timeout=240)
+    m = parse(text)
+    assert m[("tzrun_workers", frozenset({("state", "running")}))] == 2
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err[-3000:]
+    names = [json.loads(line)["event"] for line in log.read_text().splitlines()]
+    assert names == ["rendezvous", "workers_started", "workers_stopped", "job_finished"], names
+    assert metrics(md)["global_step"] == 300
