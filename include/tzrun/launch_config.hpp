@@ -97,6 +97,11 @@ struct LaunchConfig {
   /// --hang-timeout S: stop and restart the group when a rank reports no progress for S s
   /// (TZRUN_PROGRESS_FILE; src/agent/hang_detector.hpp). 0: off.
   double hang_timeout = 0.0;
+  /// --metrics-port P: Prometheus metrics on 0.0.0.0:P/metrics (0: a free port; -1: off;
+  /// src/agent/metrics.hpp). --event-log FILE: JSON lines per state change ("": off;
+  /// src/agent/event_log.hpp).
+  int metrics_port = -1;
+  std::string event_log;
   std::string log_level = "warning";  ///< tzrun's own log level (LOGLEVEL env as torchrun)
   std::string platform = "auto";      ///< --platform auto|dlc|kubeflow|slurm|none (env detection)
   /// --exit-barrier-timeout S: torchrun's LocalElasticAgent(exit_barrier_timeout=300), which

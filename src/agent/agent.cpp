@@ -117,6 +117,7 @@ void Agent::Cleanup(int code) {
     std::filesystem::remove_all(progress_dir_, ec);
   }
   StopWatchdogs();
+  StopObservers();
   if (rdzv_ && !rdzv_done_) {
     // A signal (or an unexpected error): leave without closing the rendezvous for the
     // others (torchrun's launch_agent does not shut the handler down on signals).
@@ -270,7 +271,8 @@ void Agent::PrepareJob() {
         "escape cleanup",
         base::ErrnoText(errno));
   }
-  if (cfg_.hang_timeout > 0) OpenProgressDir();
+  // Progress files feed --hang-timeout and the step metrics of --metrics-port.
+  if (cfg_.hang_timeout > 0 || cfg_.metrics_port >= 0) OpenProgressDir();
   if (cfg_.flash_checkpoint) {
     flash_.emplace(detail::FlashDir::Create());
     guardian_.AddCleanupDir(flash_->Path());  // removed even when tzrun itself is SIGKILLed
@@ -283,6 +285,7 @@ void Agent::PrepareJob() {
         [this](const std::string& m) { log_->warn("{}", m); });
   }
   StartWatchdogs();  // file timer, health check (timer_agent.cpp)
+  StartObservers();  // --event-log, --metrics-port: after the guardian, it starts a thread
   devnull_ = UniqueFd(::open("/dev/null", O_RDWR | O_CLOEXEC));
   const auto loglevel = base_env_.find("LOGLEVEL");
   events_.emplace(cfg_.event_log_handler, loglevel != base_env_.end() ? loglevel->second : "");
@@ -306,6 +309,8 @@ void Agent::NextRound(int local_restarts, rendezvous::RendezvousInfo& info,
   auto t0 = std::chrono::steady_clock::now();
   info = rdzv_->NextRendezvous(local_restarts);
   RecordAgentEvent("RENDEZVOUS", Ms(std::chrono::steady_clock::now() - t0).count());
+  ObserveRendezvous(info,
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   t0 = std::chrono::steady_clock::now();
   ranks = identical_ranks_
               ? rendezvous::IdenticalRanks(info.rank, info.world_size, cfg_.nproc_per_node)
@@ -321,7 +326,14 @@ AttemptOutcome Agent::RunAttempt(const rendezvous::RendezvousInfo& info,
                                  const rendezvous::AssignedRanks& ranks, int restart_count) {
   pending_event_.reset();
   attempt_ = restart_count;
+  attempt_hung_ = false;
+  rank_rates_.clear();
   StartWorkers(info, ranks, restart_count);
+  {
+    nlohmann::json pids = nlohmann::json::array();
+    for (const auto& w : workers_) pids.push_back(w.pid);
+    Emit("workers_started", {{"attempt", attempt_}, {"world_size", world_size_}, {"pids", pids}});
+  }
   rdzv_->Watch();
   AttemptOutcome outcome;
   outcome.result = Monitor();
@@ -339,6 +351,7 @@ AttemptOutcome Agent::RunAttempt(const rendezvous::RendezvousInfo& info,
     outcome.root = LocalRootCause();
     outcome.local_exit_code = outcome.root->exit_code;
   }
+  ObserveAttemptEnd(outcome);
   return outcome;
 }
 
@@ -414,10 +427,12 @@ int Agent::RunJob() {
       case Action::Kind::kRestart:
         WarnMutedFailures();  // the final attempt's are in the failure report
         budget_ = a.spend_restart ? Spend(budget_) : SpendMembership(budget_);
+        ObserveRestart(a.spend_restart);
         continue;
       case Action::Kind::kLeaveSignaled:
         RecordAgentFailed("SignalException: Process " + std::to_string(::getpid()) +
                           " got signal: " + std::to_string(a.exit_code - 128));
+        Emit("job_finished", {{"exit_code", a.exit_code}});
         workers_.clear();
         return a.exit_code;
       case Action::Kind::kStoreLost:
@@ -426,6 +441,7 @@ int Agent::RunJob() {
         RecordFinalEvents(final_failed_);
         if (a.report_failure) ReportFailure();
         if (a.fail_job) FailJob(a.exit_code);
+        Emit("job_finished", {{"exit_code", a.exit_code}});
         return FinishJob(a.exit_code);
       case Action::Kind::kWaitExitBarrier:
       case Action::Kind::kAskRendezvous:

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -27,11 +28,13 @@
 #include <string>
 #include <vector>
 
+#include "event_log.hpp"
 #include "events.hpp"
 #include "flash_dir.hpp"
 #include "hang_detector.hpp"
 #include "health_server.hpp"
 #include "logs.hpp"
+#include "metrics.hpp"
 #include "process.hpp"
 #include "report.hpp"
 #include "restart_policy.hpp"
@@ -104,6 +107,17 @@ class Agent {
   bool WatchHangs(int& timeout_ms);  // --hang-timeout (hang_agent.cpp)
   void OpenProgressDir();
   [[nodiscard]] std::string ProgressFile(int local_rank) const;
+  // observe_agent.cpp (--metrics-port metrics.hpp, --event-log event_log.hpp)
+  void StartObservers();
+  void StopObservers();
+  void Emit(const std::string& event, const nlohmann::json& fields);
+  void NoteProgress(int local_rank, const std::string& line,
+                    std::chrono::steady_clock::time_point now);
+  [[nodiscard]] MetricsSnapshot CollectMetrics() const;
+  void RefreshMetrics(bool force);
+  void ObserveRendezvous(const rendezvous::RendezvousInfo& info, double seconds);
+  void ObserveAttemptEnd(const AttemptOutcome& outcome);
+  void ObserveRestart(bool failure_restart);
   void StopGroup(int sig);
   void KillGroup(int sig);
   void WaitEvents(int timeout_ms, bool* escalate);
@@ -157,7 +171,24 @@ class Agent {
   std::string progress_dir_;                    // --hang-timeout: the workers' TZRUN_PROGRESS_FILEs
   std::vector<detail::RankProgress> progress_;  // by local rank, reset per attempt
   std::chrono::steady_clock::time_point next_progress_read_{};
-  std::optional<detail::FlashDir> flash_;                    // --flash-checkpoint (flash_dir.hpp)
+  // --metrics-port / --event-log (observe_agent.cpp).
+  static constexpr int kMetricsRefreshMs = 500;
+  struct RankRate {
+    std::int64_t base_step = 0;
+    std::optional<std::chrono::steady_clock::time_point> base_time;
+    std::optional<double> rate;
+  };
+  std::unique_ptr<MetricsServer> metrics_;
+  std::unique_ptr<JsonEventLog> event_log_;
+  std::chrono::steady_clock::time_point next_metrics_refresh_{};
+  std::map<int, RankRate> rank_rates_;  // by local rank, for worker_step_rate
+  std::map<std::string, long> restarts_by_cause_;
+  long rendezvous_rounds_ = 0;
+  double rendezvous_seconds_total_ = 0;
+  double rendezvous_last_seconds_ = 0;
+  long hang_detections_ = 0;
+  bool attempt_hung_ = false;              // --hang-timeout stopped the current attempt
+  std::optional<detail::FlashDir> flash_;  // --flash-checkpoint (flash_dir.hpp)
   std::unique_ptr<detail::FlashPersister> flash_persister_;  // its background copies to disk
   std::unique_ptr<ConsoleSink> console_;
   UniqueFd devnull_;

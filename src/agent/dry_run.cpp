@@ -62,7 +62,7 @@ std::vector<PlannedWorker> PlanWorkers(const LaunchConfig& cfg, const Env& base_
                               "<log dir>/attempt_0/" + std::to_string(lr) + "/error.json");
     if (dynamic) env["MASTER_PORT"] = "<free port>";
     if (cfg.flash_checkpoint) env["TZRUN_FLASH_DIR"] = "/dev/shm/tzrun-flash-<pid>-<random>";
-    if (cfg.hang_timeout > 0) {
+    if (cfg.hang_timeout > 0 || cfg.metrics_port >= 0) {
       env["TZRUN_PROGRESS_FILE"] =
           "$TMPDIR/tzrun-progress-<pid>-<random>/rank_" + std::to_string(lr);
     }
@@ -105,6 +105,9 @@ void PrintConfiguration(const LaunchConfig& cfg) {
               SecondsOrOff(cfg.straggler_timeout).c_str());
   std::printf("  hang_timeout=%s flash_checkpoint=%s\n", SecondsOrOff(cfg.hang_timeout).c_str(),
               cfg.flash_checkpoint ? "on" : "off");
+  std::printf("  metrics_port=%s event_log=%s\n",
+              cfg.metrics_port < 0 ? "off" : std::to_string(cfg.metrics_port).c_str(),
+              cfg.event_log.empty() ? "off" : cfg.event_log.c_str());
 }
 
 /// Every variable torchrun sets is shown, even when it equals the agent's own value

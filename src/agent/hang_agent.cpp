@@ -62,11 +62,13 @@ bool Agent::WatchHangs(int& timeout_ms) {
     if (!line.empty() && (!p.line || *p.line != line)) {
       p.line = line;
       p.last_change = now;
+      NoteProgress(w.local_rank, line, now);  // --metrics-port step rate
     }
     if (w.reaped) continue;
     live.push_back(p);
     index.push_back(i);
   }
+  if (cfg_.hang_timeout <= 0) return false;  // read for --metrics-port only
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(cfg_.hang_timeout * 1000));
   const auto stalled = detail::StalledRanks(live, now, timeout);
   if (stalled.empty()) return false;
@@ -85,6 +87,13 @@ bool Agent::WatchHangs(int& timeout_ms) {
         w.global_rank, w.local_rank, w.pid, quiet_s, cfg_.hang_timeout,
         detail::DescribeReport(*live[s].line));
     w.hang = why;
+    ++hang_detections_;
+    attempt_hung_ = true;
+    Emit("hang_detected", {{"local_rank", w.local_rank},
+                           {"global_rank", w.global_rank},
+                           {"pid", w.pid},
+                           {"quiet_s", quiet_s},
+                           {"last_report", detail::DescribeReport(*live[s].line)}});
     ::killpg(w.pid, SIGKILL);
   }
   StopGroup(SIGTERM);

@@ -91,7 +91,8 @@ void Agent::WaitEvents(int timeout_ms, bool* escalate) {
   fds.push_back({event_fd, static_cast<short>(event_fd >= 0 ? POLLIN : 0), 0});
   const int timer_fd = timer_ ? timer_->Fd() : -1;  // file timer requests (timer_agent.cpp)
   fds.push_back({timer_fd, static_cast<short>(timer_fd >= 0 ? POLLIN : 0), 0});
-  StampHealth(false);  // the loop is alive (health check, timer_agent.cpp)
+  StampHealth(false);     // the loop is alive (health check, timer_agent.cpp)
+  RefreshMetrics(false);  // --metrics-port (observe_agent.cpp), throttled
   int rc = ::poll(fds.data(), fds.size(), LoopTimeoutMs(timeout_ms));
   if (rc < 0) {
     if (errno == EINTR) return;

@@ -61,6 +61,7 @@ int Agent::LoopTimeoutMs(int timeout_ms) const {
   };
   if (timer_) cap(timer_->MsToNextExpiry(UnixNow()));
   if (health_) cap(kHealthTickMs);
+  if (metrics_) cap(kMetricsRefreshMs);
   return timeout_ms;
 }
 

@@ -273,6 +273,22 @@ std::vector<OptionSpec> BuildOptions() {
                        "it, stops the group and restarts it within --max-restarts, naming "
                        "the rank, its last step and phase and its threads' states. Default: "
                        "0 (off)."});
+  o.push_back({.strings = {"--metrics-port", "--metrics_port"},
+               .dest = "metrics_port",
+               .arity = kValue,
+               .type = kInt,
+               .extension = true,
+               .help = "Serve Prometheus metrics (text format 0.0.4: worker states, restarts by "
+                       "cause, rendezvous rounds, per-rank last step and step rate, hang "
+                       "detections, flash checkpoints) at http://0.0.0.0:PORT/metrics (0: any "
+                       "free port, logged). Default: off."});
+  o.push_back({.strings = {"--event-log", "--event_log"},
+               .dest = "event_log",
+               .arity = kValue,
+               .extension = true,
+               .help = "Append one JSON object per line to this file for every state change of "
+                       "the agent (rendezvous, workers started/stopped, failure with its root "
+                       "cause, restart, hang detected, job finished). Default: off."});
   o.push_back({.strings = {"--dry-run", "--dry_run"},
                .dest = "dry_run",
                .arity = kFlag,

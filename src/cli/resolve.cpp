@@ -111,6 +111,14 @@ void Parser::Resolve(LaunchConfig& c, std::vector<std::string>& warnings) const 
   c.dry_run = Flag("dry_run");
   c.flash_checkpoint = Flag("flash_checkpoint");
   c.hang_timeout = Seconds("hang_timeout", c.hang_timeout);
+  c.metrics_port =
+      IntValue("metrics_port", -1, 0, 65535, "the port must be 0 (any free port) to 65535");
+  if (const Raw* r = FindRaw("event_log")) {
+    if (base::Strip(r->value).empty()) {
+      Bad("event_log", "the file name is empty", "name a file such as --event-log=events.jsonl");
+    }
+    c.event_log = r->value;
+  }
   if (c.flash_checkpoint && c.max_nodes > 1) {
     Fail(Where("flash_checkpoint") + ": flash checkpoints are held by each node's agent, so " +
          "with --nnodes " + std::to_string(c.min_nodes) + ":" + std::to_string(c.max_nodes) +
