@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ namespace tzrun::agent {
 namespace {
 
 constexpr std::chrono::milliseconds kReadEvery{1000};
+constexpr std::size_t kBacktracedRanks = 2;  // gdb backtraces per detection (each up to 10 s)
 
 std::string TempRoot() {
   const char* t = std::getenv("TMPDIR");
@@ -72,28 +74,37 @@ bool Agent::WatchHangs(int& timeout_ms) {
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(cfg_.hang_timeout * 1000));
   const auto stalled = detail::StalledRanks(live, now, timeout);
   if (stalled.empty()) return false;
+  // Named at once (the line a user and the tests wait for), before the diagnostics: gdb on a
+  // stopped process can take its whole timeout, and it runs for up to two ranks concurrently.
+  std::vector<std::string> reports;
   for (std::size_t s : stalled) {
     Worker& w = workers_[index[s]];
     const double quiet_s = std::chrono::duration<double>(now - live[s].last_change).count();
-    std::string why = "no progress for " + std::to_string(static_cast<long long>(quiet_s)) +
-                      " s (--hang-timeout " + std::to_string(cfg_.hang_timeout).substr(0, 6) +
-                      "); last report: " + detail::DescribeReport(*live[s].line) +
-                      "\nthreads: " + detail::ThreadStates(w.pid);
-    const std::string bt = s < 2 ? detail::GdbBacktrace(w.pid) : "";
-    if (!bt.empty()) why += "\ngdb backtrace:\n" + bt;
+    const std::string last = detail::DescribeReport(*live[s].line);
     log_->error(
         "hang detected: rank {} (local_rank {}, pid {}) made no progress for {:.0f} s "
         "(--hang-timeout {}); last report: {}; killing it and restarting the group",
-        w.global_rank, w.local_rank, w.pid, quiet_s, cfg_.hang_timeout,
-        detail::DescribeReport(*live[s].line));
-    w.hang = why;
+        w.global_rank, w.local_rank, w.pid, quiet_s, cfg_.hang_timeout, last);
+    reports.push_back("no progress for " + std::to_string(static_cast<long long>(quiet_s)) +
+                      " s (--hang-timeout " + std::to_string(cfg_.hang_timeout).substr(0, 6) +
+                      "); last report: " + last + "\nthreads: " + detail::ThreadStates(w.pid));
     ++hang_detections_;
     attempt_hung_ = true;
     Emit("hang_detected", {{"local_rank", w.local_rank},
                            {"global_rank", w.global_rank},
                            {"pid", w.pid},
                            {"quiet_s", quiet_s},
-                           {"last_report", detail::DescribeReport(*live[s].line)}});
+                           {"last_report", last}});
+  }
+  std::vector<std::future<std::string>> traces;
+  for (std::size_t k = 0; k < stalled.size() && k < kBacktracedRanks; ++k) {
+    const pid_t pid = workers_[index[stalled[k]]].pid;
+    traces.push_back(std::async(std::launch::async, [pid] { return detail::GdbBacktrace(pid); }));
+  }
+  for (std::size_t k = 0; k < stalled.size(); ++k) {
+    Worker& w = workers_[index[stalled[k]]];
+    const std::string bt = k < traces.size() ? traces[k].get() : "";
+    w.hang = reports[k] + (bt.empty() ? "" : "\ngdb backtrace:\n" + bt);
     ::killpg(w.pid, SIGKILL);
   }
   StopGroup(SIGTERM);

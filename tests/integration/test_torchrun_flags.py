@@ -112,8 +112,11 @@ RUN_PATH_SCRIPT = """\
     keys = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "ROLE_NAME",
             "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
             "MASTER_ADDR", "OMP_NUM_THREADS", "MARK")
-    print("SEEN " + json.dumps({"argv": sys.argv, "name": __name__, "file": __file__,
-                               "path0": sys.path[0], "env": {k: os.environ.get(k) for k in keys}}))
+    line = "SEEN " + json.dumps({"argv": sys.argv, "name": __name__, "file": __file__,
+                                "path0": sys.path[0], "env": {k: os.environ.get(k) for k in keys}})
+    # one write(2) per line: both ranks share the console pipe, and print() under
+    # PYTHONUNBUFFERED writes the text and its newline separately (lines merged mid-line)
+    os.write(1, (line + "\n").encode())
     if os.environ.get("BOOM"):
         raise ValueError("boom " + os.environ["LOCAL_RANK"])
 """
