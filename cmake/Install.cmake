@@ -103,8 +103,9 @@ set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
   "tzrun is a drop-in torchrun in C++ with its own c10d-compatible TCP store.\n\
 This package holds the tzrun launcher and the tzrun::store static library with its\n\
 headers and CMake package (find_package(tzrun)).")
-# tzrun links spdlog and fmt dynamically (Debian's libspdlog-dev); the versions are bookworm's.
-set(TZRUN_DEB_DEPENDS "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1, libspdlog1.10, libfmt9"
+# tzrun links spdlog, fmt and libcurl dynamically (Debian's libspdlog-dev, libcurl4-openssl-dev);
+# the versions are bookworm's.
+set(TZRUN_DEB_DEPENDS "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1, libspdlog1.10, libfmt9, libcurl4"
   CACHE STRING "Depends field of the .deb")
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "${TZRUN_DEB_DEPENDS}")
 include(CPack)

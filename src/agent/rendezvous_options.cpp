@@ -1,11 +1,15 @@
 #include "rendezvous_options.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <initializer_list>
 
 #include "agent_error.hpp"
 #include "tzrun/base/strings.hpp"
+#include "tzrun/base/system.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/params.hpp"
 
@@ -61,33 +65,53 @@ rendezvous::StaticOptions StaticOptions(const LaunchConfig& cfg) {
 
 namespace {
 
-// The TLS keys of torchrun's etcd backends: tzrun's etcd client speaks plain HTTP only.
-void RefuseTlsKeys(const rendezvous::ConfMap& c, std::initializer_list<const char*> keys) {
-  for (const char* key : keys) {
-    if (c.contains(key)) {
-      throw rendezvous::ConfigError(std::string("--rdzv-conf ") + key +
-                                    ": TLS to etcd is not supported by tzrun (plain HTTP only); "
-                                    "drop the key and serve etcd over http, or use c10d");
-    }
+// A --rdzv-conf file path: "" when absent, else it must name a readable file.
+std::string ConfFile(const rendezvous::ConfMap& c, const char* key) {
+  const auto it = c.find(key);
+  if (it == c.end() || it->second.empty()) return "";
+  if (::access(it->second.c_str(), R_OK) != 0) {
+    throw rendezvous::ConfigError(std::string("--rdzv-conf ") + key + "=" + it->second +
+                                  ": cannot read the file (" + base::ErrnoText(errno) +
+                                  "); give the path of a PEM file this user can read");
   }
+  return it->second;
 }
 
-// The etcd-v2 keys of torchrun's etcd_rendezvous_backend.py that tzrun does not implement
-// (TLS) and the c10d-only keys: refused by name.
-void CheckEtcdConf(const rendezvous::ConfMap& c) {
+// python-etcd's etcd.Client(cert=, ca_cert=) as torchrun builds it: a certificate with its key
+// file, or a certificate alone (a PEM holding both); a key alone, which torchrun ignores, and
+// certificates over http are refused (params.hpp).
+rendezvous::EtcdTls EtcdTlsConf(const rendezvous::ConfMap& c, bool https, const char* cert,
+                                const char* key, const char* ca) {
+  rendezvous::EtcdTls t;
+  t.https = https;
+  t.cert_file = ConfFile(c, cert);
+  t.key_file = ConfFile(c, key);
+  if (t.cert_file.empty() && !t.key_file.empty()) {
+    throw rendezvous::ConfigError(std::string("--rdzv-conf ") + key + ": a key file without " +
+                                  cert + " (torchrun ignores it); add " + cert +
+                                  "=<client certificate> or drop the key");
+  }
+  t.ca_file = ConfFile(c, ca);
+  if (!https && (!t.cert_file.empty() || !t.ca_file.empty())) {
+    throw rendezvous::ConfigError(std::string("--rdzv-conf ") + (t.ca_file.empty() ? cert : ca) +
+                                  ": a certificate needs protocol=https (the protocol is http); "
+                                  "add protocol=https or drop the key");
+  }
+  return t;
+}
+
+// The etcd-v2 keys of torchrun's etcd_rendezvous_backend.py: protocol http|https (stripped, any
+// case), ssl_cert, ssl_cert_key, ca_cert; the c10d-only keys are refused by name.
+rendezvous::EtcdTls CheckEtcdConf(const rendezvous::ConfMap& c) {
+  bool https = false;
   if (auto it = c.find("protocol"); it != c.end()) {
     const auto v = base::Lower(base::Strip(it->second));
-    if (v == "https") {
-      throw rendezvous::ConfigError(
-          "--rdzv-conf protocol=https: tzrun's etcd client speaks plain HTTP only (no TLS); "
-          "use protocol=http with an etcd that serves http, or --rdzv-backend=c10d");
-    }
-    if (v != "http") {
+    if (v != "http" && v != "https") {
       throw rendezvous::ConfigError("--rdzv-conf protocol=" + it->second +
-                                    ": the protocol must be http (https is not supported)");
+                                    ": the protocol must be http or https");
     }
+    https = v == "https";
   }
-  RefuseTlsKeys(c, {"ssl_cert", "ssl_cert_key", "ca_cert"});
   for (const char* key : {"is_host", "store_type"}) {
     if (c.contains(key)) {
       throw rendezvous::ConfigError(std::string("--rdzv-conf ") + key +
@@ -95,19 +119,22 @@ void CheckEtcdConf(const rendezvous::ConfMap& c) {
                                     "and the store are in etcd); drop the key");
     }
   }
+  return EtcdTlsConf(c, https, "ssl_cert", "ssl_cert_key", "ca_cert");
 }
 
-// The legacy etcd backend reads timeout, last_call_timeout, etcd_prefix and the TLS keys
-// (etcd_rendezvous.py); tzrun adds read_timeout. The keys of the other dynamic backends would
-// do nothing there: refused by name, like TLS.
-void CheckLegacyEtcdConf(const rendezvous::ConfMap& c) {
-  if (auto it = c.find("protocol");
-      it != c.end() && base::Lower(base::Strip(it->second)) != "http") {
-    throw rendezvous::ConfigError("--rdzv-conf protocol=" + it->second +
-                                  ": tzrun's etcd client speaks plain HTTP only (no TLS); use "
-                                  "protocol=http with an etcd that serves http");
+// The legacy etcd backend reads timeout, last_call_timeout, etcd_prefix, protocol (exactly http
+// or https) and cert, key, cacert (etcd_rendezvous.py); tzrun adds read_timeout. The keys of the
+// other dynamic backends would do nothing there: refused by name.
+rendezvous::EtcdTls CheckLegacyEtcdConf(const rendezvous::ConfMap& c) {
+  bool https = false;
+  if (auto it = c.find("protocol"); it != c.end()) {
+    if (it->second != "http" && it->second != "https") {
+      throw rendezvous::ConfigError("--rdzv-conf protocol=" + it->second +
+                                    ": the legacy etcd backend takes protocol=http or "
+                                    "protocol=https (lower case, as torchrun's)");
+    }
+    https = it->second == "https";
   }
-  RefuseTlsKeys(c, {"cacert", "cert", "key"});
   for (const char* key :
        {"join_timeout", "close_timeout", "heartbeat_timeout", "keep_alive_interval",
         "keep_alive_max_attempt", "is_host", "store_type", "ssl_cert", "ssl_cert_key", "ca_cert"}) {
@@ -115,10 +142,11 @@ void CheckLegacyEtcdConf(const rendezvous::ConfMap& c) {
       throw rendezvous::ConfigError(
           std::string("--rdzv-conf ") + key +
           ": the legacy etcd backend has no such setting (it reads timeout, "
-          "last_call_timeout, etcd_prefix, read_timeout); drop the key or use "
-          "--rdzv-backend=etcd-v2");
+          "last_call_timeout, etcd_prefix, protocol, cert, key, cacert, read_timeout); drop the "
+          "key or use --rdzv-backend=etcd-v2");
     }
   }
+  return EtcdTlsConf(c, https, "cert", "key", "cacert");
 }
 
 }  // namespace
@@ -139,7 +167,7 @@ rendezvous::DynamicOptions DynamicOptions(const LaunchConfig& cfg, const std::st
   o.endpoint = ParseEndpoint(cfg.rdzv_endpoint, etcd ? 2379 : 29400);
   o.local_addr = local_addr;
   const auto& c = cfg.rdzv_conf;
-  if (etcd) CheckEtcdConf(c);
+  if (etcd) o.etcd_tls = CheckEtcdConf(c);
   if (auto it = c.find("store_type"); it != c.end() && it->second != "tcp") {
     throw rendezvous::ConfigError("--rdzv-conf store_type=" + it->second +
                                   ": tzrun supports only store_type=tcp (the FileStore variant "
@@ -165,7 +193,7 @@ rendezvous::EtcdOptions EtcdOptions(const LaunchConfig& cfg, const std::string& 
   o.endpoint = ParseEndpoint(cfg.rdzv_endpoint, 2379);
   o.local_addr = local_addr;
   const auto& c = cfg.rdzv_conf;
-  CheckLegacyEtcdConf(c);
+  o.tls = CheckLegacyEtcdConf(c);
   if (auto it = c.find("etcd_prefix"); it != c.end()) o.prefix = it->second;
   if (auto t = ConfSeconds(c, "timeout")) o.timeout = *t;
   if (auto t = ConfSeconds(c, "last_call_timeout")) o.last_call_timeout = *t;

@@ -249,7 +249,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
 
   // etcd-v2: the state and the round store live in etcd (torchrun's etcd_rendezvous_backend.py).
   void ConnectEtcd(const Interrupt& interrupt) {
-    detail::EtcdClient etcd(o_.endpoint.host, o_.endpoint.port, o_.read_timeout);
+    detail::EtcdClient etcd(o_.endpoint.host, o_.endpoint.port, o_.read_timeout, o_.etcd_tls);
     store_endpoint_ = FormatEndpoint(o_.endpoint);
     channel_ = detail::MakeEtcdChannel(etcd, o_.run_id);
     kv_ = detail::MakeEtcdStore(etcd, o_.read_timeout);

@@ -5,10 +5,10 @@
 // ttl / delete / watch with waitIndex). etcd 3.4 serves it with --enable-v2=true.
 //
 // Requests: GET|PUT|DELETE /v2/keys/<key>, PUT fields form-encoded, one connection per
-// request (Connection: close). Responses: {"action", "node": {"key", "value", "dir",
-// "nodes", "modifiedIndex", "createdIndex", "ttl"}, "prevNode"} with the X-Etcd-Index header;
-// errors {"errorCode", "message", "cause", "index"} (100 key not found, 101 compare failed,
-// 105 key already exists, 401 event index cleared).
+// request, over http or https (EtcdTls: client certificate, CA bundle) through libcurl. Responses:
+// {"action", "node": {"key", "value", "dir", "nodes", "modifiedIndex", "createdIndex", "ttl"},
+// "prevNode"} with the X-Etcd-Index header; errors {"errorCode", "message", "cause", "index"} (100
+// key not found, 101 compare failed, 105 key already exists, 401 event index cleared).
 //
 // Thread-safety: an EtcdClient holds only its endpoint; calls from several threads are safe.
 #pragma once
@@ -22,6 +22,7 @@
 
 #include "etcd_http.hpp"
 #include "tzrun/rendezvous/errors.hpp"
+#include "tzrun/rendezvous/params.hpp"
 
 namespace tzrun::rendezvous::detail {
 
@@ -35,6 +36,12 @@ inline constexpr int kEventIndexCleared = 401;
 /// etcd answers, but not its v2 keys API (HTTP 404 without etcd's JSON: etcd 3.4/3.5 started
 /// without --enable-v2, or etcd 3.6+, which removed it). Retrying cannot help: fatal at once.
 inline constexpr int kNoV2Api = -1;
+/// The TLS handshake failed or a certificate/key/CA file is unusable: fatal at once too.
+inline constexpr int kTls = -2;
+/// Whether retrying a request that failed with `code` cannot help (a misconfiguration).
+[[nodiscard]] inline bool IsFatal(int code) {
+  return code < 0;
+}
 }  // namespace etcd_code
 
 /// An etcd error answer, or no answer (code kTransport). Exit 125 like every rendezvous error.
@@ -87,7 +94,11 @@ struct EtcdWrite {
 class EtcdClient {
  public:
   /// `host`:`port` of one etcd member; `timeout` bounds each request but watches.
-  EtcdClient(std::string host, int port, std::chrono::milliseconds timeout);
+  EtcdClient(std::string host, int port, std::chrono::milliseconds timeout, EtcdTls tls = {});
+  /// The same server and TLS settings with another request timeout.
+  [[nodiscard]] EtcdClient WithTimeout(std::chrono::milliseconds timeout) const {
+    return {host_, port_, timeout, tls_};
+  }
 
   EtcdResult Get(std::string_view key, bool recursive = false) const;
   EtcdResult Put(std::string_view key, std::string_view value, const EtcdWrite& w = {}) const;
@@ -110,6 +121,7 @@ class EtcdClient {
   std::string host_;
   int port_;
   std::chrono::milliseconds timeout_;
+  EtcdTls tls_;
 };
 
 }  // namespace tzrun::rendezvous::detail

@@ -1,8 +1,8 @@
-// tzrun rendezvous internals: the small pure HTTP/1.1 and encoding pieces the etcd v2 client
-// needs (etcd_client.hpp): form and path encoding, base64, and response parsing.
+// tzrun rendezvous internals: the small pure encoding pieces the etcd v2 client needs
+// (etcd_client.hpp; libcurl carries the requests): form and path encoding, base64, and the
+// answer it decodes.
 //
-// Follows RFC 9112 (status line, Content-Length, chunked transfer coding, a body delimited by
-// the connection's close), RFC 3986 percent-encoding, application/x-www-form-urlencoded as
+// Follows RFC 3986 percent-encoding, application/x-www-form-urlencoded as
 // python-etcd (urllib3) sends it, and RFC 4648 base64 as Python's base64.b64encode (torch's
 // etcd_store.py encodes keys and values with it).
 //
@@ -33,9 +33,5 @@ struct HttpResponse {
   std::map<std::string, std::string> headers;  ///< names lower-cased
   std::string body;
 };
-
-/// Parses a complete response read until the server closed the connection. Returns nullopt
-/// and sets `*why` when it is not a well-formed HTTP/1.x response (or is cut short).
-std::optional<HttpResponse> ParseHttpResponse(std::string_view raw, std::string* why);
 
 }  // namespace tzrun::rendezvous::detail

@@ -49,7 +49,7 @@ struct Read {
 class EtcdRendezvous final : public detail::WatchingHandler {
  public:
   EtcdRendezvous(EtcdOptions o, const Interrupt& interrupt)
-      : o_(std::move(o)), client_(o_.endpoint.host, o_.endpoint.port, o_.read_timeout) {
+      : o_(std::move(o)), client_(o_.endpoint.host, o_.endpoint.port, o_.read_timeout, o_.tls) {
     if (o_.run_id.empty()) throw ConfigError("the run id (--rdzv-id) must not be empty");
     if (o_.min_nodes < 1 || o_.max_nodes < o_.min_nodes) {
       throw ConfigError("--nnodes=" + std::to_string(o_.min_nodes) + ":" +
@@ -172,7 +172,7 @@ class EtcdRendezvous final : public detail::WatchingHandler {
   }
 
   RendezvousConnectionError Lost(const EtcdError& e) const {
-    if (e.Code() == code::kNoV2Api) return RendezvousConnectionError(e.what());
+    if (code::IsFatal(e.Code())) return RendezvousConnectionError(e.what());
     return Lost(static_cast<const std::exception&>(e));
   }
 

@@ -60,8 +60,8 @@ class StoreChannel final : public StateChannel {
 
 // ---- etcd-v2 -----------------------------------------------------------------------------
 [[noreturn]] void Lost(const EtcdError& e) {
-  // No v2 API: not a lost connection the caller may retry, a misconfigured etcd.
-  if (e.Code() == etcd_code::kNoV2Api) throw RendezvousConnectionError(e.what());
+  // No v2 API or a TLS failure: not a lost connection the caller may retry, a misconfiguration.
+  if (etcd_code::IsFatal(e.Code())) throw RendezvousConnectionError(e.what());
   throw store::ConnectionError(e.what());
 }
 
@@ -116,9 +116,7 @@ class EtcdChannel final : public StateChannel {
     return std::make_unique<EtcdChannel>(client_, key_);
   }
 
-  void SetTimeout(milliseconds timeout) override {
-    client_ = EtcdClient(client_.Host(), client_.Port(), timeout);
-  }
+  void SetTimeout(milliseconds timeout) override { client_ = client_.WithTimeout(timeout); }
 
  private:
   Read Decoded(const EtcdResult& r) {

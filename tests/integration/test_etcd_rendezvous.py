@@ -9,7 +9,7 @@ on free ports with --enable-v2=true) and tzrun agents on 127.0.0.1 told apart by
   host): the survivors form a smaller world from the state in etcd, and a node that comes
   back makes it grow again, all within --max-restarts;
 - etcd unreachable -> exit 125 naming etcd; refused --rdzv-conf keys and the legacy `etcd`
-  backend -> usage errors naming them;
+  backend -> usage errors naming them (TLS itself: test_etcd_tls.py);
 - a real torchrun agent (python-etcd installed) and a tzrun agent share one rendezvous.
 Each runs with both backends where both apply (the legacy `etcd` backend ranks nodes in join
 order, etcd-v2 by sorted node descriptor).
@@ -251,12 +251,12 @@ def test_etcd_without_v2_api_fails_at_once(tmp_path, agents, backend):
 
 
 @pytest.mark.parametrize("backend,conf,needle", [
-    ("etcd-v2", "protocol=https", "--rdzv-conf protocol=https"),
-    ("etcd-v2", "ssl_cert=/c.pem", "--rdzv-conf ssl_cert"),
-    ("etcd-v2", "ca_cert=/ca.pem", "--rdzv-conf ca_cert"),
+    ("etcd-v2", "protocol=ftp", "--rdzv-conf protocol=ftp"),
+    ("etcd-v2", "protocol=https,ssl_cert=/no/c.pem", "--rdzv-conf ssl_cert=/no/c.pem: cannot read"),
+    ("etcd-v2", "ca_cert=/etc/hostname", "--rdzv-conf ca_cert: a certificate needs protocol=https"),
     ("etcd-v2", "is_host=true", "--rdzv-conf is_host"),
-    ("etcd", "protocol=https", "--rdzv-conf protocol=https"),
-    ("etcd", "cacert=/ca.pem", "--rdzv-conf cacert"),
+    ("etcd", "protocol=HTTPS", "--rdzv-conf protocol=HTTPS"),
+    ("etcd", "protocol=https,cacert=/no/ca.pem", "--rdzv-conf cacert=/no/ca.pem: cannot read"),
     ("etcd", "join_timeout=5", "--rdzv-conf join_timeout"),
 ])
 def test_etcd_refusals_name_what_is_refused(tmp_path, backend, conf, needle):

@@ -60,6 +60,8 @@ struct DynamicOptions {
   int min_nodes = 1;
   int max_nodes = 1;
   Endpoint endpoint{"localhost", 29400};
+  /// etcd-v2 only: http or https with certificates (params.hpp).
+  EtcdTls etcd_tls;
   /// rdzv-conf is_host; nullopt = infer from the endpoint host (matches_machine_hostname),
   /// falling back to a client when binding fails.
   std::optional<bool> is_host;

@@ -41,6 +41,7 @@ struct EtcdOptions {
   int min_nodes = 1;
   int max_nodes = 1;
   Endpoint endpoint{"localhost", 2379};
+  EtcdTls tls;                               ///< http or https with certificates (params.hpp)
   std::string prefix = "/torchelastic/p2p";  ///< rdzv-conf etcd_prefix
   /// MASTER_ADDR published by round rank 0 (--local-addr or the FQDN). Must not be empty.
   std::string local_addr;

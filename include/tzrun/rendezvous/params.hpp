@@ -23,6 +23,22 @@ struct Endpoint {
   friend bool operator==(const Endpoint&, const Endpoint&) = default;
 };
 
+/// How the etcd backends reach etcd: python-etcd's etcd.Client(protocol=, cert=, ca_cert=) as
+/// torchrun builds it. etcd-v2 (etcd_rendezvous_backend.py): --rdzv-conf protocol (http|https,
+/// any case, spaces stripped), ssl_cert, ssl_cert_key, ca_cert. Legacy etcd
+/// (etcd_rendezvous.py): protocol (exactly http|https), cert, key, cacert. A certificate without
+/// a key file is a PEM holding both (python-etcd's "combined certificate"); a key without a
+/// certificate is ignored, as there. Without a CA file the server is checked against the
+/// system's CA store (urllib3's default, CERT_REQUIRED); the host name (or IP) of the endpoint
+/// must match the server certificate either way.
+struct EtcdTls {
+  bool https = false;
+  std::string cert_file;  ///< client certificate (PEM), "" = none
+  std::string key_file;   ///< its private key (PEM), "" = in cert_file
+  std::string ca_file;    ///< CA bundle (PEM) for the server, "" = the system's
+  friend bool operator==(const EtcdTls&, const EtcdTls&) = default;
+};
+
 /// parse_rendezvous_endpoint: "" → localhost:default_port; "[v6]" → v6 without port;
 /// otherwise split at the last ':'; the port must be 1-5 digits < 65536. default_port < 0
 /// means "a port is required". Throws ConfigError.

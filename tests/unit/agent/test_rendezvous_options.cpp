@@ -2,6 +2,9 @@
 // (src/agent/rendezvous_options.hpp).
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <tuple>
+
 #include "agent_error.hpp"
 #include "rendezvous_options.hpp"
 #include "tzrun/rendezvous/errors.hpp"
@@ -83,10 +86,11 @@ TEST(RendezvousOptions, LegacyEtcdKeysAndRefusals) {
   d.rdzv_conf = {};
   EXPECT_EQ(EtcdOptions(d, "me").prefix, "/torchelastic/p2p");  // torchrun's default
   for (const auto& [k, v] :
-       std::vector<std::pair<std::string, std::string>>{{"protocol", "https"},
-                                                        {"cacert", "/ca"},
-                                                        {"cert", "/c"},
-                                                        {"key", "/k"},
+       std::vector<std::pair<std::string, std::string>>{{"protocol", "HTTPS"},
+                                                        {"protocol", "ftp"},
+                                                        {"cacert", "/no/such/ca.pem"},
+                                                        {"cert", "/no/such/c.pem"},
+                                                        {"key", "/no/such/k.pem"},
                                                         {"join_timeout", "5"},
                                                         {"keep_alive_interval", "1"},
                                                         {"is_host", "1"}}) {
@@ -112,11 +116,10 @@ TEST(RendezvousOptions, EtcdV2DefaultsAndRefusedKeys) {
   d.rdzv_conf = {{"protocol", "HTTP"}, {"read_timeout", "7"}};
   EXPECT_EQ(DynamicOptions(d, "me").read_timeout, 7s);
   for (const auto& [k, v] :
-       std::vector<std::pair<std::string, std::string>>{{"protocol", "https"},
-                                                        {"protocol", "ftp"},
-                                                        {"ssl_cert", "/c.pem"},
-                                                        {"ssl_cert_key", "/k.pem"},
-                                                        {"ca_cert", "/ca.pem"},
+       std::vector<std::pair<std::string, std::string>>{{"protocol", "ftp"},
+                                                        {"ssl_cert", "/no/such/c.pem"},
+                                                        {"ssl_cert_key", "/no/such/k.pem"},
+                                                        {"ca_cert", "/no/such/ca.pem"},
                                                         {"is_host", "true"},
                                                         {"store_type", "tcp"}}) {
     d.rdzv_conf = {{k, v}};
@@ -131,6 +134,50 @@ TEST(RendezvousOptions, EtcdV2DefaultsAndRefusedKeys) {
   d.rdzv_conf = {{"is_host", "true"}};
   EXPECT_EQ(DynamicOptions(d, "me").backend, "c10d");
   EXPECT_EQ(DynamicOptions(d, "me").endpoint.port, 29400);
+}
+
+// python-etcd's etcd.Client(protocol=, cert=, ca_cert=) as each torchrun backend builds it.
+TEST(RendezvousOptions, EtcdTlsKeysOfBothBackends) {
+  const std::string pem = ::testing::TempDir() + "tzrun_tls_test.pem";
+  std::FILE* f = std::fopen(pem.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
+  LaunchConfig d;
+  d.rdzv_id = "job";
+  d.rdzv_backend = "etcd-v2";
+  d.rdzv_conf = {
+      {"protocol", " HTTPS "}, {"ssl_cert", pem}, {"ssl_cert_key", pem}, {"ca_cert", pem}};
+  const auto v2 = DynamicOptions(d, "me").etcd_tls;
+  EXPECT_EQ(v2, (rendezvous::EtcdTls{true, pem, pem, pem}));
+  d.rdzv_conf = {{"protocol", "https"}, {"ssl_cert", pem}};  // a PEM with the key inside
+  EXPECT_EQ(DynamicOptions(d, "me").etcd_tls, (rendezvous::EtcdTls{true, pem, "", ""}));
+  d.rdzv_conf = {};
+  EXPECT_EQ(DynamicOptions(d, "me").etcd_tls, rendezvous::EtcdTls{});  // http
+  d.rdzv_backend = "etcd";
+  d.rdzv_conf = {{"protocol", "https"}, {"cert", pem}, {"key", pem}, {"cacert", pem}};
+  EXPECT_EQ(EtcdOptions(d, "me").tls, (rendezvous::EtcdTls{true, pem, pem, pem}));
+  // Refused: a certificate over http (torchrun ignores it), a key without its certificate.
+  for (const auto& [backend, conf, needle] :
+       std::vector<std::tuple<std::string, rendezvous::ConfMap, std::string>>{
+           {"etcd-v2",
+            {{"ca_cert", pem}},
+            "--rdzv-conf ca_cert: a certificate needs protocol=https"},
+           {"etcd-v2", {{"protocol", "https"}, {"ssl_cert_key", pem}}, "--rdzv-conf ssl_cert_key"},
+           {"etcd", {{"cert", pem}, {"key", pem}}, "--rdzv-conf cert: a certificate needs"},
+           {"etcd", {{"protocol", "https"}, {"key", pem}}, "--rdzv-conf key: a key file without"},
+           {"etcd",
+            {{"protocol", "https"}, {"cacert", pem + ".missing"}},
+            "--rdzv-conf cacert=" + pem + ".missing: cannot read the file"}}) {
+    d.rdzv_backend = backend;
+    d.rdzv_conf = conf;
+    try {
+      (void)HandlerParams(d, "me");
+      ADD_FAILURE() << backend << " accepted " << needle;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+  std::remove(pem.c_str());
 }
 
 TEST(RendezvousOptions, HandlerParamsPickTheBackend) {

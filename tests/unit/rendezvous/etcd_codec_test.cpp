@@ -39,28 +39,6 @@ TEST(EtcdCodec, PercentAndFormEncoding) {
             "value=a%2Bb%3Dc&prevExist=false");
 }
 
-TEST(EtcdCodec, HttpContentLengthAndChunked) {
-  std::string why;
-  auto r = ParseHttpResponse(
-      "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nX-Etcd-Index: 7\r\n"
-      "Content-Length: 5\r\n\r\nhello",
-      &why);
-  ASSERT_TRUE(r) << why;
-  EXPECT_EQ(r->status, 201);
-  EXPECT_EQ(r->headers.at("x-etcd-index"), "7");
-  EXPECT_EQ(r->body, "hello");
-  r = ParseHttpResponse(
-      "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nWiki\r\n6;ext=1\r\npedia \r\n"
-      "0\r\n\r\n",
-      &why);
-  ASSERT_TRUE(r) << why;
-  EXPECT_EQ(r->body, "Wikipedia ");
-  EXPECT_FALSE(ParseHttpResponse("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nshort", &why));
-  EXPECT_FALSE(
-      ParseHttpResponse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nWi", &why));
-  EXPECT_FALSE(ParseHttpResponse("SSH-2.0\r\n\r\n", &why));
-}
-
 TEST(EtcdCodec, ParsesEtcdAnswers) {
   HttpResponse ok{200,
                   {{"x-etcd-index", "12"}},
