@@ -151,3 +151,68 @@ def test_combo_feature_learns_an_interaction(tmp_path):
     m = metrics(md)
     assert m["global_step"] == 30
     assert m["eval_auc"] > 0.8, m
+
+
+def _kv_job(tmp_path, write, features):
+    train, evl = tmp_path / "train.parquet", tmp_path / "eval.parquet"
+    write(train, 4096)
+    write(evl, 1024)
+    cfg = config(tmp_path / "unused")
+    cfg["feature_configs"] = features
+    cfg["model_config"]["feature_groups"][0]["feature_names"] = [
+        next(iter(f.values()))["feature_name"] for f in features]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    md = tmp_path / "m"
+    run_job(path, md, 2, train, evl, edit=steps_edit(30, log_every=10))
+    return metrics(md)
+
+
+def test_lookup_feature_learns_the_looked_up_value(tmp_path):
+    """Each row carries a per-row map "c0:v0\\x1dc1:v1..." and a key (a category); the label is
+    the sign of the value the key finds. Neither column alone carries it: one numeric
+    lookup_feature (combiner sum) and one hashed lookup_feature (need_discrete, need_key) do."""
+    rng = np.random.default_rng(5)
+
+    def write(path, rows):
+        values = rng.normal(size=(rows, len(CATES)))
+        key = rng.integers(0, len(CATES), rows)
+        y = (values[np.arange(rows), key] > 0).astype(np.int64)
+        kv = ["\x1d".join(f"{c}:{v:.3f}" for c, v in zip(CATES, row)) for row in values]
+        sign = ["\x1d".join(f"{c}:{'p' if v > 0 else 'n'}" for c, v in zip(CATES, row))
+                for row in values]
+        pq.write_table(pa.table({"clk": y, "kv": kv, "sign": sign,
+                                 "cate": [CATES[i] for i in key]}), path)
+
+    m = _kv_job(tmp_path, write, [
+        {"lookup_feature": {"feature_name": "kv_value", "map": "item:kv", "key": "user:cate",
+                            "combiner": "sum"}},
+        {"lookup_feature": {"feature_name": "kv_sign", "map": "item:sign", "key": "user:cate",
+                            "need_discrete": True, "need_key": True, "hash_bucket_size": 100,
+                            "embedding_dim": 4}}])
+    assert m["global_step"] == 30
+    assert m["eval_auc"] > 0.8, m
+
+
+def test_match_feature_learns_the_matched_value(tmp_path):
+    """Each row carries a nested map "c0^b0:v,b1:v|c1^..." and a (category, brand) pair; the label
+    is the sign of the value the pair matches: a match_feature bucketized at 0 learns it."""
+    rng = np.random.default_rng(6)
+    brands = BRANDS[:3]
+
+    def write(path, rows):
+        values = rng.normal(size=(rows, len(CATES), len(brands)))
+        cate = rng.integers(0, len(CATES), rows)
+        brand = rng.integers(0, len(brands), rows)
+        y = (values[np.arange(rows), cate, brand] > 0).astype(np.int64)
+        nested = ["|".join(c + "^" + ",".join(f"{b}:{v:.3f}" for b, v in zip(brands, per_cate))
+                           for c, per_cate in zip(CATES, row)) for row in values]
+        pq.write_table(pa.table({"clk": y, "kkv": nested, "cate": [CATES[i] for i in cate],
+                                 "brand": [brands[i] for i in brand]}), path)
+
+    m = _kv_job(tmp_path, write, [
+        {"match_feature": {"feature_name": "cate_brand_value", "nested_map": "user:kkv",
+                           "pkey": "item:cate", "skey": "item:brand", "boundaries": [0.0],
+                           "embedding_dim": 4}}])
+    assert m["global_step"] == 30
+    assert m["eval_auc"] > 0.8, m

@@ -1,5 +1,6 @@
 // Effective values of the config messages and the per-feature helpers
 // (include/tzrec/config/config.hpp).
+#include <algorithm>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -95,9 +96,34 @@ decltype(auto) Visit(const protos::FeatureConfig& f, Fn&& fn) {
       return fn(f.sequence_raw_feature());
     case protos::FeatureConfig::kComboFeature:
       return fn(f.combo_feature());
+    case protos::FeatureConfig::kLookupFeature:
+      return fn(f.lookup_feature());
+    case protos::FeatureConfig::kMatchFeature:
+      return fn(f.match_feature());
     default:
       return fn(f.raw_feature());
   }
+}
+
+// A lookup_feature's / match_feature's output: ids (a table) or a dense value.
+template <typename M>
+bool KvSparse(const M& m) {
+  return m.hash_bucket_size() > 0 || m.num_buckets() > 0 || m.vocab_list_size() > 0 ||
+         m.vocab_dict_size() > 0 || m.boundaries_size() > 0;
+}
+
+// Table rows of a lookup_feature / match_feature (TorchEasyRec's num_embeddings).
+template <typename M>
+std::int64_t KvTableRows(const M& m) {
+  if (m.hash_bucket_size() > 0) return static_cast<std::int64_t>(m.hash_bucket_size());
+  if (m.num_buckets() > 0) return static_cast<std::int64_t>(m.num_buckets());
+  if (m.vocab_list_size() > 0) return m.vocab_list_size() + 2;
+  if (m.vocab_dict_size() > 0) {
+    std::uint64_t top = 0;
+    for (const auto& entry : m.vocab_dict()) top = std::max(top, entry.value());
+    return static_cast<std::int64_t>(top) + 1;
+  }
+  return m.boundaries_size() > 0 ? m.boundaries_size() + 1 : 0;
 }
 
 template <typename M>
@@ -125,6 +151,8 @@ bool IsSequence(const protos::FeatureConfig& f) {
 bool IsSparse(const protos::FeatureConfig& f) {
   if (f.has_id_feature() || f.has_sequence_id_feature() || f.has_combo_feature()) return true;
   if (f.has_sequence_raw_feature()) return f.sequence_raw_feature().boundaries_size() > 0;
+  if (f.has_lookup_feature()) return KvSparse(f.lookup_feature());
+  if (f.has_match_feature()) return KvSparse(f.match_feature());
   return f.raw_feature().boundaries_size() > 0;
 }
 
@@ -141,6 +169,8 @@ std::int64_t NumEmbeddings(const protos::FeatureConfig& f) {
   }
   if (f.has_sequence_id_feature()) return IdTableRows(f.sequence_id_feature());
   if (f.has_combo_feature()) return static_cast<std::int64_t>(f.combo_feature().hash_bucket_size());
+  if (f.has_lookup_feature()) return KvTableRows(f.lookup_feature());
+  if (f.has_match_feature()) return KvTableRows(f.match_feature());
   const int n = f.has_sequence_raw_feature() ? f.sequence_raw_feature().boundaries_size()
                                              : f.raw_feature().boundaries_size();
   return n > 0 ? n + 1 : 0;
@@ -157,6 +187,8 @@ const std::string& Pooling(const protos::FeatureConfig& f) {
   if (f.has_id_feature()) return f.id_feature().pooling();
   if (f.has_raw_feature()) return f.raw_feature().pooling();
   if (f.has_combo_feature()) return f.combo_feature().pooling();
+  if (f.has_lookup_feature()) return f.lookup_feature().pooling();
+  if (f.has_match_feature()) return f.match_feature().pooling();
   return kSum;
 }
 
@@ -196,6 +228,10 @@ std::string EffectivePooling(const PipelineConfig& config, const protos::Feature
 }
 
 std::int64_t ValueDim(const protos::FeatureConfig& f) {
+  if (f.has_lookup_feature()) {  // numbers: value_dim > 1 splits the found value
+    const auto& l = f.lookup_feature();
+    return l.value_dim() > 1 ? l.value_dim() : 1;
+  }
   return f.has_raw_feature() ? f.raw_feature().value_dim() : 1;
 }
 
@@ -217,6 +253,8 @@ const protos::ParameterConstraints& EmbeddingConstraints(const protos::FeatureCo
   if (f.has_sequence_id_feature()) return f.sequence_id_feature().embedding_constraints();
   if (f.has_sequence_raw_feature()) return f.sequence_raw_feature().embedding_constraints();
   if (f.has_combo_feature()) return f.combo_feature().embedding_constraints();
+  if (f.has_lookup_feature()) return f.lookup_feature().embedding_constraints();
+  if (f.has_match_feature()) return f.match_feature().embedding_constraints();
   return f.raw_feature().embedding_constraints();
 }
 
@@ -242,9 +280,23 @@ std::vector<std::string> InputColumns(const PipelineConfig& config,
     if (columns.empty()) columns.push_back(FeatureName(f));
     return columns;
   }
+  if (f.has_lookup_feature()) {
+    return {ColumnOf(f.lookup_feature().map()), ColumnOf(f.lookup_feature().key())};
+  }
+  if (f.has_match_feature()) {
+    const auto& m = f.match_feature();
+    std::vector<std::string> columns{ColumnOf(m.nested_map())};
+    for (const std::string* k : {&m.pkey(), &m.skey()}) {
+      if (*k != "ALL") columns.push_back(ColumnOf(*k));
+    }
+    return columns;
+  }
   const std::string& expression = Visit(f, [](const auto& m) -> const std::string& {
-    if constexpr (std::is_same_v<std::decay_t<decltype(m)>, protos::ComboFeature>) {
-      return m.feature_name();  // not reached: combo features are handled above
+    using M = std::decay_t<decltype(m)>;
+    if constexpr (std::is_same_v<M, protos::ComboFeature> ||
+                  std::is_same_v<M, protos::LookupFeature> ||
+                  std::is_same_v<M, protos::MatchFeature>) {
+      return m.feature_name();  // not reached: multi-input features are handled above
     } else {
       return m.expression();
     }

@@ -31,7 +31,6 @@ constexpr const char* kSeqPool = "config.SequencePoolingAgreesPerTable";
 constexpr const char* kSeqModel = "train.Model.PoolingEncoderAppendsPooledSequences";
 constexpr const char* kSeqAttention = "train.Model.AttentionEncodersMatchComposedTorch";
 constexpr const char* kDinModel = "train.Model.MultiTowerDinMatchesComposedTorch";
-constexpr const char* kCombo = "ComboTransform.CartesianProductHashed";
 
 constexpr const char* kMtGolden = "train.MultiTaskGolden.MatchesTorch";
 constexpr const char* kMtJob = "test_multi_task.py::test_mmoe_and_dbmtl_train_eval_predict";
@@ -215,18 +214,6 @@ const std::vector<FieldSupport> kTable = {
 
     {P "FeatureConfig.id_feature", kH, "an id feature", kExamples},
     {P "FeatureConfig.raw_feature", kH, "a raw (numeric) feature", kExamples},
-    {P "FeatureConfig.combo_feature", kH, "the hashed cartesian product of >= 2 inputs", kCombo},
-    {P "ComboFeature.feature_name", kH, "the name (and its column with FG_NONE)", kCombo},
-    {P "ComboFeature.expression", kH, "the inputs (side:column), 2 or more",
-     "ComboTransform.DatasetReadsEveryInput"},
-    {P "ComboFeature.embedding_name", kH, "features with one name share a table",
-     "config.SharedTablesAgree"},
-    {P "ComboFeature.embedding_dim", kH, "the table width", kCombo},
-    {P "ComboFeature.hash_bucket_size", kH, "hash each combination into these rows", kCombo},
-    {P "ComboFeature.pooling", kH, "sum | mean", "core.Embedding"},
-    {P "ComboFeature.separator", kH, "multi-value separator of the inputs' text", kCombo},
-    {P "ComboFeature.embedding_constraints", kH, "this table's sharding constraints",
-     "planner.Plan"},
     {P "IdFeature.feature_name", kH, "the name (and its column with FG_NONE)", kExamples},
     {P "IdFeature.expression", kH, "side:column read with FG_NORMAL / FG_DAG", kExamples},
     {P "IdFeature.embedding_name", kH, "features with one name share a table",
@@ -558,11 +545,16 @@ bool DiffersFromDefault(const pb::Message& message, const pb::FieldDescriptor& f
 }  // namespace
 
 const std::vector<FieldSupport>& SupportTable() {
-  return kTable;
+  static const std::vector<FieldSupport> table = [] {
+    std::vector<FieldSupport> all = kTable;
+    all.insert(all.end(), KvSupportRows().begin(), KvSupportRows().end());
+    return all;
+  }();
+  return table;
 }
 
 const FieldSupport* FindSupport(const std::string& full_name) {
-  for (const FieldSupport& entry : kTable) {
+  for (const FieldSupport& entry : SupportTable()) {
     if (full_name == entry.field) return &entry;
   }
   return nullptr;

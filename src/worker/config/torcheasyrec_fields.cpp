@@ -30,7 +30,7 @@ constexpr const char* kGenerative =
     "a generative model; tzrec_train trains the rank models " TZREC_RANK_MODELS;
 constexpr const char* kFeatureType =
     "a feature type tzrec_train does not implement; supported: id_feature, raw_feature, "
-    "combo_feature (generate "
+    "combo_feature, lookup_feature, match_feature (generate "
     "the feature offline and read it as an id_feature or raw_feature with fg_mode: FG_NONE)";
 constexpr const char* kSequence =
     "this sequence feature type is not implemented by tzrec_train; supported: "
@@ -103,8 +103,6 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.DataConfig", "hard_negative_sampler_v2", kSampler},
     {"tzrec.protos.DataConfig", "tdm_sampler", kSampler},
 
-    {"tzrec.protos.FeatureConfig", "lookup_feature", kFeatureType},
-    {"tzrec.protos.FeatureConfig", "match_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "expr_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "overlap_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "tokenize_feature", kFeatureType},
@@ -163,6 +161,59 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.ComboFeature", "sequence_length", kGroupedSequence},
     {"tzrec.protos.ComboFeature", "sequence_delim", kGroupedSequence},
     {"tzrec.protos.ComboFeature", "sequence_fields", kGroupedSequence},
+
+    {"tzrec.protos.LookupFeature", "init_fn", kEmbeddingInit},
+    {"tzrec.protos.LookupFeature", "use_mask", "feature masking is not implemented"},
+    {"tzrec.protos.LookupFeature", "zch",
+     "zero-collision hashing is not implemented; use hash_bucket_size"},
+    {"tzrec.protos.LookupFeature", "vocab_file",
+     "a vocabulary file is not implemented for a lookup_feature; use vocab_list or vocab_dict"},
+    {"tzrec.protos.LookupFeature", "asset_dir",
+     "a vocabulary file is not implemented for a lookup_feature; use vocab_list or vocab_dict"},
+    {"tzrec.protos.LookupFeature", "default_bucketize_value",
+     "TorchEasyRec's lookup_feature always maps unknown values to id 1 (default_bucketize_value is "
+     "not read); remove it"},
+    {"tzrec.protos.LookupFeature", "dynamicemb", "dynamic embeddings are not implemented"},
+    {"tzrec.protos.LookupFeature", "fg_encoded_default_value",
+     "fill empty cells in the data; an empty fg-encoded cell has no id (dense: 0)"},
+    {"tzrec.protos.LookupFeature", "fg_value_type",
+     "the found values are read as text (ids) or numbers as the table asks; remove it"},
+    {"tzrec.protos.LookupFeature", "trainable", "frozen embeddings are not implemented"},
+    {"tzrec.protos.LookupFeature", "stub_type", "fg DAG intermediate features are not implemented"},
+    {"tzrec.protos.LookupFeature", "data_type", "tables are FP32"},
+    {"tzrec.protos.LookupFeature", "autodis",
+     "dense embeddings (autodis / mlp) are not implemented; use boundaries for a table"},
+    {"tzrec.protos.LookupFeature", "mlp",
+     "dense embeddings (autodis / mlp) are not implemented; use boundaries for a table"},
+    {"tzrec.protos.LookupFeature", "sequence_length", kGroupedSequence},
+    {"tzrec.protos.LookupFeature", "sequence_delim", kGroupedSequence},
+    {"tzrec.protos.LookupFeature", "sequence_fields", kGroupedSequence},
+    {"tzrec.protos.MatchFeature", "init_fn", kEmbeddingInit},
+    {"tzrec.protos.MatchFeature", "use_mask", "feature masking is not implemented"},
+    {"tzrec.protos.MatchFeature", "zch",
+     "zero-collision hashing is not implemented; use hash_bucket_size"},
+    {"tzrec.protos.MatchFeature", "vocab_file",
+     "a vocabulary file is not implemented for a match_feature; use vocab_list or vocab_dict"},
+    {"tzrec.protos.MatchFeature", "asset_dir",
+     "a vocabulary file is not implemented for a match_feature; use vocab_list or vocab_dict"},
+    {"tzrec.protos.MatchFeature", "default_bucketize_value",
+     "TorchEasyRec's match_feature always maps unknown values to id 1 (default_bucketize_value is "
+     "not read); remove it"},
+    {"tzrec.protos.MatchFeature", "dynamicemb", "dynamic embeddings are not implemented"},
+    {"tzrec.protos.MatchFeature", "fg_encoded_default_value",
+     "fill empty cells in the data; an empty fg-encoded cell has no id (dense: 0)"},
+    {"tzrec.protos.MatchFeature", "fg_value_type",
+     "the found values are read as text (ids) or numbers as the table asks; remove it"},
+    {"tzrec.protos.MatchFeature", "trainable", "frozen embeddings are not implemented"},
+    {"tzrec.protos.MatchFeature", "stub_type", "fg DAG intermediate features are not implemented"},
+    {"tzrec.protos.MatchFeature", "data_type", "tables are FP32"},
+    {"tzrec.protos.MatchFeature", "autodis",
+     "dense embeddings (autodis / mlp) are not implemented; use boundaries for a table"},
+    {"tzrec.protos.MatchFeature", "mlp",
+     "dense embeddings (autodis / mlp) are not implemented; use boundaries for a table"},
+    {"tzrec.protos.MatchFeature", "sequence_length", kGroupedSequence},
+    {"tzrec.protos.MatchFeature", "sequence_delim", kGroupedSequence},
+    {"tzrec.protos.MatchFeature", "sequence_fields", kGroupedSequence},
 
     {"tzrec.protos.RawFeature", "init_fn", kEmbeddingInit},
     {"tzrec.protos.RawFeature", "use_mask", "feature masking is not implemented"},

@@ -20,6 +20,8 @@ std::string FeaturePath(int index, const protos::FeatureConfig& feature) {
   if (feature.has_sequence_id_feature()) kind = "sequence_id_feature";
   if (feature.has_sequence_raw_feature()) kind = "sequence_raw_feature";
   if (feature.has_combo_feature()) kind = "combo_feature";
+  if (feature.has_lookup_feature()) kind = "lookup_feature";
+  if (feature.has_match_feature()) kind = "match_feature";
   return "feature_configs[" + std::to_string(index) + "]." + kind;
 }
 
@@ -187,7 +189,8 @@ void ValidateFeatures(const PipelineConfig& config) {
     const protos::FeatureConfig& f = config.feature_configs(i);
     Require(f.feature_case() != protos::FeatureConfig::FEATURE_NOT_SET,
             "feature_configs[" + std::to_string(i) +
-                "]: empty; set id_feature, raw_feature or combo_feature");
+                "]: empty; set id_feature, raw_feature, combo_feature, lookup_feature or "
+                "match_feature");
     const std::string path = FeaturePath(i, f);
     Require(!FeatureName(f).empty(), path + ".feature_name: empty; every feature needs a name");
     if (IsIdFeature(f)) {
@@ -199,6 +202,10 @@ void ValidateFeatures(const PipelineConfig& config) {
                   "fg_mode FG_DAG with \"id:weight\" values");
     } else if (f.has_combo_feature()) {
       ValidateCombo(f.combo_feature(), path, runs_fg);
+    } else if (f.has_lookup_feature()) {
+      ValidateLookup(f.lookup_feature(), path, runs_fg);
+    } else if (f.has_match_feature()) {
+      ValidateMatch(f.match_feature(), path, runs_fg);
     } else if (f.has_sequence_id_feature()) {
       ValidateSequence(f.sequence_id_feature(), path, runs_fg);
       ValidateTableSize(f.sequence_id_feature(), path);
@@ -226,7 +233,7 @@ void ValidateFeatures(const PipelineConfig& config) {
     if (!IsSparse(f)) {
       Require(constraints.sharding_types_size() == 0,
               path +
-                  ".embedding_constraints: set on a dense raw feature, which has no table; "
+                  ".embedding_constraints: set on a dense feature, which has no table; "
                   "remove it");
       continue;
     }

@@ -28,5 +28,8 @@ void ValidateMultiTask(const PipelineConfig& config);
 // The model rules of mask_net, wukong and xdeepfm (validate_rank_mask.cpp); no-op for others.
 void ValidateRankMaskModels(const PipelineConfig& config);
 void ValidateFeatures(const PipelineConfig& config);
+// lookup_feature / match_feature rules (validate_kv.cpp); `path` names the feature config.
+void ValidateLookup(const protos::LookupFeature& f, const std::string& path, bool runs_fg);
+void ValidateMatch(const protos::MatchFeature& f, const std::string& path, bool runs_fg);
 
 }  // namespace tzrec::config_internal

@@ -67,8 +67,8 @@ class Dataset::Impl::Builder {
     try {
       for (std::size_t k = 0; k < impl_.sparse_features.size(); ++k) {
         const std::size_t f = impl_.sparse_features[k];
-        if (impl_.transforms[f].Combo()) {
-          AddComboRows(k, f, column, count, &failed);
+        if (impl_.transforms[f].MultiInput()) {
+          AddMultiInputRows(k, f, column, count, &failed);
           continue;
         }
         impl_.transforms[f].AppendIdsColumn(column(impl_.feature_slot[f]), count, &ids_[k],
@@ -80,6 +80,10 @@ class Dataset::Impl::Builder {
         float* out = dense_.data() + n_ * impl_.dense_dim;
         for (std::size_t k = 0; k < impl_.dense_features.size(); ++k) {
           const std::size_t f = impl_.dense_features[k];
+          if (impl_.transforms[f].MultiInput()) {
+            WriteMultiInputRows(f, column, count, out + impl_.dense_offset[k], &failed);
+            continue;
+          }
           impl_.transforms[f].WriteDenseColumn(column(impl_.feature_slot[f]), count,
                                                out + impl_.dense_offset[k], impl_.dense_dim,
                                                &failed);
@@ -142,20 +146,33 @@ class Dataset::Impl::Builder {
   }
 
  private:
-  // The ids of combo feature f (sparse index k) of `count` rows, read from its input columns.
+  // The ids of multi-input feature f (sparse index k) of `count` rows, read from its columns.
   template <typename Column>
-  void AddComboRows(std::size_t k, std::size_t f, Column column, std::int64_t count,
-                    std::int64_t* failed) {
-    const auto& slots = impl_.combo_slots[f];
+  void AddMultiInputRows(std::size_t k, std::size_t f, Column column, std::int64_t count,
+                         std::int64_t* failed) {
+    const auto& slots = impl_.input_slots[f];
     std::vector<const Cell*> first, row(slots.size());
     for (const int s : slots) first.push_back(column(s));
     for (*failed = 0; *failed < count; ++*failed) {
       for (std::size_t j = 0; j < slots.size(); ++j) row[j] = first[j] + *failed;
       const std::size_t before = ids_[k].size();
-      impl_.transforms[f].AppendComboIds(row.data(), &ids_[k]);
+      impl_.transforms[f].AppendInputsIds(row.data(), &ids_[k]);
       const std::size_t added = ids_[k].size() - before;
       lengths_[k].push_back(static_cast<std::int64_t>(added));
       if (impl_.weighted) id_weights_[k].resize(id_weights_[k].size() + added, 1.0f);
+    }
+  }
+
+  // The floats of dense multi-input feature f of `count` rows, row r at out + r * dense_dim.
+  template <typename Column>
+  void WriteMultiInputRows(std::size_t f, Column column, std::int64_t count, float* out,
+                           std::int64_t* failed) {
+    const auto& slots = impl_.input_slots[f];
+    std::vector<const Cell*> first, row(slots.size());
+    for (const int s : slots) first.push_back(column(s));
+    for (*failed = 0; *failed < count; ++*failed) {
+      for (std::size_t j = 0; j < slots.size(); ++j) row[j] = first[j] + *failed;
+      impl_.transforms[f].WriteInputsDense(row.data(), out + *failed * impl_.dense_dim);
     }
   }
 

@@ -44,7 +44,7 @@ struct Dataset::Impl {
   int world = 1;
   std::vector<input::FeatureTransform> transforms;
   std::vector<int> feature_slot;              // per feature: index into needed
-  std::vector<std::vector<int>> combo_slots;  // per feature: a combo's input columns (with fg)
+  std::vector<std::vector<int>> input_slots;  // per feature: a multi-input feature's columns
   std::vector<std::size_t> sparse_features;
   std::vector<std::size_t> dense_features;
   std::vector<std::int64_t> dense_offset;  // per dense feature: first column in Batch::dense

@@ -94,10 +94,10 @@ void Dataset::Impl::AddFeatures(const PipelineConfig& config) {
     m.transforms.emplace_back(fc, data);
     const std::size_t f = m.transforms.size() - 1;
     m.feature_slot.push_back(m.Need(InputColumn(config, fc), "feature '" + FeatureName(fc) + "'"));
-    m.combo_slots.emplace_back();
-    if (m.transforms[f].Combo()) {
+    m.input_slots.emplace_back();
+    if (m.transforms[f].MultiInput()) {
       for (const std::string& column : InputColumns(config, fc)) {
-        m.combo_slots.back().push_back(m.Need(column, "feature '" + FeatureName(fc) + "'"));
+        m.input_slots.back().push_back(m.Need(column, "feature '" + FeatureName(fc) + "'"));
       }
     }
     if (m.transforms[f].Sparse()) {

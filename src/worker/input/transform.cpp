@@ -93,7 +93,17 @@ FeatureTransform::FeatureTransform(const protos::FeatureConfig& config,
     kind_ = IdKind::kHash;
     table_size_ = static_cast<std::int64_t>(combo.hash_bucket_size());
     separator_ = combo.separator();
-    combo_inputs_ = static_cast<std::size_t>(combo.expression_size());
+    inputs_ = static_cast<std::size_t>(combo.expression_size());
+    return;
+  }
+  if (config.has_lookup_feature() || config.has_match_feature()) {
+    kv_ = std::make_shared<const KvTransform>(config);
+    static_assert(static_cast<int>(KvTransform::Output::kDense) ==
+                  static_cast<int>(IdKind::kDense));  // the same order
+    kind_ = static_cast<IdKind>(kv_->Kind());
+    table_size_ = kv_->TableSize();
+    value_dim_ = kv_->Sparse() ? 1 : kv_->DenseDim();
+    inputs_ = kv_->Inputs();
     return;
   }
   if (IsIdFeature(config)) {
@@ -346,7 +356,7 @@ void FeatureTransform::AppendComboIds(const Cell* const* cells,
                                       std::vector<std::int64_t>* out) const {
   std::vector<std::string> combos{""};
   std::vector<std::string> values, next;
-  for (std::size_t i = 0; i < combo_inputs_; ++i) {
+  for (std::size_t i = 0; i < inputs_; ++i) {
     values.clear();
     ComboValues(*cells[i], &values);
     if (values.empty()) return;
@@ -359,6 +369,17 @@ void FeatureTransform::AppendComboIds(const Cell* const* cells,
   for (const std::string& c : combos) {
     out->push_back(static_cast<std::int64_t>(Fnv1a64(c) % static_cast<std::uint64_t>(table_size_)));
   }
+}
+
+void FeatureTransform::AppendInputsIds(const Cell* const* cells,
+                                       std::vector<std::int64_t>* out) const {
+  if (kv_ != nullptr) return kv_->AppendIds(cells, out);
+  AppendComboIds(cells, out);
+}
+
+void FeatureTransform::WriteInputsDense(const Cell* const* cells, float* out) const {
+  if (kv_ == nullptr) throw std::logic_error("feature '" + name_ + "': no dense inputs");
+  kv_->WriteDense(cells, out);
 }
 
 void FeatureTransform::RawValues(const Cell& cell, double* out) const {

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "cell.hpp"
+#include "kv_transform.hpp"
 #include "tzrec/config/config.hpp"
 
 namespace tzrec::input {
@@ -33,9 +35,10 @@ class FeatureTransform {
   bool Sparse() const { return kind_ != IdKind::kDense; }
   // id_feature weighted: true (fg_mode FG_NORMAL / FG_DAG): cells hold "id:weight" values.
   bool Weighted() const { return weighted_; }
-  // A combo_feature with feature generation: its ids come from AppendComboIds over its inputs.
-  bool Combo() const { return combo_inputs_ > 0; }
-  std::size_t ComboInputs() const { return combo_inputs_; }
+  // A combo_feature, lookup_feature or match_feature with feature generation: it reads
+  // Inputs() cells per sample (its InputColumns) through AppendInputsIds / WriteInputsDense.
+  bool MultiInput() const { return inputs_ > 0; }
+  std::size_t Inputs() const { return inputs_; }
   IdKind Kind() const { return kind_; }
   // Table rows for sparse features (ids are in [0, table_size())); 0 for dense.
   std::int64_t TableSize() const { return table_size_; }
@@ -52,11 +55,14 @@ class FeatureTransform {
   // number, or a non-text value of a weighted feature, is an error naming the feature.
   void AppendIds(const Cell& cell, std::vector<std::int64_t>* out,
                  std::vector<float>* weights = nullptr) const;
-  // A combo_feature (FG_NORMAL / FG_DAG): one sample's ids from its inputs' cells
-  // cells[0..ComboInputs()): every combination of the inputs' values (text cells split on the
-  // separator, list items, numbers as their text), joined by "_" in input order and hashed
+  // A multi-input feature (FG_NORMAL / FG_DAG): one sample's ids from its inputs' cells
+  // cells[0..Inputs()). A combo_feature: every combination of the inputs' values (text cells split
+  // on the separator, list items, numbers as their text), joined by "_" in input order and hashed
   // (FNV-1a 64 mod hash_bucket_size); an input without values gives the sample no ids.
-  void AppendComboIds(const Cell* const* cells, std::vector<std::int64_t>* out) const;
+  // A lookup_feature / match_feature: its found values' ids (see kv_transform.hpp).
+  void AppendInputsIds(const Cell* const* cells, std::vector<std::int64_t>* out) const;
+  // A dense lookup_feature / match_feature: one sample's DenseDim() floats from its input cells.
+  void WriteInputsDense(const Cell* const* cells, float* out) const;
   // Writes value_dim normalised floats of one sample's cell to out[0..value_dim).
   void WriteDense(const Cell& cell, float* out) const;
 
@@ -74,6 +80,8 @@ class FeatureTransform {
 
  private:
   std::int64_t MapToken(std::string_view token, const Cell* numeric) const;
+  // A combo_feature's ids (the cartesian product of its inputs' values, hashed).
+  void AppendComboIds(const Cell* const* cells, std::vector<std::int64_t>* out) const;
   // The values of one combo input cell, as text.
   void ComboValues(const Cell& cell, std::vector<std::string>* values) const;
   // AppendIds without the value_dim limit; `w` non-null for a weighted feature.
@@ -106,10 +114,11 @@ class FeatureTransform {
   std::int64_t table_size_ = 0;
   std::string separator_;  // id: multi-value separator; raw: value_dim separator
   std::unordered_map<std::string, std::int64_t> vocab_;
-  std::int64_t unknown_id_ = 1;   // vocabulary: the id of values not in it
-  std::size_t max_ids_ = 0;       // id_feature value_dim: > 0 keeps the first max_ids_ ids
-  bool weighted_ = false;         // id_feature weighted
-  std::size_t combo_inputs_ = 0;  // combo_feature inputs (with feature generation)
+  std::int64_t unknown_id_ = 1;  // vocabulary: the id of values not in it
+  std::size_t max_ids_ = 0;      // id_feature value_dim: > 0 keeps the first max_ids_ ids
+  bool weighted_ = false;        // id_feature weighted
+  std::size_t inputs_ = 0;       // multi-input features (with feature generation): their inputs
+  std::shared_ptr<const KvTransform> kv_;  // lookup_feature / match_feature
   std::vector<double> boundaries_;
   tzrec::Normalizer normalizer_;
   std::int64_t value_dim_ = 1;

@@ -105,7 +105,7 @@ TEST(Refusals, TorchEasyRecFieldsNameTheFieldAndTheAlternative) {
   e = ErrorOf(Minimal("sample_mask_prob: 0.5"));
   EXPECT_NE(e.find("'sample_mask_prob' (DataConfig) is a TorchEasyRec option"), std::string::npos)
       << e;
-  e = ErrorOf(Minimal() + "feature_configs { lookup_feature { feature_name: \"c\" } }");
+  e = ErrorOf(Minimal() + "feature_configs { overlap_feature { feature_name: \"c\" } }");
   EXPECT_NE(e.find("supported: id_feature, raw_feature"), std::string::npos) << e;
 }
 

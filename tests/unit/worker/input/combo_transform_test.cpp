@@ -32,7 +32,7 @@ protos::FeatureConfig Combo() {
 V Ids(const FeatureTransform& t, const Cell& a, const Cell& b) {
   const Cell* cells[] = {&a, &b};
   V out;
-  t.AppendComboIds(cells, &out);
+  t.AppendInputsIds(cells, &out);
   return out;
 }
 
@@ -40,7 +40,7 @@ TEST(ComboTransform, CartesianProductHashed) {
   protos::DataConfig data;
   data.set_fg_mode(protos::FG_DAG);
   const FeatureTransform t(Combo(), data);
-  EXPECT_TRUE(t.Combo());
+  EXPECT_TRUE(t.MultiInput());
   EXPECT_EQ(t.TableSize(), 1000);
   EXPECT_EQ(Ids(t, Cell::Int(18), Cell::String("c1|c2")), (V{H("18_c1", 1000), H("18_c2", 1000)}));
   EXPECT_EQ(Ids(t, Cell::String("a|b"), Cell::String("x|y")),
@@ -49,7 +49,7 @@ TEST(ComboTransform, CartesianProductHashed) {
   EXPECT_TRUE(Ids(t, Cell::String("a"), Cell::String("")).empty());
   // FG_NONE: the column named feature_name holds ids in [0, hash_bucket_size).
   const FeatureTransform encoded(Combo(), protos::DataConfig());
-  EXPECT_FALSE(encoded.Combo());
+  EXPECT_FALSE(encoded.MultiInput());
   V ids;
   encoded.AppendIds(Cell::Int(7), &ids);
   EXPECT_EQ(ids, V{7});
