@@ -239,7 +239,7 @@ class DynamicRendezvous final : public detail::WatchingHandler {
                               "c10d rendezvous '" + o_.run_id + "'");
     store_endpoint_ = FormatEndpoint({host, port});
     try {
-      client_->CompareSet(key_, "", "null");
+      client_->CompareSet(key_, "", std::string(detail::kC10dNullState));
     } catch (const store::StoreError& e) {
       throw ConnectionLost(e);
     }

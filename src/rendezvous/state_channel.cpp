@@ -11,8 +11,21 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr std::string_view kNullState = "null";
 constexpr std::int64_t kStateTtlSeconds = 7200;  // torchrun's EtcdRendezvousBackend default
+constexpr std::string_view kNullSentinel = kC10dNullState;
+
+/// FNV-1a 64 of `s` in hex: names a notify key after a token (stable across processes).
+std::string TokenHash(std::string_view s) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (const char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = kHex[h & 15];
+  return out;
+}
 
 // ---- c10d --------------------------------------------------------------------------------
 class StoreChannel final : public StateChannel {
@@ -22,21 +35,21 @@ class StoreChannel final : public StateChannel {
 
   Read Get() override {
     std::string bits = s_->Get(key_);
-    return {DecodeState(bits), bits, false};
+    return Decoded(bits, false);
   }
 
   Read CompareSet(const std::string& token, const RendezvousState& next) override {
-    const std::string nb = EncodeState(next);
-    std::string bits = s_->CompareSet(key_, token.empty() ? kNullState : token, nb);
+    const std::string nb = Base64Encode(EncodeTorchState(next));
+    std::string bits = s_->CompareSet(key_, token.empty() ? std::string(kNullSentinel) : token, nb);
     const bool written = bits == nb;
-    if (written) s_->Set(NotifyKey(next.version), "");
-    return {DecodeState(bits), bits, written};
+    if (written) s_->Set(NotifyKey(token), "");  // wakes the waiters that hold `token`
+    return Decoded(bits, written);
   }
 
-  bool WaitChange(const std::string& /*token*/, std::int64_t next_version,
+  bool WaitChange(const std::string& token, std::int64_t /*next_version*/,
                   milliseconds slice) override {
     try {
-      s_->Wait({NotifyKey(next_version)}, slice);
+      s_->Wait({NotifyKey(token)}, slice);
       return true;
     } catch (const store::TimeoutError&) {
       return false;
@@ -50,8 +63,21 @@ class StoreChannel final : public StateChannel {
   void SetTimeout(milliseconds timeout) override { s_->SetTimeout(timeout); }
 
  private:
-  [[nodiscard]] std::string NotifyKey(std::int64_t version) const {
-    return key_ + ".notify/" + std::to_string(version);
+  [[nodiscard]] Read Decoded(const std::string& bits, bool written) const {
+    if (bits == kNullSentinel) return {RendezvousState{}, "", written};
+    const auto pickle = Base64Decode(bits);
+    if (!pickle) {
+      throw RendezvousStateError("the c10d rendezvous state under store key '" + key_ +
+                                 "' is not base64; another program may use this key: pick "
+                                 "another --rdzv-id");
+    }
+    return {DecodeTorchState(*pickle), bits, written};
+  }
+
+  // Torchrun's agents poll; tzrun's also wait on the key a writer sets for the token it
+  // replaced (the empty token: the sentinel).
+  [[nodiscard]] std::string NotifyKey(const std::string& token) const {
+    return key_ + ".notify/" + TokenHash(token.empty() ? kNullSentinel : token);
   }
 
   std::shared_ptr<store::Store> s_;

@@ -1,9 +1,10 @@
 // tzrun rendezvous internals: where the dynamic rendezvous keeps its shared state — torchrun's
 // RendezvousBackend (get_state / set_state with a fencing token) plus the wait for the next
 // change. Two kinds:
-//   c10d    (c10d_rendezvous_backend.py): one key of the rendezvous TCP store, JSON (tzrun's
-//           own format), compare_set on the previous value; a per-version notify key wakes
-//           the waiters.
+//   c10d    (c10d_rendezvous_backend.py): one key of the rendezvous TCP store, base64 of
+//           torchrun's pickle (torch_state.hpp), compare_set on the previous value; the writer
+//           also sets a notify key named after the value it replaced, which wakes tzrun's
+//           waiters (torchrun's agents poll).
 //   etcd-v2 (etcd_rendezvous_backend.py): the etcd key /torch/elastic/rendezvous/<run_id>,
 //           base64 of torchrun's pickle (torch_state.hpp), written with ttl 7200 s and
 //           prevIndex=<the modifiedIndex read> (prevExist=false when there is none); waiters
@@ -19,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "etcd_client.hpp"
 #include "tzrun/rendezvous/dynamic_rendezvous.hpp"
@@ -46,7 +48,13 @@ class StateChannel {
   virtual void SetTimeout(std::chrono::milliseconds timeout) = 0;
 };
 
-/// The c10d channel on `store` (the rendezvous store client), state under `key`.
+/// C10dRendezvousBackend._NULL_SENTINEL: the value of the state key before the first state; the
+/// agent writes it with compare_set(key, "", it) on connecting, as torchrun's backend does, so
+/// that a read never blocks.
+inline constexpr std::string_view kC10dNullState = "Y2FuaW1hZGFt";
+
+/// The c10d channel on `store` (the rendezvous store client), state under `key` (initialized
+/// with kC10dNullState).
 std::unique_ptr<StateChannel> MakeStoreChannel(std::shared_ptr<store::Store> store,
                                                std::string key);
 

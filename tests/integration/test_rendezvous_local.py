@@ -306,3 +306,45 @@ def test_c10d_losing_the_store_host_fails_fast(tmp_path, agents):
     assert other.wait(60) == INFRA_EXIT, logs(host, other)
     assert time.monotonic() - t0 < 30, logs(other)
     assert "rendezvous store" in other.text(), logs(other)
+
+
+@pytest.mark.needs_torchrun
+@pytest.mark.parametrize("host", ["tzrun", "torchrun"])
+def test_c10d_torchrun_and_tzrun_agents_share_one_rendezvous(tmp_path, agents, host):
+    """The c10d state is torchrun's (base64 pickle under torch.rendezvous.<run_id>, its null
+    sentinel), so a torchrun agent and a tzrun agent form one world; either one hosts the
+    rendezvous store (the first to bind the endpoint), and the node with the lower
+    --local-addr is rank 0 and hosts the workers' store."""
+    torchrun = os.path.join(VENV_BIN, "torchrun")
+    if not os.access(torchrun, os.X_OK):
+        pytest.skip("no torchrun in the venv (scripts/setup.sh installs torch)")
+    port = free_port()
+    tz_addr, tr_addr = ("127.0.0.2", "127.0.0.3") if host == "tzrun" else ("127.0.0.3",
+                                                                         "127.0.0.2")
+    args = lambda addr: c10d_args(port, addr, tmp_path, ALLREDUCE, nnodes="2")  # noqa: E731
+    log = open(tmp_path / "torchrun.log", "w")
+    start_torchrun = lambda: subprocess.Popen(  # noqa: E731
+        [torchrun, *args(tr_addr)], env=env_for(LOGLEVEL="INFO"), stdout=log,
+        stderr=subprocess.STDOUT)
+    if host == "torchrun":
+        t = start_torchrun()
+        time.sleep(3.0)  # torchrun's agent binds the endpoint after its python imports
+        a = agents(args(tz_addr), tmp_path / "tzrun.log")
+    else:
+        a = agents(args(tz_addr), tmp_path / "tzrun.log")
+        time.sleep(0.5)
+        t = start_torchrun()
+    try:
+        assert t.wait(180) == 0, logs(a) + (tmp_path / "torchrun.log").read_text()[-6000:]
+    finally:
+        if t.poll() is None:
+            t.kill()
+        log.close()
+    assert a.wait(60) == 0, logs(a)
+    for rank in range(2):
+        value, world = (tmp_path / f"sum{rank}.txt").read_text().split()
+        assert float(value) == 3.0 and int(world) == 2
+    text = (tmp_path / "torchrun.log").read_text()
+    tr_rank = 1 if host == "tzrun" else 0
+    assert f"group_rank={tr_rank}" in text and "master_addr=127.0.0.2" in text, text[-4000:]
+    assert "master_addr=127.0.0.2" in a.text(), logs(a)

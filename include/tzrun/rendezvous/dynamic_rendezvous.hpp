@@ -19,9 +19,11 @@
 // agents can share an etcd-v2 rendezvous; no agent hosts a rendezvous store there, the round
 // store is torch's EtcdStore (src/rendezvous/state_channel.hpp, torch_state.hpp).
 //
-// Differences from torchrun: under c10d the state is JSON, not a pickle, so tzrun and
-// torchrun agents cannot share a c10d rendezvous; waiting nodes are woken by a per-version notify
-// key instead of polling every second; every store reply is bounded by read_timeout and the connect
+// Under c10d the state is torchrun's too: base64 of its pickle under the store key
+// torch.rendezvous.<run_id>, "no state" its sentinel (c10d_rendezvous_backend.py), so tzrun and
+// torchrun agents can share a c10d rendezvous. Differences from torchrun: tzrun's waiting nodes
+// are also woken by a notify key the writer sets for the state it replaced, instead of only
+// polling every second; every store reply is bounded by read_timeout and the connect
 // by join_timeout; participants record their local restart count so the round's
 // TORCHELASTIC_RESTART_COUNT is the same on every node (their maximum); round rank 0 hosts
 // a fresh workers' store every round (torch 2.11 workers use the agent store without a
@@ -104,7 +106,7 @@ struct NodeDesc {
 /// torchrun's _RendezvousState plus tzrun's fields (version, closing exit code, restart
 /// counts). Times are wall-clock Unix seconds (torchrun: UTC datetimes).
 struct RendezvousState {
-  std::int64_t version = 0;  ///< +1 on every write; wakes waiters via the notify key
+  std::int64_t version = 0;  ///< +1 on every write in this process (not stored)
   int round = 0;
   bool complete = false;
   std::optional<double> deadline;
@@ -122,11 +124,6 @@ struct RendezvousState {
   std::map<NodeDesc, double> last_heartbeats;
   bool operator==(const RendezvousState&) const = default;
 };
-
-/// JSON encoding of the state (stable, versioned with "format": 1).
-[[nodiscard]] std::string EncodeState(const RendezvousState& state);
-/// Throws RendezvousStateError (e.g. a pickled torchrun state under the same key).
-[[nodiscard]] RendezvousState DecodeState(std::string_view text);
 
 /// Creates the handler. Construction connects to (or hosts) the rendezvous store:
 /// hosting binds endpoint.port on all interfaces (0 = a free port); clients retry until
