@@ -194,6 +194,29 @@ def test_lookup_feature_learns_the_looked_up_value(tmp_path):
     assert m["eval_auc"] > 0.8, m
 
 
+def test_expr_feature_learns_the_expression(tmp_path):
+    """The label is the sign of a * b (a, b standard normal: neither carries it alone). Two
+    expr_features over the two columns learn it: "a * b" bucketized at 0, and the dense
+    "sigmoid(3 * dot(u, v))" of two-value text columns u = "a\x1d1", v = "b\x1d0" (a dot product
+    equal to a * b)."""
+    rng = np.random.default_rng(7)
+
+    def write(path, rows):
+        a, b = rng.normal(size=rows), rng.normal(size=rows)
+        y = (a * b > 0).astype(np.int64)
+        pq.write_table(pa.table({"clk": y, "a": a, "b": b,
+                                 "u": [f"{x:.4f}\x1d1" for x in a],
+                                 "v": [f"{x:.4f}\x1d0" for x in b]}), path)
+
+    m = _kv_job(tmp_path, write, [
+        {"expr_feature": {"feature_name": "ab_sign", "variables": ["user:a", "item:b"],
+                          "expression": "a * b", "boundaries": [0.0], "embedding_dim": 4}},
+        {"expr_feature": {"feature_name": "uv", "variables": ["user:u", "item:v"],
+                          "expression": "sigmoid(3 * dot(u, v))"}}])
+    assert m["global_step"] == 30
+    assert m["eval_auc"] > 0.8, m
+
+
 def test_match_feature_learns_the_matched_value(tmp_path):
     """Each row carries a nested map "c0^b0:v,b1:v|c1^..." and a (category, brand) pair; the label
     is the sign of the value the pair matches: a match_feature bucketized at 0 learns it."""

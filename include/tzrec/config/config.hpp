@@ -117,10 +117,11 @@ std::int64_t SequenceLength(const protos::FeatureConfig& feature);
 const std::string& SequenceDelim(const protos::FeatureConfig& feature);
 const protos::ParameterConstraints& EmbeddingConstraints(const protos::FeatureConfig& feature);
 // The input column: with feature generation the expression after its last ':', else the name.
-// (A combo_feature / lookup_feature / match_feature: its first input's column.)
+// (A combo_feature / lookup_feature / match_feature / expr_feature: its first input's column.)
 std::string InputColumn(const PipelineConfig& config, const protos::FeatureConfig& feature);
 // Every input column: one, or a combo_feature's inputs, a lookup_feature's map and key, a
-// match_feature's nested_map, pkey and skey (ALL: none) (FG_NONE: the column named feature_name).
+// match_feature's nested_map, pkey and skey (ALL: none), an expr_feature's variables (FG_NONE: the
+// column named feature_name).
 std::vector<std::string> InputColumns(const PipelineConfig& config,
                                       const protos::FeatureConfig& feature);
 std::vector<ShardingType> ShardingTypes(const protos::ParameterConstraints& constraints);

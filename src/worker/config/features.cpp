@@ -100,6 +100,8 @@ decltype(auto) Visit(const protos::FeatureConfig& f, Fn&& fn) {
       return fn(f.lookup_feature());
     case protos::FeatureConfig::kMatchFeature:
       return fn(f.match_feature());
+    case protos::FeatureConfig::kExprFeature:
+      return fn(f.expr_feature());
     default:
       return fn(f.raw_feature());
   }
@@ -153,6 +155,7 @@ bool IsSparse(const protos::FeatureConfig& f) {
   if (f.has_sequence_raw_feature()) return f.sequence_raw_feature().boundaries_size() > 0;
   if (f.has_lookup_feature()) return KvSparse(f.lookup_feature());
   if (f.has_match_feature()) return KvSparse(f.match_feature());
+  if (f.has_expr_feature()) return f.expr_feature().boundaries_size() > 0;
   return f.raw_feature().boundaries_size() > 0;
 }
 
@@ -171,6 +174,10 @@ std::int64_t NumEmbeddings(const protos::FeatureConfig& f) {
   if (f.has_combo_feature()) return static_cast<std::int64_t>(f.combo_feature().hash_bucket_size());
   if (f.has_lookup_feature()) return KvTableRows(f.lookup_feature());
   if (f.has_match_feature()) return KvTableRows(f.match_feature());
+  if (f.has_expr_feature()) {
+    const int n = f.expr_feature().boundaries_size();
+    return n > 0 ? n + 1 : 0;
+  }
   const int n = f.has_sequence_raw_feature() ? f.sequence_raw_feature().boundaries_size()
                                              : f.raw_feature().boundaries_size();
   return n > 0 ? n + 1 : 0;
@@ -189,6 +196,7 @@ const std::string& Pooling(const protos::FeatureConfig& f) {
   if (f.has_combo_feature()) return f.combo_feature().pooling();
   if (f.has_lookup_feature()) return f.lookup_feature().pooling();
   if (f.has_match_feature()) return f.match_feature().pooling();
+  if (f.has_expr_feature()) return f.expr_feature().pooling();
   return kSum;
 }
 
@@ -255,6 +263,7 @@ const protos::ParameterConstraints& EmbeddingConstraints(const protos::FeatureCo
   if (f.has_combo_feature()) return f.combo_feature().embedding_constraints();
   if (f.has_lookup_feature()) return f.lookup_feature().embedding_constraints();
   if (f.has_match_feature()) return f.match_feature().embedding_constraints();
+  if (f.has_expr_feature()) return f.expr_feature().embedding_constraints();
   return f.raw_feature().embedding_constraints();
 }
 
@@ -291,11 +300,18 @@ std::vector<std::string> InputColumns(const PipelineConfig& config,
     }
     return columns;
   }
+  if (f.has_expr_feature()) {
+    std::vector<std::string> columns;
+    for (const std::string& v : f.expr_feature().variables()) columns.push_back(ColumnOf(v));
+    if (columns.empty()) columns.push_back(FeatureName(f));
+    return columns;
+  }
   const std::string& expression = Visit(f, [](const auto& m) -> const std::string& {
     using M = std::decay_t<decltype(m)>;
     if constexpr (std::is_same_v<M, protos::ComboFeature> ||
                   std::is_same_v<M, protos::LookupFeature> ||
-                  std::is_same_v<M, protos::MatchFeature>) {
+                  std::is_same_v<M, protos::MatchFeature> ||
+                  std::is_same_v<M, protos::ExprFeature>) {
       return m.feature_name();  // not reached: multi-input features are handled above
     } else {
       return m.expression();

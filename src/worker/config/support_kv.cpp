@@ -1,5 +1,5 @@
-// The support rows of the multi-input feature types combo_feature, lookup_feature and
-// match_feature (see support.cpp and internal.hpp).
+// The support rows of the multi-input feature types combo_feature, lookup_feature, match_feature
+// and expr_feature (see support.cpp and internal.hpp).
 #include <vector>
 
 #include "internal.hpp"
@@ -18,6 +18,10 @@ constexpr const char* kMatchHit = "MatchTransform.HitAndWildcards";
 constexpr const char* kMatchIds = "MatchTransform.DiscreteIdsWithShownKeys";
 constexpr const char* kMatchNumbers = "MatchTransform.NumericMatchBoundariesAndDefault";
 constexpr const char* kShared = "config.SharedTablesAgree";
+constexpr const char* kExpr = "ExprTransform.DenseValueAndDefaultValue";
+constexpr const char* kExprIds = "ExprTransform.BoundariesAndValueDim";
+constexpr const char* kExprMulti = "ExprTransform.MultiValueSeparatorAndFillMissing";
+constexpr const char* kExprLanguage = "Expression.PrecedenceAndAssociativity";
 
 #define P "tzrec.protos."
 const std::vector<FieldSupport> kRows = {
@@ -100,6 +104,27 @@ const std::vector<FieldSupport> kRows = {
     {P "MatchFeature.value_dim", kH, "ids: 0 every matched value, 1 the first; numbers: 1",
      kMatchIds},
     {P "MatchFeature.embedding_constraints", kH, "with a table: its sharding constraints",
+     "planner.Plan"},
+
+    {P "FeatureConfig.expr_feature", kH, "a number computed from inputs by an expression", kExpr},
+    {P "ExprFeature.feature_name", kH, "the name (and its column with FG_NONE)", kExpr},
+    {P "ExprFeature.expression", kH, "pyfg's expression language (operators, functions)",
+     kExprLanguage},
+    {P "ExprFeature.variables", kH, "the inputs (side:column; the column names the variable)",
+     kExpr},
+    {P "ExprFeature.embedding_name", kH, "with boundaries: features with one name share a table",
+     kShared},
+    {P "ExprFeature.embedding_dim", kH, "with boundaries: the table width", kExprIds},
+    {P "ExprFeature.boundaries", kH, "bucketize each value into len + 1 ids", kExprIds},
+    {P "ExprFeature.separator", kH, "multi-value separator of the variables' text cells",
+     kExprMulti},
+    {P "ExprFeature.fill_missing", kH, "pads the shorter of two value lists (unset: NaN)",
+     kExprMulti},
+    {P "ExprFeature.pooling", kH, "with boundaries: sum | mean", "core.Embedding"},
+    {P "ExprFeature.default_value", kH, "the value when an input is missing", kExpr},
+    {P "ExprFeature.value_dim", kH, "ids: 0 every value, n the first n; dense: one value",
+     kExprIds},
+    {P "ExprFeature.embedding_constraints", kH, "with boundaries: its sharding constraints",
      "planner.Plan"},
 };
 #undef P

@@ -30,7 +30,7 @@ constexpr const char* kGenerative =
     "a generative model; tzrec_train trains the rank models " TZREC_RANK_MODELS;
 constexpr const char* kFeatureType =
     "a feature type tzrec_train does not implement; supported: id_feature, raw_feature, "
-    "combo_feature, lookup_feature, match_feature (generate "
+    "combo_feature, lookup_feature, match_feature, expr_feature (generate "
     "the feature offline and read it as an id_feature or raw_feature with fg_mode: FG_NONE)";
 constexpr const char* kSequence =
     "this sequence feature type is not implemented by tzrec_train; supported: "
@@ -103,7 +103,6 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.DataConfig", "hard_negative_sampler_v2", kSampler},
     {"tzrec.protos.DataConfig", "tdm_sampler", kSampler},
 
-    {"tzrec.protos.FeatureConfig", "expr_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "overlap_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "tokenize_feature", kFeatureType},
     {"tzrec.protos.FeatureConfig", "custom_feature", kFeatureType},
@@ -214,6 +213,21 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.MatchFeature", "sequence_length", kGroupedSequence},
     {"tzrec.protos.MatchFeature", "sequence_delim", kGroupedSequence},
     {"tzrec.protos.MatchFeature", "sequence_fields", kGroupedSequence},
+
+    {"tzrec.protos.ExprFeature", "init_fn", kEmbeddingInit},
+    {"tzrec.protos.ExprFeature", "use_mask", "feature masking is not implemented"},
+    {"tzrec.protos.ExprFeature", "fg_encoded_default_value",
+     "fill empty cells in the data; an empty fg-encoded cell has no id (dense: 0)"},
+    {"tzrec.protos.ExprFeature", "trainable", "frozen embeddings are not implemented"},
+    {"tzrec.protos.ExprFeature", "stub_type", "fg DAG intermediate features are not implemented"},
+    {"tzrec.protos.ExprFeature", "data_type", "tables are FP32"},
+    {"tzrec.protos.ExprFeature", "autodis",
+     "dense embeddings (autodis / mlp) are not implemented; use boundaries for a table"},
+    {"tzrec.protos.ExprFeature", "mlp",
+     "dense embeddings (autodis / mlp) are not implemented; use boundaries for a table"},
+    {"tzrec.protos.ExprFeature", "sequence_length", kGroupedSequence},
+    {"tzrec.protos.ExprFeature", "sequence_delim", kGroupedSequence},
+    {"tzrec.protos.ExprFeature", "sequence_fields", kGroupedSequence},
 
     {"tzrec.protos.RawFeature", "init_fn", kEmbeddingInit},
     {"tzrec.protos.RawFeature", "use_mask", "feature masking is not implemented"},

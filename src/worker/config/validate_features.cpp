@@ -22,6 +22,7 @@ std::string FeaturePath(int index, const protos::FeatureConfig& feature) {
   if (feature.has_combo_feature()) kind = "combo_feature";
   if (feature.has_lookup_feature()) kind = "lookup_feature";
   if (feature.has_match_feature()) kind = "match_feature";
+  if (feature.has_expr_feature()) kind = "expr_feature";
   return "feature_configs[" + std::to_string(index) + "]." + kind;
 }
 
@@ -189,8 +190,8 @@ void ValidateFeatures(const PipelineConfig& config) {
     const protos::FeatureConfig& f = config.feature_configs(i);
     Require(f.feature_case() != protos::FeatureConfig::FEATURE_NOT_SET,
             "feature_configs[" + std::to_string(i) +
-                "]: empty; set id_feature, raw_feature, combo_feature, lookup_feature or "
-                "match_feature");
+                "]: empty; set id_feature, raw_feature, combo_feature, lookup_feature, "
+                "match_feature or expr_feature");
     const std::string path = FeaturePath(i, f);
     Require(!FeatureName(f).empty(), path + ".feature_name: empty; every feature needs a name");
     if (IsIdFeature(f)) {
@@ -206,6 +207,8 @@ void ValidateFeatures(const PipelineConfig& config) {
       ValidateLookup(f.lookup_feature(), path, runs_fg);
     } else if (f.has_match_feature()) {
       ValidateMatch(f.match_feature(), path, runs_fg);
+    } else if (f.has_expr_feature()) {
+      ValidateExpr(f.expr_feature(), path, runs_fg);
     } else if (f.has_sequence_id_feature()) {
       ValidateSequence(f.sequence_id_feature(), path, runs_fg);
       ValidateTableSize(f.sequence_id_feature(), path);

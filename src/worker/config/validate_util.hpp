@@ -31,5 +31,9 @@ void ValidateFeatures(const PipelineConfig& config);
 // lookup_feature / match_feature rules (validate_kv.cpp); `path` names the feature config.
 void ValidateLookup(const protos::LookupFeature& f, const std::string& path, bool runs_fg);
 void ValidateMatch(const protos::MatchFeature& f, const std::string& path, bool runs_fg);
+// expr_feature rules (validate_expr.cpp): the expression is parsed (expr.hpp).
+void ValidateExpr(const protos::ExprFeature& f, const std::string& path, bool runs_fg);
+// The names an expr_feature's expression uses for its variables (after "side:"), checked.
+std::vector<std::string> ExprVariableNames(const protos::ExprFeature& f, const std::string& path);
 
 }  // namespace tzrec::config_internal

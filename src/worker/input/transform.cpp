@@ -106,6 +106,14 @@ FeatureTransform::FeatureTransform(const protos::FeatureConfig& config,
     inputs_ = kv_->Inputs();
     return;
   }
+  if (config.has_expr_feature()) {
+    expr_ = std::make_shared<const ExprTransform>(config);
+    kind_ = expr_->Sparse() ? IdKind::kBoundaries : IdKind::kDense;
+    table_size_ = expr_->TableSize();
+    value_dim_ = 1;
+    inputs_ = expr_->Inputs();
+    return;
+  }
   if (IsIdFeature(config)) {
     const protos::IdFeature& id = config.id_feature();
     separator_ = id.separator();
@@ -374,10 +382,12 @@ void FeatureTransform::AppendComboIds(const Cell* const* cells,
 void FeatureTransform::AppendInputsIds(const Cell* const* cells,
                                        std::vector<std::int64_t>* out) const {
   if (kv_ != nullptr) return kv_->AppendIds(cells, out);
+  if (expr_ != nullptr) return expr_->AppendIds(cells, out);
   AppendComboIds(cells, out);
 }
 
 void FeatureTransform::WriteInputsDense(const Cell* const* cells, float* out) const {
+  if (expr_ != nullptr) return expr_->WriteDense(cells, out);
   if (kv_ == nullptr) throw std::logic_error("feature '" + name_ + "': no dense inputs");
   kv_->WriteDense(cells, out);
 }

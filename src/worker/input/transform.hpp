@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "cell.hpp"
+#include "expr_transform.hpp"
 #include "kv_transform.hpp"
 #include "tzrec/config/config.hpp"
 
@@ -35,8 +36,8 @@ class FeatureTransform {
   bool Sparse() const { return kind_ != IdKind::kDense; }
   // id_feature weighted: true (fg_mode FG_NORMAL / FG_DAG): cells hold "id:weight" values.
   bool Weighted() const { return weighted_; }
-  // A combo_feature, lookup_feature or match_feature with feature generation: it reads
-  // Inputs() cells per sample (its InputColumns) through AppendInputsIds / WriteInputsDense.
+  // A combo_feature, lookup_feature, match_feature or expr_feature with feature generation: it
+  // reads Inputs() cells per sample (its InputColumns) through AppendInputsIds / WriteInputsDense.
   bool MultiInput() const { return inputs_ > 0; }
   std::size_t Inputs() const { return inputs_; }
   IdKind Kind() const { return kind_; }
@@ -59,9 +60,11 @@ class FeatureTransform {
   // cells[0..Inputs()). A combo_feature: every combination of the inputs' values (text cells split
   // on the separator, list items, numbers as their text), joined by "_" in input order and hashed
   // (FNV-1a 64 mod hash_bucket_size); an input without values gives the sample no ids.
-  // A lookup_feature / match_feature: its found values' ids (see kv_transform.hpp).
+  // A lookup_feature / match_feature: its found values' ids (see kv_transform.hpp); an
+  // expr_feature: the bucket ids of its expression's values (see expr_transform.hpp).
   void AppendInputsIds(const Cell* const* cells, std::vector<std::int64_t>* out) const;
-  // A dense lookup_feature / match_feature: one sample's DenseDim() floats from its input cells.
+  // A dense lookup_feature / match_feature / expr_feature: one sample's DenseDim() floats from its
+  // input cells.
   void WriteInputsDense(const Cell* const* cells, float* out) const;
   // Writes value_dim normalised floats of one sample's cell to out[0..value_dim).
   void WriteDense(const Cell& cell, float* out) const;
@@ -118,7 +121,8 @@ class FeatureTransform {
   std::size_t max_ids_ = 0;      // id_feature value_dim: > 0 keeps the first max_ids_ ids
   bool weighted_ = false;        // id_feature weighted
   std::size_t inputs_ = 0;       // multi-input features (with feature generation): their inputs
-  std::shared_ptr<const KvTransform> kv_;  // lookup_feature / match_feature
+  std::shared_ptr<const KvTransform> kv_;      // lookup_feature / match_feature
+  std::shared_ptr<const ExprTransform> expr_;  // expr_feature
   std::vector<double> boundaries_;
   tzrec::Normalizer normalizer_;
   std::int64_t value_dim_ = 1;
