@@ -39,8 +39,8 @@ struct FieldSupport {
   const char* test;  // the test that shows its effect (a test name found under tests/)
 };
 const std::vector<FieldSupport>& SupportTable();
-// The rows of combo_feature / lookup_feature / match_feature / expr_feature (support_kv.cpp), part of
-// SupportTable().
+// The rows of combo_feature / lookup_feature / match_feature / expr_feature (support_kv.cpp), part
+// of SupportTable().
 const std::vector<FieldSupport>& KvSupportRows();
 const FieldSupport* FindSupport(const std::string& full_name);
 

@@ -545,12 +545,12 @@ bool DiffersFromDefault(const pb::Message& message, const pb::FieldDescriptor& f
 }  // namespace
 
 const std::vector<FieldSupport>& SupportTable() {
-  static const std::vector<FieldSupport> table = [] {
+  static const std::vector<FieldSupport> kAll = [] {
     std::vector<FieldSupport> all = kTable;
     all.insert(all.end(), KvSupportRows().begin(), KvSupportRows().end());
     return all;
   }();
-  return table;
+  return kAll;
 }
 
 const FieldSupport* FindSupport(const std::string& full_name) {
