@@ -29,7 +29,8 @@ import urllib.request
 import pytest
 
 from conftest import binary, free_port
-from test_rendezvous_local import ALLREDUCE, LOOP_WORKER, agents, env_for, logs, wait_for, worlds  # noqa: F401
+from test_rendezvous_local import (ALLREDUCE, LOOP_WORKER, agents, env_for, logs,  # noqa: F401
+                                  run_beside_torchrun, wait_for, worlds)
 
 ETCD = os.environ.get("TZRUN_ETCD") or shutil.which("etcd") or "/usr/bin/etcd"
 VENV_BIN = str(pathlib.Path(sys.executable).parent)
@@ -290,32 +291,8 @@ def test_etcd_torchrun_and_tzrun_agents_share_one_rendezvous(tmp_path, agents, e
                                   backend=backend)
     tz_addr, tr_addr = ("127.0.0.2", "127.0.0.3") if first == "tzrun" else ("127.0.0.3",
                                                                           "127.0.0.2")
-    log = open(tmp_path / "torchrun.log", "w")
-    start_torchrun = lambda: subprocess.Popen(  # noqa: E731
-        [os.path.join(VENV_BIN, "torchrun"), *args(tr_addr)], env=env_for(LOGLEVEL="INFO"),
-        stdout=log, stderr=subprocess.STDOUT)
-    if first == "torchrun":
-        t = start_torchrun()
-        time.sleep(3.0)  # torchrun's agent starts slower (python imports)
-        a = agents(args(tz_addr), tmp_path / "tzrun.log")
-    else:
-        a = agents(args(tz_addr), tmp_path / "tzrun.log")
-        time.sleep(0.5)
-        t = start_torchrun()
-    try:
-        assert t.wait(180) == 0, logs(a) + (tmp_path / "torchrun.log").read_text()[-6000:]
-    finally:
-        if t.poll() is None:
-            t.kill()
-        log.close()
-    assert a.wait(60) == 0, logs(a)
-    for rank in range(2):
-        value, world = (tmp_path / f"sum{rank}.txt").read_text().split()
-        assert float(value) == 3.0 and int(world) == 2
-    text = (tmp_path / "torchrun.log").read_text()
-    tr_rank = 1 if first == "tzrun" else 0
-    assert f"group_rank={tr_rank}" in text and "master_addr=127.0.0.2" in text, text[-4000:]
-    assert "master_addr=127.0.0.2" in a.text(), logs(a)
+    run_beside_torchrun(tmp_path, agents, args, tz_addr, tr_addr,
+                        torchrun_first=first == "torchrun")
     if backend == "etcd":
         return
     state, _ = etcd_state(etcd, "mixed")

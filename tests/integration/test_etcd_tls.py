@@ -19,8 +19,8 @@ import urllib.request
 import pytest
 
 from conftest import free_port
-from test_etcd_rendezvous import ETCD, INFRA_EXIT, VENV_BIN, _has_python_etcd, etcd_args
-from test_rendezvous_local import ALLREDUCE, agents, env_for, logs  # noqa: F401
+from test_etcd_rendezvous import ETCD, INFRA_EXIT, _has_python_etcd, etcd_args
+from test_rendezvous_local import ALLREDUCE, agents, logs, run_beside_torchrun  # noqa: F401
 
 OPENSSL = shutil.which("openssl")
 
@@ -149,20 +149,6 @@ def test_torchrun_and_tzrun_agents_share_a_tls_rendezvous(tmp_path, agents, pki,
     if not _has_python_etcd():
         pytest.skip("torchrun's etcd backends need python-etcd (pip install python-etcd)")
     conf = tls_conf("etcd-v2", pki)
-    a = agents(etcd_args(tls_etcd, "127.0.0.2", tmp_path, ALLREDUCE, run_id="mixed-tls",
-                         conf=conf), tmp_path / "tzrun.log")
-    with open(tmp_path / "torchrun.log", "w") as log:
-        t = subprocess.Popen(
-            [os.path.join(VENV_BIN, "torchrun"),
-             *etcd_args(tls_etcd, "127.0.0.3", tmp_path, ALLREDUCE, run_id="mixed-tls",
-                        conf=conf)], env=env_for(LOGLEVEL="INFO"), stdout=log,
-            stderr=subprocess.STDOUT)
-        try:
-            assert t.wait(180) == 0, logs(a) + (tmp_path / "torchrun.log").read_text()[-6000:]
-        finally:
-            if t.poll() is None:
-                t.kill()
-    assert a.wait(60) == 0, logs(a)
-    for rank in range(2):
-        value, world = (tmp_path / f"sum{rank}.txt").read_text().split()
-        assert float(value) == 3.0 and int(world) == 2
+    args = lambda addr: etcd_args(tls_etcd, addr, tmp_path, ALLREDUCE,  # noqa: E731
+                                  run_id="mixed-tls", conf=conf)
+    run_beside_torchrun(tmp_path, agents, args, "127.0.0.2", "127.0.0.3", torchrun_first=False)

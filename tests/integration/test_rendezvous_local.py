@@ -315,20 +315,26 @@ def test_c10d_torchrun_and_tzrun_agents_share_one_rendezvous(tmp_path, agents, h
     sentinel), so a torchrun agent and a tzrun agent form one world; either one hosts the
     rendezvous store (the first to bind the endpoint), and the node with the lower
     --local-addr is rank 0 and hosts the workers' store."""
-    torchrun = os.path.join(VENV_BIN, "torchrun")
-    if not os.access(torchrun, os.X_OK):
+    if not os.access(os.path.join(VENV_BIN, "torchrun"), os.X_OK):
         pytest.skip("no torchrun in the venv (scripts/setup.sh installs torch)")
     port = free_port()
     tz_addr, tr_addr = ("127.0.0.2", "127.0.0.3") if host == "tzrun" else ("127.0.0.3",
                                                                          "127.0.0.2")
     args = lambda addr: c10d_args(port, addr, tmp_path, ALLREDUCE, nnodes="2")  # noqa: E731
+    run_beside_torchrun(tmp_path, agents, args, tz_addr, tr_addr, torchrun_first=host != "tzrun")
+
+
+def run_beside_torchrun(tmp_path, agents, args, tz_addr, tr_addr, torchrun_first):
+    """Starts a tzrun agent (args(tz_addr)) and the venv's torchrun (args(tr_addr)) in the given
+    order on ALLREDUCE; asserts both succeed, the 2-rank sums and that 127.0.0.2 is rank 0 (it
+    hosts the workers' store). Returns the tzrun agent."""
     log = open(tmp_path / "torchrun.log", "w")
     start_torchrun = lambda: subprocess.Popen(  # noqa: E731
-        [torchrun, *args(tr_addr)], env=env_for(LOGLEVEL="INFO"), stdout=log,
-        stderr=subprocess.STDOUT)
-    if host == "torchrun":
+        [os.path.join(VENV_BIN, "torchrun"), *args(tr_addr)], env=env_for(LOGLEVEL="INFO"),
+        stdout=log, stderr=subprocess.STDOUT)
+    if torchrun_first:
         t = start_torchrun()
-        time.sleep(3.0)  # torchrun's agent binds the endpoint after its python imports
+        time.sleep(3.0)  # torchrun's agent starts slower (python imports)
         a = agents(args(tz_addr), tmp_path / "tzrun.log")
     else:
         a = agents(args(tz_addr), tmp_path / "tzrun.log")
@@ -345,6 +351,7 @@ def test_c10d_torchrun_and_tzrun_agents_share_one_rendezvous(tmp_path, agents, h
         value, world = (tmp_path / f"sum{rank}.txt").read_text().split()
         assert float(value) == 3.0 and int(world) == 2
     text = (tmp_path / "torchrun.log").read_text()
-    tr_rank = 1 if host == "tzrun" else 0
+    tr_rank = 0 if tr_addr == "127.0.0.2" else 1
     assert f"group_rank={tr_rank}" in text and "master_addr=127.0.0.2" in text, text[-4000:]
     assert "master_addr=127.0.0.2" in a.text(), logs(a)
+    return a
