@@ -237,7 +237,7 @@ def check(clang_tidy, build, root, excludes, tus, args):
         for path, rc, out, seconds in pool.map(lambda p: run_one(clang_tidy, build, p), tus):
             if args.timing:
                 print(f"identifier_naming: {seconds:6.1f} s {os.path.relpath(path, root)}", flush=True)
-            naming_lines, failed = 0, len(failures)
+            naming_lines, failed, kept = 0, len(failures), 0
             for line in out.splitlines():
                 naming_lines += f"[{CHECK}" in line
                 m = DIAG.match(line)
@@ -249,9 +249,12 @@ def check(clang_tidy, build, root, excludes, tus, args):
                 if CHECK not in m["check"] or rel.startswith(("..", "build/") + excludes):
                     continue
                 findings.add((rel, int(m["line"]), int(m["col"]), m["msg"]))
+                kept += 1
             if rc != 0 and naming_lines == 0:
                 failures.append(f"{os.path.relpath(path, root)}: clang-tidy exit {rc}\n{out[-2000:]}")
-            if rc == 0 and naming_lines == 0 and len(failures) == failed:
+            # Clean: no finding in our sources (generated protobuf headers under build/ are not
+            # ours) and no failure; clang-tidy's exit is non-zero whenever it saw any naming line.
+            if kept == 0 and len(failures) == failed and (rc == 0 or naming_lines > 0):
                 clean.append(path)
     return findings, failures, clean
 
