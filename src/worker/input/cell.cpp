@@ -7,6 +7,31 @@
 
 namespace tzrec::input {
 
+void CellValues(const Cell& cell, std::string_view sep, std::vector<std::string>* values) {
+  std::string buffer;
+  switch (cell.kind) {
+    case Cell::Kind::kNull:
+      return;
+    case Cell::Kind::kInt:
+    case Cell::Kind::kFloat:
+      values->emplace_back(CellText(cell, &buffer));
+      return;
+    case Cell::Kind::kString:
+      ForEachToken(cell.s, sep, [&](std::string_view token) {
+        if (!token.empty()) values->emplace_back(token);
+      });
+      return;
+    case Cell::Kind::kList:
+      for (std::int64_t k = 0; k < cell.i; ++k) {
+        const Cell& item = cell.items[k];
+        if (item.kind == Cell::Kind::kNull) continue;
+        if (item.kind == Cell::Kind::kString && item.s.empty()) continue;
+        values->emplace_back(CellText(item, &buffer));
+      }
+      return;
+  }
+}
+
 std::uint64_t Fnv1a64(std::string_view text) {
   std::uint64_t hash = 14695981039346656037ULL;
   for (const char c : text) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tzrec::input {
 
@@ -36,6 +37,30 @@ std::uint64_t Fnv1a64(std::string_view text);
 // its items' texts joined by ','.
 // Writes into `buffer` when it has to format; the result views `buffer` or the cell.
 std::string_view CellText(const Cell& cell, std::string* buffer);
+
+// Calls fn(token) for each token of `text` split on `sep` (the whole text when sep is empty);
+// empty tokens are passed too.
+template <typename Fn>
+void ForEachToken(std::string_view text, std::string_view sep, Fn&& fn) {
+  if (sep.empty()) {
+    fn(text);
+    return;
+  }
+  std::size_t start = 0;
+  while (true) {
+    const auto pos = text.find(sep, start);
+    if (pos == std::string_view::npos) {
+      fn(text.substr(start));
+      return;
+    }
+    fn(text.substr(start, pos - start));
+    start = pos + sep.size();
+  }
+}
+
+// Appends the non-empty text values of `cell` to `values`: a number as its CellText, a string's
+// tokens split on `sep`, a list's non-null, non-empty items (each as its CellText).
+void CellValues(const Cell& cell, std::string_view sep, std::vector<std::string>* values);
 
 // Human-readable value for error messages (strings quoted).
 std::string Describe(const Cell& cell);

@@ -84,14 +84,8 @@ void ExprTransform::CellValues(std::size_t variable, const Cell& cell,
       return;
     case Cell::Kind::kString: {
       if (Trim(cell.s).empty()) return;
-      std::size_t start = 0;
-      while (true) {
-        const std::size_t pos = cell.s.find(separator_, start);
-        const std::string_view part = cell.s.substr(start, pos - start);
-        scalar(Cell::String(part));
-        if (pos == std::string_view::npos) return;
-        start = pos + separator_.size();
-      }
+      ForEachToken(cell.s, separator_, [&](std::string_view part) { scalar(Cell::String(part)); });
+      return;
     }
     default:
       scalar(cell);

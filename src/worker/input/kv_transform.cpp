@@ -14,24 +14,10 @@ namespace {
 
 constexpr std::string_view kMapSeparator = "\x1d";
 
-template <typename Fn>
-void Split(std::string_view text, std::string_view sep, Fn&& fn) {
-  std::size_t start = 0;
-  while (true) {
-    const auto pos = text.find(sep, start);
-    if (pos == std::string_view::npos) {
-      fn(text.substr(start));
-      return;
-    }
-    fn(text.substr(start, pos - start));
-    start = pos + sep.size();
-  }
-}
-
 // Calls fn(text) for each text entry of a map cell: a text cell split on `sep`, a list's items.
 template <typename Fn>
 void ForEachEntry(const Cell& cell, std::string_view sep, Fn&& fn) {
-  if (cell.kind == Cell::Kind::kString) return Split(cell.s, sep, fn);
+  if (cell.kind == Cell::Kind::kString) return ForEachToken(cell.s, sep, fn);
   if (cell.kind != Cell::Kind::kList) return;
   for (std::int64_t k = 0; k < cell.i; ++k) {
     const Cell& item = cell.items[k];
@@ -139,31 +125,6 @@ KvTransform::KvTransform(const protos::FeatureConfig& config) : name_(FeatureNam
   if (separator_.empty()) throw std::runtime_error("feature '" + name_ + "': empty separator");
 }
 
-void KvTransform::KeyValues(const Cell& cell, std::vector<std::string>* values) const {
-  std::string buffer;
-  switch (cell.kind) {
-    case Cell::Kind::kNull:
-      return;
-    case Cell::Kind::kInt:
-    case Cell::Kind::kFloat:
-      values->emplace_back(CellText(cell, &buffer));
-      return;
-    case Cell::Kind::kString:
-      Split(cell.s, separator_, [&](std::string_view token) {
-        if (!token.empty()) values->emplace_back(token);
-      });
-      return;
-    case Cell::Kind::kList:
-      for (std::int64_t k = 0; k < cell.i; ++k) {
-        const Cell& item = cell.items[k];
-        if (item.kind == Cell::Kind::kNull) continue;
-        if (item.kind == Cell::Kind::kString && item.s.empty()) continue;
-        values->emplace_back(CellText(item, &buffer));
-      }
-      return;
-  }
-}
-
 void KvTransform::FindLookup(const Cell& map, const Cell& key, std::vector<Hit>* hits) const {
   std::vector<std::pair<std::string_view, std::string_view>> entries;
   ForEachEntry(map, kMapSeparator, [&](std::string_view entry) {
@@ -171,7 +132,7 @@ void KvTransform::FindLookup(const Cell& map, const Cell& key, std::vector<Hit>*
     if (SplitPair(entry, ':', &k, &v)) entries.emplace_back(k, v);
   });
   std::vector<std::string> keys;
-  KeyValues(key, &keys);
+  CellValues(key, separator_, &keys);
   for (const std::string& k : keys) {
     // a repeated map key keeps its last value
     for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
@@ -193,15 +154,15 @@ void KvTransform::FindMatch(const Cell& nested, const Cell* pkey, const Cell* sk
     Primary p;
     std::string_view inner;
     if (!SplitPair(entry, '^', &p.key, &inner)) return;
-    Split(inner, ",", [&](std::string_view e) {
+    ForEachToken(inner, ",", [&](std::string_view e) {
       std::string_view k, v;
       if (SplitPair(e, ':', &k, &v)) p.entries.emplace_back(k, v);
     });
     map.push_back(std::move(p));
   });
   std::vector<std::string> pkeys, skeys;
-  if (pkey != nullptr) KeyValues(*pkey, &pkeys);
-  if (skey != nullptr) KeyValues(*skey, &skeys);
+  if (pkey != nullptr) CellValues(*pkey, separator_, &pkeys);
+  if (skey != nullptr) CellValues(*skey, separator_, &skeys);
   auto emit = [&](std::string_view p, std::string_view s, std::string_view v) {
     std::string prefix;
     if (show_pkey_) prefix += std::string(p) + "_";
@@ -284,7 +245,7 @@ void KvTransform::Numbers(const std::vector<Hit>& hits, double* out) const {
   }
   if (value_dim_ > 1) {  // the first found value, split into value_dim numbers
     std::int64_t n = 0;
-    Split(hits.front().value, value_separator_, [&](std::string_view token) {
+    ForEachToken(hits.front().value, value_separator_, [&](std::string_view token) {
       if (n < value_dim_) out[n] = Number(token);
       ++n;
     });

@@ -67,8 +67,6 @@ class KvTransform {
   void FindLookup(const Cell& map, const Cell& key, std::vector<Hit>* hits) const;
   void FindMatch(const Cell& nested, const Cell* pkey, const Cell* skey,
                  std::vector<Hit>* hits) const;
-  // One key input's values (text split on the separator, list items, a number's text).
-  void KeyValues(const Cell& cell, std::vector<std::string>* values) const;
   std::int64_t IdOf(const std::string& text) const;
   // The value_dim numbers of one sample (before normalization).
   void Numbers(const std::vector<Hit>& hits, double* out) const;

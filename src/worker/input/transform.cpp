@@ -17,25 +17,6 @@ std::string Num(double v) {
   return std::string(CellText(Cell::Float(v), &buffer));
 }
 
-// Calls fn(token) for each token of `text` split on `sep` (the whole text when sep is empty).
-template <typename Fn>
-void ForEachToken(std::string_view text, std::string_view sep, Fn&& fn) {
-  if (sep.empty()) {
-    fn(text);
-    return;
-  }
-  std::size_t start = 0;
-  while (true) {
-    const auto pos = text.find(sep, start);
-    if (pos == std::string_view::npos) {
-      fn(text.substr(start));
-      return;
-    }
-    fn(text.substr(start, pos - start));
-    start = pos + sep.size();
-  }
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -334,39 +315,13 @@ void FeatureTransform::AppendAllIds(const Cell& cell, std::vector<std::int64_t>*
   ForEachToken(cell.s, separator_, [&](std::string_view token) { Emit(token, out, w); });
 }
 
-void FeatureTransform::ComboValues(const Cell& cell, std::vector<std::string>* values) const {
-  std::string buffer;
-  switch (cell.kind) {
-    case Cell::Kind::kNull:
-      return;
-    case Cell::Kind::kInt:
-    case Cell::Kind::kFloat:
-      values->emplace_back(CellText(cell, &buffer));
-      return;
-    case Cell::Kind::kString:
-      if (cell.s.empty()) return;
-      ForEachToken(cell.s, separator_, [&](std::string_view token) {
-        if (!token.empty()) values->emplace_back(token);
-      });
-      return;
-    case Cell::Kind::kList:
-      for (std::int64_t k = 0; k < cell.i; ++k) {
-        const Cell& item = cell.items[k];
-        if (item.kind == Cell::Kind::kNull) continue;
-        if (item.kind == Cell::Kind::kString && item.s.empty()) continue;
-        values->emplace_back(CellText(item, &buffer));
-      }
-      return;
-  }
-}
-
 void FeatureTransform::AppendComboIds(const Cell* const* cells,
                                       std::vector<std::int64_t>* out) const {
   std::vector<std::string> combos{""};
   std::vector<std::string> values, next;
   for (std::size_t i = 0; i < inputs_; ++i) {
     values.clear();
-    ComboValues(*cells[i], &values);
+    CellValues(*cells[i], separator_, &values);
     if (values.empty()) return;
     next.clear();
     for (const std::string& c : combos) {

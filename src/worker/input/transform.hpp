@@ -85,8 +85,6 @@ class FeatureTransform {
   std::int64_t MapToken(std::string_view token, const Cell* numeric) const;
   // A combo_feature's ids (the cartesian product of its inputs' values, hashed).
   void AppendComboIds(const Cell* const* cells, std::vector<std::int64_t>* out) const;
-  // The values of one combo input cell, as text.
-  void ComboValues(const Cell& cell, std::vector<std::string>* values) const;
   // AppendIds without the value_dim limit; `w` non-null for a weighted feature.
   void AppendAllIds(const Cell& cell, std::vector<std::int64_t>* out, std::vector<float>* w) const;
   // One text value: its id (and, with `w`, its weight: "id:weight").

@@ -84,7 +84,6 @@ def hang_run(launcher, md, cfg, data, a, path, window=None, extra=()):
                          env=dict(os.environ, PATH=path), start_new_session=True)
     steps, t = 0, {}
     deadline = None
-    os.set_blocking(p.stdout.fileno(), True)
     for line in p.stdout:
         now = time.monotonic()
         if PROGRESS.match(line):
