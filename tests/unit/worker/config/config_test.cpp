@@ -14,10 +14,13 @@
 #include <sstream>
 #include <string>
 
+#include "config_test_util.hpp"
 #include "internal.hpp"
 
 namespace tzrec {
 namespace {
+
+using test::ErrorOf;
 
 namespace fs = std::filesystem;
 namespace pb = google::protobuf;
@@ -53,15 +56,6 @@ model_config {
   losses { binary_cross_entropy {} }
 }
 )";
-}
-
-std::string ErrorOf(const std::string& text, const std::string& edits = "") {
-  try {
-    ParsePipelineConfig(text, edits, "test.config");
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
 }
 
 TEST(Parse, TextAndJsonGiveTheSameMessage) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "config_test_util.hpp"
 #include "tzrec/config/config.hpp"
 
 namespace tzrec {
@@ -149,35 +150,10 @@ TEST(Expression, RefusedPartsNamed) {
   EXPECT_EQ(ParseError("sigmoid(a/(1+b))"), "");
 }
 
-std::string Config(const std::string& expr, const std::string& fg = "FG_DAG") {
-  return R"(
-train_input_path: "t.parquet" eval_input_path: "e.parquet" model_dir: "m"
-train_config {
-  sparse_optimizer { adagrad_optimizer { lr: 0.01 } constant_learning_rate {} }
-  dense_optimizer { adam_optimizer { lr: 0.001 } constant_learning_rate {} }
-  num_steps: 10 }
-data_config { batch_size: 8 dataset_type: ParquetDataset label_fields: "clk" fg_mode: )" +
-         fg + R"( }
-feature_configs { id_feature { feature_name: "u" expression: "user:u" embedding_dim: 4
-  hash_bucket_size: 10 } }
-feature_configs { expr_feature { feature_name: "f" )" +
-         expr + R"( } }
-model_config {
-  feature_groups { group_name: "all" feature_names: ["u", "f"] group_type: DEEP }
-  multi_tower { towers { input: "all" mlp { hidden_units: [8] } } final { hidden_units: [4] } }
-  metrics { auc { thresholds: 0 } }
-  losses { binary_cross_entropy {} }
-}
-)";
-}
+using test::ErrorOf;
 
-std::string ErrorOf(const std::string& text) {
-  try {
-    ParsePipelineConfig(text, "", "test.config");
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
+std::string Config(const std::string& expr, const std::string& fg = "FG_DAG") {
+  return test::OneFeatureConfig(R"(expr_feature { feature_name: "f" )" + expr + " }", fg);
 }
 
 TEST(ExprConfig, AcceptedAndRefusedByName) {

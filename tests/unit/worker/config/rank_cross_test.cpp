@@ -6,10 +6,13 @@
 
 #include <string>
 
+#include "config_test_util.hpp"
 #include "tzrec/config/config.hpp"
 
 namespace tzrec {
 namespace {
+
+using test::ErrorOf;
 
 std::string Config(const std::string& groups, const std::string& model) {
   return R"(
@@ -39,15 +42,6 @@ constexpr const char* kWideDeep = R"(
 constexpr const char* kOneGroup = R"(
   feature_groups { group_name: "all" feature_names: "u" feature_names: "i" feature_names: "p" }
 )";
-
-std::string ErrorOf(const std::string& text) {
-  try {
-    ParsePipelineConfig(text, "", "test.config");
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
-}
 
 void ExpectError(const std::string& text, const std::string& part) {
   const std::string e = ErrorOf(text);

@@ -7,10 +7,13 @@
 
 #include <string>
 
+#include "config_test_util.hpp"
 #include "tzrec/config/config.hpp"
 
 namespace tzrec {
 namespace {
+
+using test::ErrorOf;
 
 // multi_tower over group "all": id feature "item" (num_buckets 100, dim 4, table "item_emb")
 // and a pooled sequence "clicks" sharing its table; `feature_extra` goes inside the sequence
@@ -42,15 +45,6 @@ model_config {
   losses { binary_cross_entropy {} }
 }
 )";
-}
-
-std::string ErrorOf(const std::string& text, const std::string& edits = "") {
-  try {
-    ParsePipelineConfig(text, edits, "test.config");
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
 }
 
 #define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)

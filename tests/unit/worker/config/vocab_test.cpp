@@ -8,11 +8,14 @@
 #include <fstream>
 #include <string>
 
+#include "config_test_util.hpp"
 #include "internal.hpp"
 #include "tzrec/config/config.hpp"
 
 namespace tzrec {
 namespace {
+
+using test::ErrorOf;
 
 namespace fs = std::filesystem;
 
@@ -123,15 +126,6 @@ model_config {
   losses { binary_cross_entropy {} }
 }
 )";
-}
-
-std::string ErrorOf(const std::string& text) {
-  try {
-    ParsePipelineConfig(text, "", "test.config");
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
 }
 
 // vocab_file is read into vocab_dict when the config is loaded (the written config carries it).
