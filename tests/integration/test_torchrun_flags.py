@@ -116,7 +116,7 @@ RUN_PATH_SCRIPT = """\
                                 "path0": sys.path[0], "env": {k: os.environ.get(k) for k in keys}})
     # one write(2) per line: both ranks share the console pipe, and print() under
     # PYTHONUNBUFFERED writes the text and its newline separately (lines merged mid-line)
-    os.write(1, (line + "\n").encode())
+    os.write(1, (line + "\\n").encode())
     if os.environ.get("BOOM"):
         raise ValueError("boom " + os.environ["LOCAL_RANK"])
 """
