@@ -74,6 +74,9 @@ struct LaunchConfig {
   bool master_port_explicit = false;  ///< given on the CLI or via PET_MASTER_PORT
   std::optional<std::string> local_addr;
   std::optional<std::string> logs_specs;
+  /// --numa-binding: "" (none), "node", "socket", "exclusive" or "core-complex" (torch's
+  /// AffinityMode; src/agent/numa_binding.hpp).
+  std::string numa_binding;
   std::vector<std::string> signals_to_handle = {"SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"};
   /// tzrun extension --forward-signals: signals passed on to every worker's process group while
   /// the job goes on (e.g. SIGUSR1 to checkpoint before preemption); one listed here is not a

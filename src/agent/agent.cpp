@@ -22,6 +22,7 @@
 #include "agent_logger.hpp"
 #include "dry_run.hpp"
 #include "local_addr.hpp"
+#include "numa_sysfs.hpp"
 #include "rendezvous_options.hpp"
 #include "tzrun/base/system.hpp"
 #include "tzrun/rendezvous/errors.hpp"
@@ -252,6 +253,14 @@ void Agent::PrepareJob() {
   }
   cfg_.rdzv_id = run_id_;
   FindProgram();
+  if (const auto mode = ParseNumaMode(cfg_.numa_binding)) {
+    // Planned before anything starts: a rank without a GPU fails the job here, not mid-way.
+    numa_cpus_ = PlanNumaBinding(*mode, cfg_.nproc_per_node, base_env_);
+    for (std::size_t lr = 0; lr < numa_cpus_.size(); ++lr) {
+      log_->info("--numa-binding={}: local rank {} runs on CPUs {}", cfg_.numa_binding, lr,
+                 CpuListText(numa_cpus_[lr]));
+    }
+  }
   // torchrun uses --start-method only for function entrypoints (--run-path): spawn starts a
   // fresh interpreter, as tzrun always does; fork/forkserver would inherit the launcher's
   // interpreter, which a C++ launcher does not have.
@@ -519,6 +528,10 @@ void Agent::StartWorker(const WorkerSpec& spec, const std::string& prefix_templa
   req.program = program_;
   req.child_mask = signals_->ChildMask();
   req.reset_to_default = signals_->ResetToDefault();
+  if (!numa_cpus_.empty()) {
+    const auto& cpus = numa_cpus_.at(static_cast<std::size_t>(lr));
+    req.cpus.assign(cpus.begin(), cpus.end());
+  }
 
   // stdout / stderr routing (torchrun §5.2).
   WorkerStdioSpec io;

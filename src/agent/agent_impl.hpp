@@ -35,6 +35,7 @@
 #include "health_server.hpp"
 #include "logs.hpp"
 #include "metrics.hpp"
+#include "numa_binding.hpp"
 #include "process.hpp"
 #include "report.hpp"
 #include "restart_policy.hpp"
@@ -156,7 +157,8 @@ class Agent {
   std::shared_ptr<spdlog::logger> log_;
   std::map<std::string, std::string> base_env_;
   std::string run_id_;
-  std::string program_;  // resolved path of argv[0]
+  std::string program_;            // resolved path of argv[0]
+  std::vector<CpuSet> numa_cpus_;  // --numa-binding: CPUs by local rank (empty: no binding)
   std::string master_addr_;
   int master_port_ = 0;
   int world_size_ = 0;            // WORLD_SIZE of the current attempt

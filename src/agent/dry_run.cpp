@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "numa_sysfs.hpp"
 #include "rendezvous_options.hpp"
 #include "tzrun/agent/worker_env.hpp"
 #include "tzrun/base/strings.hpp"
@@ -105,6 +106,7 @@ void PrintConfiguration(const LaunchConfig& cfg) {
               SecondsOrOff(cfg.straggler_timeout).c_str());
   std::printf("  hang_timeout=%s flash_checkpoint=%s\n", SecondsOrOff(cfg.hang_timeout).c_str(),
               cfg.flash_checkpoint ? "on" : "off");
+  std::printf("  numa_binding=%s\n", cfg.numa_binding.empty() ? "off" : cfg.numa_binding.c_str());
   std::printf("  metrics_port=%s event_log=%s\n",
               cfg.metrics_port < 0 ? "off" : std::to_string(cfg.metrics_port).c_str(),
               cfg.event_log.empty() ? "off" : cfg.event_log.c_str());
@@ -112,7 +114,8 @@ void PrintConfiguration(const LaunchConfig& cfg) {
 
 /// Every variable torchrun sets is shown, even when it equals the agent's own value
 /// (e.g. a platform RANK that happens to match); other inherited variables are not.
-void PrintWorkers(const std::vector<PlannedWorker>& workers, const Env& agent_env) {
+void PrintWorkers(const std::vector<PlannedWorker>& workers, const Env& agent_env,
+                  const std::vector<CpuSet>& numa_cpus) {
   static const std::set<std::string> kTorchrunKeys = {"RANK",
                                                       "LOCAL_RANK",
                                                       "GROUP_RANK",
@@ -136,6 +139,9 @@ void PrintWorkers(const std::vector<PlannedWorker>& workers, const Env& agent_en
     std::printf("[local_rank %zu] argv:", lr);
     for (const auto& a : argv) std::printf(" %s", a.c_str());
     std::printf("\n");
+    if (lr < numa_cpus.size()) {
+      std::printf("[local_rank %zu] cpus: %s\n", lr, CpuListText(numa_cpus[lr]).c_str());
+    }
     for (const auto& [k, v] : env) {
       auto it = agent_env.find(k);
       if (kTorchrunKeys.contains(k) || it == agent_env.end() || it->second != v) {
@@ -154,6 +160,10 @@ int DryRun(LaunchConfig cfg) {
   if (NeedsOmpDefault(cfg, base_env)) base_env["OMP_NUM_THREADS"] = "1";
   if (cfg.rdzv_id.empty() || (cfg.standalone && cfg.rdzv_id == "none")) {
     cfg.rdzv_id = "<random uuid>";
+  }
+  std::vector<CpuSet> numa_cpus;  // the run's plan, and its errors (exit 2) before any output
+  if (const auto mode = ParseNumaMode(cfg.numa_binding)) {
+    numa_cpus = PlanNumaBinding(*mode, cfg.nproc_per_node, base_env);
   }
   const bool dynamic = IsDynamic(cfg);
   const StorePlan store = PlanStore(cfg);
@@ -175,7 +185,7 @@ int DryRun(LaunchConfig cfg) {
   }
   const auto workers = PlanWorkers(cfg, base_env, store, group_rank, group_world);
   PrintConfiguration(cfg);
-  PrintWorkers(workers, agent_env);
+  PrintWorkers(workers, agent_env, numa_cpus);
   return ExitCode::kSuccess;
 }
 

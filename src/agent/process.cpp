@@ -3,12 +3,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
@@ -20,6 +22,7 @@
 #include <system_error>
 #include <utility>
 
+#include "numa_binding.hpp"
 #include "report.hpp"
 #include "tzrun/base/system.hpp"
 
@@ -56,12 +59,31 @@ void CloexecFrom3() {
   }
 }
 
-[[noreturn]] void ChildFail(int pipe_fd, int err) {
-  // Best effort: the parent reads the errno; a short write just reads as EOF (success).
-  ssize_t rc = ::write(pipe_fd, &err, sizeof err);
+// What the child reports through the exec-status pipe: the step that failed and its errno.
+enum ChildStep : int { kExecStep = 0, kAffinityStep = 1 };
+
+[[noreturn]] void ChildFail(int pipe_fd, int err, int step = kExecStep) {
+  // Best effort: the parent reads the step and errno; a short write just reads as EOF (success).
+  const std::array<int, 2> report{step, err};
+  ssize_t rc = ::write(pipe_fd, report.data(), sizeof report);
   (void)rc;
   ::_exit(err == ENOENT ? 127 : 126);
 }
+
+// --numa-binding's CPUs as a dynamically sized mask (more than CPU_SETSIZE CPUs may exist),
+// built before fork: the child only calls sched_setaffinity.
+struct CpuMask {
+  std::vector<unsigned long> words;  // a cpu_set_t of `size` bytes (glibc's __cpu_mask words)
+  std::size_t size = 0;
+  explicit CpuMask(const std::vector<int>& cpus) {
+    if (cpus.empty()) return;
+    const int n = *std::max_element(cpus.begin(), cpus.end()) + 1;
+    size = CPU_ALLOC_SIZE(n);
+    words.assign(size / sizeof(unsigned long) + 1, 0);
+    for (const int c : cpus) CPU_SET_S(c, size, Set());
+  }
+  cpu_set_t* Set() { return reinterpret_cast<cpu_set_t*>(words.data()); }
+};
 
 using base::ErrnoText;
 
@@ -87,6 +109,7 @@ pid_t Spawn(const SpawnRequest& req) {
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
 
+  CpuMask cpus(req.cpus);
   std::array<int, 2> pfd{-1, -1};
   if (::pipe2(pfd.data(), O_CLOEXEC) != 0) {
     int err = errno;
@@ -120,20 +143,32 @@ pid_t Spawn(const SpawnRequest& req) {
     sigemptyset(&dfl.sa_mask);
     for (int sig : req.reset_to_default) ::sigaction(sig, &dfl, nullptr);
     ::sigprocmask(SIG_SETMASK, &req.child_mask, nullptr);
+    if (cpus.size > 0 && ::sched_setaffinity(0, cpus.size, cpus.Set()) != 0) {
+      ChildFail(pfd[1], errno, kAffinityStep);
+    }
     CloexecFrom3();
     ::execve(req.program.c_str(), argv.data(), envp.data());
     ChildFail(pfd[1], errno);
   }
   ::close(pfd[1]);
-  int child_errno = 0;
+  std::array<int, 2> report{0, 0};  // step, errno
   ssize_t n = 0;
   do {
-    n = ::read(pfd[0], &child_errno, sizeof child_errno);
+    n = ::read(pfd[0], report.data(), sizeof report);
   } while (n < 0 && errno == EINTR);
   ::close(pfd[0]);
-  if (n == static_cast<ssize_t>(sizeof child_errno)) {
+  if (n == static_cast<ssize_t>(sizeof report)) {
+    const int child_errno = report[1];
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (report[0] == kAffinityStep) {
+      throw SpawnError("cannot bind worker '" + req.program + "' to CPUs " +
+                           CpuListText(CpuSet(req.cpus.begin(), req.cpus.end())) +
+                           " (--numa-binding): sched_setaffinity: " + ErrnoText(child_errno) +
+                           "; the CPUs this agent may use changed since it planned the binding "
+                           "(cgroup cpuset?): drop --numa-binding or restart the job",
+                       125, child_errno);
     }
     const int code = child_errno == ENOENT ? 127 : 126;
     std::string hint = child_errno == ENOENT    ? "check the path (or its #! interpreter)"

@@ -35,6 +35,8 @@ struct SpawnRequest {
   int stderr_fd = -1;                 ///< -1: inherit the agent's fd 2
   sigset_t child_mask{};              ///< signal mask the worker starts with
   std::vector<int> reset_to_default;  ///< signals whose disposition is reset to SIG_DFL
+  std::vector<int>
+      cpus;  ///< --numa-binding: the worker's CPU affinity, set before exec (none: inherit)
 };
 
 /// fork + exec in a new session (setsid: pid == pgid == sid), with

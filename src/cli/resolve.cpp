@@ -89,16 +89,8 @@ void Parser::Resolve(LaunchConfig& c, std::vector<std::string>& warnings) const 
     }
     c.logs_specs = r->value;
   }
-  if (FindRaw("numa_binding") != nullptr) {
-    // torchrun 2.11 (torch/numa/binding.py) wraps each worker in numactl bound to the CPUs of its
-    // GPU's NUMA node; tzrun does not, and never runs workers unbound in place of that.
-    Bad("numa_binding",
-        "NUMA binding is not implemented by tzrun (torchrun binds each worker to the CPUs of its "
-        "GPU's NUMA node)",
-        "drop the flag, or bind each worker yourself: --no-python with a wrapper script that "
-        "runs numactl --cpunodebind=<NUMA node of GPU $LOCAL_RANK> --membind=<the same> "
-        "python3 train.py");
-  }
+  // argparse checked the choice; the binding itself is planned by the agent (it reads sysfs).
+  if (const Raw* r = FindRaw("numa_binding")) c.numa_binding = r->value;
   ResolveSignals(c);
   c.virtual_local_rank = Flag("virtual_local_rank");
 

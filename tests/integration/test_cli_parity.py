@@ -91,7 +91,6 @@ CASES = [
     (["--node-rank", "1", "x.py"], {}, OK, 2, "static rendezvous: node rank must be < nnodes"),
     (["--signals-to-handle", "SIGFOO", "x.py"], {}, OK, 2, "torchrun only warns at runtime"),
     (["--event-log-handler", "foo", "x.py"], {}, OK, 2, "torchrun fails at runtime (KeyError)"),
-    (["--numa-binding", "node", "x.py"], {}, OK, 2, "tzrun refuses NUMA binding it cannot do"),
     (["x.py"], {"PET_START_METHOD": "bogus"}, OK, 2, "argparse does not check choices of defaults"),
     (["x.py", "--n", "3"], {}, USAGE, 0, "torchrun inspects tokens after the script"),
     (["-r", "0:1,12:2", "x.py"], {}, INVALID, 0, "multi-digit local ranks in -r/-t maps"),

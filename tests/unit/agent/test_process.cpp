@@ -2,6 +2,7 @@
 // the guardian, child enumeration, signal names.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,6 +90,46 @@ TEST(Spawn, PassesExitCodeAndRedirectsStdout) {
   ss << in.rdbuf();
   EXPECT_EQ(ss.str(), "hello\n");
   fs::remove(out);
+}
+
+TEST(Spawn, CpusSetTheWorkersAffinityBeforeExec) {
+  // --numa-binding: the worker starts on the listed CPUs (what numactl --physcpubind does).
+  cpu_set_t mine;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof mine, &mine), 0);
+  int last = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mine)) last = c;
+  }
+  ASSERT_GE(last, 0);
+  fs::path out = fs::temp_directory_path() / ("tzrun_cpus_" + std::to_string(::getpid()));
+  int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  auto req = Sh("grep Cpus_allowed_list: /proc/self/status");
+  req.stdout_fd = fd;
+  req.cpus = {last};
+  pid_t pid = Spawn(req);
+  ::close(fd);
+  EXPECT_EQ(WaitStatus(pid), 0);
+  std::ifstream in(out);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), "Cpus_allowed_list:\t" + std::to_string(last) + "\n");
+  fs::remove(out);
+
+  // A CPU the agent may not use: the step and errno are reported, not an exec failure.
+  req = Sh("true");
+  req.cpus = {CPU_SETSIZE + 5};  // no such CPU
+  try {
+    (void)Spawn(req);
+    FAIL() << "expected SpawnError";
+  } catch (const SpawnError& e) {
+    EXPECT_EQ(e.ExitCode(), 125);
+    EXPECT_EQ(e.ErrorNumber(), EINVAL);
+    EXPECT_NE(std::string(e.what()).find("cannot bind worker '/bin/sh' to CPUs 1029"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);
 }
 
 TEST(Spawn, ChildMaskAndDispositionsAreRestored) {

@@ -257,10 +257,11 @@ TEST(CliValidate, Choices) {
             "'spawn', 'fork', 'forkserver')");
   EXPECT_THAT(ErrorOf({"--numa-binding", "cpu", "x.py"}),
               HasSubstr("choose from 'node', 'socket', 'exclusive', 'core-complex'"));
-  // A valid mode is refused by name: tzrun does not bind, and never runs workers unbound instead.
-  EXPECT_THAT(ErrorOf({"--numa-binding", "node", "x.py"}),
-              AllOf(HasSubstr("--numa-binding"), HasSubstr("'node'"),
-                    HasSubstr("NUMA binding is not implemented by tzrun"), HasSubstr("numactl")));
+  // Every mode is accepted (the agent plans the binding from sysfs); no PET_ fallback.
+  for (const char* mode : {"node", "socket", "exclusive", "core-complex"}) {
+    EXPECT_EQ(Cfg({"--numa_binding", mode, "x.py"}).numa_binding, mode);
+  }
+  EXPECT_EQ(Cfg({"x.py"}, {{"PET_NUMA_BINDING", "node"}}).numa_binding, "");
   EXPECT_THAT(ErrorOf({"--platform", "k8s", "x.py"}), HasSubstr("invalid choice: 'k8s'"));
   EXPECT_THAT(ErrorOf({"--event-log-handler", "foo", "x.py"}),
               HasSubstr("use null, console or dynamic_rendezvous"));
