@@ -108,4 +108,6 @@ headers and CMake package (find_package(tzrun)).")
 set(TZRUN_DEB_DEPENDS "libc6 (>= 2.34), libstdc++6 (>= 12), libgcc-s1, libspdlog1.10, libfmt9, libcurl4"
   CACHE STRING "Depends field of the .deb")
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "${TZRUN_DEB_DEPENDS}")
+# eu-stack (elfutils) gives --hang-timeout's report the hung ranks' backtraces (gdb otherwise).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "elfutils")
 include(CPack)

@@ -11,7 +11,7 @@ WANT_TORCH=1
 DEB_PKGS=(build-essential cmake ninja-build ccache clang clang-tidy libclang-rt-14-dev
   libcli11-dev libspdlog-dev nlohmann-json3-dev libasio-dev libgtest-dev libprotobuf-dev protobuf-compiler
   libcurl4-openssl-dev
-  python3-venv iproute2 procps etcd-server prometheus)
+  python3-venv iproute2 procps etcd-server prometheus elfutils)
 
 need=()
 for p in "${DEB_PKGS[@]}"; do

@@ -18,7 +18,7 @@ namespace tzrun::agent {
 namespace {
 
 constexpr std::chrono::milliseconds kReadEvery{1000};
-constexpr std::size_t kBacktracedRanks = 2;  // gdb backtraces per detection (each up to 10 s)
+constexpr std::size_t kBacktracedRanks = 2;  // backtraces per detection (each up to 12 s)
 
 std::string TempRoot() {
   const char* t = std::getenv("TMPDIR");
@@ -74,8 +74,8 @@ bool Agent::WatchHangs(int& timeout_ms) {
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(cfg_.hang_timeout * 1000));
   const auto stalled = detail::StalledRanks(live, now, timeout);
   if (stalled.empty()) return false;
-  // Named at once (the line a user and the tests wait for), before the diagnostics: gdb on a
-  // stopped process can take its whole timeout, and it runs for up to two ranks concurrently.
+  // Named at once (the line a user and the tests wait for), before the diagnostics: a backtrace
+  // tool (gdb above all) can take its whole timeout; it runs for up to two ranks concurrently.
   std::vector<std::string> reports;
   for (std::size_t s : stalled) {
     Worker& w = workers_[index[s]];
@@ -99,12 +99,13 @@ bool Agent::WatchHangs(int& timeout_ms) {
   std::vector<std::future<std::string>> traces;
   for (std::size_t k = 0; k < stalled.size() && k < kBacktracedRanks; ++k) {
     const pid_t pid = workers_[index[stalled[k]]].pid;
-    traces.push_back(std::async(std::launch::async, [pid] { return detail::GdbBacktrace(pid); }));
+    traces.push_back(
+        std::async(std::launch::async, [pid] { return detail::ThreadBacktraces(pid); }));
   }
   for (std::size_t k = 0; k < stalled.size(); ++k) {
     Worker& w = workers_[index[stalled[k]]];
     const std::string bt = k < traces.size() ? traces[k].get() : "";
-    w.hang = reports[k] + (bt.empty() ? "" : "\ngdb backtrace:\n" + bt);
+    w.hang = reports[k] + (bt.empty() ? "" : "\n" + bt);
     ::killpg(w.pid, SIGKILL);
   }
   StopGroup(SIGTERM);

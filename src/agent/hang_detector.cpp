@@ -64,10 +64,21 @@ std::string ThreadStates(pid_t pid) {
   return out.empty() ? "(no threads)" : out;
 }
 
-std::string GdbBacktrace(pid_t pid, int timeout_s, std::size_t max_bytes) {
-  const std::string cmd = "command -v gdb >/dev/null 2>&1 && timeout " + std::to_string(timeout_s) +
-                          " gdb -batch -nx -p " + std::to_string(pid) +
-                          " -ex 'thread apply all bt' 2>/dev/null";
+std::string KeepStackLines(const std::string& out) {
+  std::istringstream in(out);
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.rfind("TID ", 0) == 0 || line.rfind("Thread ", 0) == 0 || line.rfind("#", 0) == 0) {
+      kept += line + "\n";
+    }
+  }
+  return kept;
+}
+
+namespace {
+
+// The output of `sh -c cmd` (at most max_bytes); "" when it cannot be started.
+std::string ReadCommand(const std::string& cmd, std::size_t max_bytes) {
   FILE* p = ::popen(cmd.c_str(), "r");
   if (p == nullptr) return "";
   std::string out;
@@ -76,13 +87,23 @@ std::string GdbBacktrace(pid_t pid, int timeout_s, std::size_t max_bytes) {
     if (out.size() < max_bytes) out.append(buf.data(), std::min(n, max_bytes - out.size()));
   }
   ::pclose(p);
-  // Only the threads and their frames (gdb's banners and warnings dropped).
-  std::istringstream in(out);
-  std::string line, kept;
-  while (std::getline(in, line)) {
-    if (line.rfind("Thread ", 0) == 0 || line.rfind("#", 0) == 0) kept += line + "\n";
-  }
-  return kept;
+  return out;
+}
+
+}  // namespace
+
+std::string ThreadBacktraces(pid_t pid, int timeout_s, std::size_t max_bytes) {
+  const std::string limit = "timeout -k 2 " + std::to_string(timeout_s) + " ";
+  const std::string id = std::to_string(pid);
+  const bool eu = !ReadCommand("command -v eu-stack 2>/dev/null", 256).empty();
+  const std::string tool = eu ? "eu-stack -p " + id : "gdb -batch -p " + id;
+  const std::string cmd = eu ? limit + "eu-stack -p " + id + " 2>/dev/null"
+                             : "command -v gdb >/dev/null 2>&1 && " + limit + "gdb -batch -nx -p " +
+                                   id + " -ex 'thread apply all bt' 2>/dev/null";
+  std::string kept = KeepStackLines(ReadCommand(cmd, 4 * max_bytes));
+  if (kept.find('#') == std::string::npos) return "";
+  if (kept.size() > max_bytes) kept.resize(max_bytes);
+  return "backtrace (" + tool + "):\n" + kept;
 }
 
 }  // namespace tzrun::agent::detail

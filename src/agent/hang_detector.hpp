@@ -51,8 +51,15 @@ std::string ReadProgressLine(const std::string& path);
 /// The state of every thread of `pid` from /proc/<pid>/task/*/stat: "tid 123 (name) T, ...".
 std::string ThreadStates(pid_t pid);
 
-/// `gdb -batch -p PID -ex "thread apply all bt"` output (at most `max_bytes`, `timeout_s`), or
-/// "" when gdb is not installed or fails.
-std::string GdbBacktrace(pid_t pid, int timeout_s = 10, std::size_t max_bytes = 8192);
+/// Each thread's stack of `pid` for the hang report, headed by the tool's name: `eu-stack -p PID`
+/// (elfutils: ELF symbols, ~0.05 s for a libtorch process) when installed, else
+/// `gdb -batch -nx -p PID -ex "thread apply all bt"` (gdb reads libtorch's symbol tables: 10 s and
+/// more), each under `timeout -k 2 <timeout_s>` (gdb defers SIGTERM while it reads symbols; the
+/// SIGKILL 2 s later bounds it). At most `max_bytes` of stack lines. "" when neither tool is
+/// installed or the one found printed no frame. Blocks for the tool's run; thread-safe.
+std::string ThreadBacktraces(pid_t pid, int timeout_s = 10, std::size_t max_bytes = 8192);
+/// Pure: the thread headers ("TID n:" of eu-stack, "Thread n (...)" of gdb) and frame lines ("#k")
+/// of a backtrace tool's output, in order; banners, warnings and blank lines dropped.
+std::string KeepStackLines(const std::string& out);
 
 }  // namespace tzrun::agent::detail

@@ -7,6 +7,7 @@ reports by itself (the last test SIGSTOPs one of its ranks mid-training).
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -68,6 +69,10 @@ def test_the_report_names_the_hung_rank_its_step_and_threads(worker):
     assert "last report: step 10, phase train" in report, report
     assert "threads: tid " in report and " T" in report, report  # T: stopped
     assert "tzrun: root cause is rank 1" in r.stderr
+    if shutil.which("eu-stack"):  # scripts/setup.sh installs elfutils; preferred over gdb
+        assert "backtrace (eu-stack -p " in report and "Py_RunMain" in report, report
+    elif shutil.which("gdb"):
+        assert "backtrace (gdb -batch -p " in report, report
 
 
 def test_ranks_that_never_report_are_not_watched(worker):

@@ -1,7 +1,10 @@
 // --hang-timeout's decision core (src/agent/hang_detector.hpp).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,42 @@ TEST(HangDetector, DescribesReportsAndReadsThreadStates) {
   EXPECT_NE(states.find(" R"), std::string::npos) << states;  // this thread runs
   EXPECT_EQ(ThreadStates(-5), "(no /proc entry)");
   EXPECT_EQ(ReadProgressLine("/nonexistent/progress"), "");
+}
+
+TEST(HangDetector, KeepStackLinesKeepsThreadHeadersAndFramesOfEuStackAndGdb) {
+  const std::string eu =
+      "PID 7 - process\nTID 7:\n#0  0x00007f clock_nanosleep@GLIBC_2.2.5\n"
+      "#1  0x00007f time_sleep\nTID 9:\n#0  0x00007f __futex_abstimed_wait_common\n";
+  EXPECT_EQ(KeepStackLines(eu),
+            "TID 7:\n#0  0x00007f clock_nanosleep@GLIBC_2.2.5\n#1  0x00007f time_sleep\n"
+            "TID 9:\n#0  0x00007f __futex_abstimed_wait_common\n");
+  const std::string gdb =
+      "[New LWP 12]\nwarning: could not find '.gnu_debugaltlink'\n\n"
+      "Thread 2 (Thread 0x7f (LWP 12) \"python\"):\n#0  0x00007f in poll ()\n"
+      "[Inferior 1 (process 11) detached]\n";
+  EXPECT_EQ(KeepStackLines(gdb),
+            "Thread 2 (Thread 0x7f (LWP 12) \"python\"):\n#0  0x00007f in poll ()\n");
+  EXPECT_EQ(KeepStackLines("ptrace: Operation not permitted.\n"), "");
+}
+
+TEST(HangDetector, ThreadBacktracesOfAStoppedProcessNameTheToolAndItsFrames) {
+  const bool eu = std::system("command -v eu-stack >/dev/null 2>&1") == 0;
+  const bool gdb = std::system("command -v gdb >/dev/null 2>&1") == 0;
+  if (!eu && !gdb) GTEST_SKIP() << "neither eu-stack (elfutils) nor gdb is installed";
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::raise(SIGSTOP);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);  // stopped, as a hung rank under SIGSTOP
+  const std::string bt = ThreadBacktraces(child, 20);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, &status, 0);
+  const std::string head = eu ? "backtrace (eu-stack -p " : "backtrace (gdb -batch -p ";
+  EXPECT_EQ(bt.rfind(head + std::to_string(child) + "):\n", 0), 0U) << bt;
+  EXPECT_NE(bt.find("\n#0 "), std::string::npos) << bt;
 }
 
 }  // namespace

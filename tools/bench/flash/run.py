@@ -40,7 +40,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 sys.path.insert(0, os.path.join(ROOT, "tools", "config"))
 import pbtext  # noqa: E402 (tools/config/pbtext.py: .config text -> dict)
 
-BIN = os.path.join(ROOT, "build", "bin")
+BIN = os.environ.get("TZRUN_BIN_DIR") or os.path.join(ROOT, "build", "bin")  # tzrun, tzrec_train
 PROGRESS = re.compile(r"^step (\d+)/(\d+)\s+loss (\S+).*?samples/s (\S+)")
 SAVE = re.compile(r"^tzrec_train: (?:flash checkpoint|saved) (\S+) \((?:(\d+) kB, )?(\d+) ms")
 

@@ -6,14 +6,17 @@ hand (about 3 minutes):
   .venv/bin/python tools/bench/hang/run.py                  # --hang-timeout 10, 3 A/B rounds
   .venv/bin/python tools/bench/hang/run.py --anchor-window 0   # without the torchrun run
 
+TZRUN_BIN_DIR (default build/bin) names the directory of tzrun and tzrec_train.
+
 Job: examples/configs/synthetic_criteo.config (tables of --rows-per-table rows), 2 ranks on CPU
 over Gloo, data from tools/gen_data/gen_data.py --kind criteo, log_step_count_steps 1.
 
 1. Hang -> restart. `tzrun --hang-timeout S --max-restarts 1 ... tzrec_train --continue_train`;
    rank 1 is SIGSTOPped after --stop-after progress lines. Figures from the moment of the
    SIGSTOP: "hang detected" line, "will restart worker group" line (the hung group is gone and a
-   new one is being started), the restarted group's first progress line. Twice: with gdb on PATH
-   (the report carries its backtraces, taken before the kill) and without.
+   new one is being started), the restarted group's first progress line. Three times, by the
+   backtrace tool on PATH (the report carries the hung rank's backtraces, taken before the
+   kill): eu-stack (elfutils, preferred), gdb only, none.
    Anchor, in the same run: torchrun has no hang detection (its ranks wait in the collective
    until the process group's timeout, 1800 s in TorchEasyRec): the same job under the venv's
    torchrun (--max-restarts 1) with the same SIGSTOP, watched for --anchor-window s; the figure
@@ -36,6 +39,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -44,7 +48,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 sys.path.insert(0, os.path.join(ROOT, "tools", "bench", "flash"))
 from run import make_config, rank_pid, sh  # noqa: E402 (the flash bench's helpers)
 
-BIN = os.path.join(ROOT, "build", "bin")
+BIN = os.environ.get("TZRUN_BIN_DIR") or os.path.join(ROOT, "build", "bin")  # tzrun, tzrec_train
 VENV_BIN = os.path.dirname(sys.executable)
 PROGRESS = re.compile(r"^step (\d+)/(\d+)\s+loss (\S+).*?samples/s (\S+)")
 
@@ -55,15 +59,37 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def no_gdb_path(work: str) -> str:
-    """A PATH with build/bin, the venv and `timeout`, but no gdb."""
-    d = os.path.join(work, "nogdb-bin")
+def tools_path(work: str, kind: str, tools: tuple) -> str:
+    """A PATH with build/bin, the venv, `timeout` and just the given backtrace tools."""
+    d = os.path.join(work, f"path-{kind}")
     os.makedirs(d, exist_ok=True)
-    for tool in ("timeout", "sh", "env"):
+    for tool in ("timeout", "sh", "env", *tools):
         link = os.path.join(d, tool)
         if not os.path.exists(link):
             os.symlink(f"/usr/bin/{tool}", link)
     return f"{BIN}:{VENV_BIN}:{d}"
+
+
+def kill_tree(root: int) -> None:
+    """SIGKILL `root` and all its descendants (torchrun starts its workers in sessions of their
+    own, so killing its process group leaves them running, holding the output pipe open)."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d))
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def job(launcher, md, cfg, data, a, extra=()):
@@ -84,6 +110,8 @@ def hang_run(launcher, md, cfg, data, a, path, window=None, extra=()):
                          env=dict(os.environ, PATH=path), start_new_session=True)
     steps, t = 0, {}
     deadline = None
+    # a hung job prints nothing, so the window is enforced by a timer, not by the next line
+    timer = threading.Timer(window or 0, lambda: t.get("restart") or kill_tree(p.pid))
     for line in p.stdout:
         now = time.monotonic()
         if PROGRESS.match(line):
@@ -92,6 +120,8 @@ def hang_run(launcher, md, cfg, data, a, path, window=None, extra=()):
                 os.kill(rank_pid(md, 1), signal.SIGSTOP)
                 t["stop"] = now
                 deadline = now + window if window else None
+                if window:
+                    timer.start()
             elif "restart" in t and "first_step" not in t:
                 t["first_step"] = now
         elif "hang detected: rank 1" in line and "detected" not in t:
@@ -100,8 +130,9 @@ def hang_run(launcher, md, cfg, data, a, path, window=None, extra=()):
             t["restart"] = now
         if deadline is not None and now > deadline and "restart" not in t:
             break
+    timer.cancel()
     if deadline is not None and "restart" not in t:
-        os.killpg(p.pid, signal.SIGKILL)
+        kill_tree(p.pid)
         p.wait()
         return {"restart": None, "window": window}
     rc = p.wait()
@@ -193,7 +224,8 @@ def main():
     tz = [os.path.join(BIN, "tzrun"), "--standalone"]
     hang = (f"--hang-timeout={a.hang_timeout}",)
     out = {"hang_timeout_s": a.hang_timeout}
-    for kind, path in (("gdb", f"{BIN}:{os.environ['PATH']}"), ("no_gdb", no_gdb_path(a.work))):
+    for kind, tools in (("eu_stack", ("eu-stack",)), ("gdb", ("gdb",)), ("none", ())):
+        path = tools_path(a.work, kind, tools)
         md = os.path.join(a.work, f"model_hang_{kind}")
         subprocess.run(["rm", "-rf", md], check=True)
         out[f"tzrun_{kind}"] = hang_run(tz, md, cfg, data, a, path, extra=hang)
@@ -210,12 +242,12 @@ def main():
     out["ab"] = {"with_reports": a_on, "without": a_off}
     out["scrape_16_ranks"] = scrape_latency(a.work)
     s = a.hang_timeout
-    for kind in ("gdb", "no_gdb"):
+    for kind in ("eu_stack", "gdb", "none"):
         r = out[f"tzrun_{kind}"]
-        print(f"hang -> restart ({kind:6}): detected {r['detected']:.2f} s, group restarted "
+        print(f"hang -> restart (backtrace: {kind:8}): detected {r['detected']:.2f} s, group restarted "
               f"{r['restart']:.2f} s (goal <= {s + 1} s), first step {r['first_step']:.2f} s")
     if "torchrun" in out:
-        tr, ours = out["torchrun"], out["tzrun_no_gdb"]["restart"]
+        tr, ours = out["torchrun"], out["tzrun_eu_stack"]["restart"]
         shown = f">= {tr['window']} s (no restart)" if tr["restart"] is None else \
             f"{tr['restart']:.2f} s"
         bound = tr["window"] if tr["restart"] is None else tr["restart"]
