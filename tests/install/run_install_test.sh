@@ -105,6 +105,9 @@ deb)
   for p in libc6 libstdc++6; do
     [[ "$depends" == *"$p"* ]] || fail "Depends '$depends' lacks $p"
   done
+  # eu-stack: the hung ranks' backtraces in --hang-timeout's report (docs/fault-tolerance.md)
+  [[ "$(dpkg-deb -f "$deb" Recommends)" == *elfutils* ]] ||
+    fail "Recommends is '$(dpkg-deb -f "$deb" Recommends)', expected elfutils"
   dpkg-deb -c "$deb" >"$WORK/contents.txt"
   for f in ./usr/bin/tzrun ./usr/include/tzrun/store/server.hpp /libtzrun_store.a \
       /cmake/tzrun/tzrunConfig.cmake /cmake/tzrun/tzrunConfigVersion.cmake /cmake/tzrun/tzrunTargets.cmake; do
