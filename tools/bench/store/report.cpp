@@ -38,9 +38,11 @@ class Table {
     std::printf("\n");
   }
 
-  // One row; a negative value prints as "fail"; the ratio is "-" without `with_ratio`.
+  // One row; a negative value prints as "fail"; the ratio is "-" without `with_ratio`, or
+  // when `comparable` (if given) is false for either server.
   void Row(const std::string& scen, const std::string& metric, const Get& get, const char* f,
-           bool higher_better, bool with_ratio = true) const {
+           bool higher_better, bool with_ratio = true,
+           const std::function<bool(const ServerResults&)>& comparable = nullptr) const {
     std::printf("| %s | %s |", scen.c_str(), metric.c_str());
     for (const auto& e : res_) {
       const double v = get(e.second);
@@ -50,7 +52,8 @@ class Table {
       const double a = get(*ours_);
       const double b = get(e->second);
       const double q = higher_better ? a / b : b / a;
-      std::printf(" %s |", with_ratio && a > 0 && b > 0 ? Fmt(q, "%.2fx").c_str() : "-");
+      const bool both = !comparable || (comparable(*ours_) && comparable(e->second));
+      std::printf(" %s |", with_ratio && both && a > 0 && b > 0 ? Fmt(q, "%.2fx").c_str() : "-");
     }
     std::printf("\n");
   }
@@ -114,6 +117,69 @@ void RendezvousRows(const Table& t, const Options& o) {
   }
 }
 
+// The --scale rows. Times are "fail" for a run that did not finish (its counts say how far it
+// got); CPU and RSS are shown for every run but compared only between finished ones.
+void ScaleRows(const Table& t, const Options& o) {
+  using SGet = std::function<double(const ScaleResult&)>;
+  for (std::size_t i = 0; i < o.scale.size(); ++i) {
+    const std::string sc = "scale " + std::to_string(o.scale[i]);
+    auto row = [&](const char* metric, const SGet& get, const char* f, bool ratio) {
+      t.Row(
+          sc, metric, [i, get](const ServerResults& r) { return get(r.scale[i]); }, f, false, ratio,
+          [i](const ServerResults& r) { return r.scale[i].ok; });
+    };
+    auto count = [&](const char* metric, int ScaleResult::*field) {
+      row(
+          metric, [field](const ScaleResult& z) { return static_cast<double>(z.*field); }, "%.0f",
+          false);
+    };
+    row(
+        "total (s)", [](const ScaleResult& z) { return z.ok ? z.total_s : -1; }, "%.3f", true);
+    row(
+        "all validated (s)", [](const ScaleResult& z) { return z.connect_s; }, "%.3f", true);
+    row(
+        "release after last ADD (s)", [](const ScaleResult& z) { return z.release_s; }, "%.3f",
+        true);
+    count("clients validated", &ScaleResult::validated);
+    count("clients finished", &ScaleResult::finished);
+    row(
+        "server CPU (s)",
+        [](const ScaleResult& z) {
+          return z.server_user_s < 0 ? -1 : z.server_user_s + z.server_sys_s;
+        },
+        "%.2f", true);
+    row(
+        "server CPU user (s)", [](const ScaleResult& z) { return z.server_user_s; }, "%.2f", false);
+    row(
+        "server CPU sys (s)", [](const ScaleResult& z) { return z.server_sys_s; }, "%.2f", false);
+    row(
+        "server peak RSS (MiB)",
+        [](const ScaleResult& z) { return static_cast<double>(z.server_peak_rss_kib) / 1024; },
+        "%.1f", true);
+    row(
+        "server RSS growth (MiB)",
+        [](const ScaleResult& z) {
+          return static_cast<double>(z.server_peak_rss_kib - z.server_start_rss_kib) / 1024;
+        },
+        "%.1f", true);
+    row(
+        "loader CPU (s)", [](const ScaleResult& z) { return z.loader_cpu_s; }, "%.2f", false);
+    if (o.scale_abort) {
+      row(
+          "abort: server CPU for the disconnects (s)",
+          [](const ScaleResult& z) { return z.abort_cpu_s; }, "%.2f", true);
+      row(
+          "abort: server idle after (s)", [](const ScaleResult& z) { return z.abort_settle_s; },
+          "%.3f", true);
+    }
+    count("connect retries", &ScaleResult::retries);
+    row(
+        "accept-queue overflows",
+        [](const ScaleResult& z) { return static_cast<double>(z.listen_overflows); }, "%.0f",
+        false);
+  }
+}
+
 }  // namespace
 
 void PrintTable(const Options& o, const Results& res) {
@@ -127,6 +193,15 @@ void PrintTable(const Options& o, const Results& res) {
   }
   MixRows(t, o);
   RendezvousRows(t, o);
+  if (!o.scale.empty()) {
+    ScaleRows(t, o);
+    for (const auto& [name, r] : res) {
+      for (const auto& z : r.scale) {
+        if (!z.ok) std::printf("note: %s %s\n", name.c_str(), ScaleSummary(z).c_str());
+      }
+    }
+    return;
+  }
   t.Row(
       "server process", "RSS after start (MiB)",
       [](const ServerResults& r) { return static_cast<double>(r.start_rss_kib) / 1024; }, "%.1f",

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "scale.hpp"
 #include "scenarios.hpp"
 
 namespace store_bench {
@@ -23,12 +24,22 @@ struct Options {
   int repeat = 3;
   bool pin = true;
   std::vector<std::string> servers{"tzrun", "torch"};
+  // --scale: only the many-process rendezvous (scale.hpp), a fresh server per client count.
+  std::vector<int> scale;
+  int procs = 4;
+  double scale_timeout = 120.0;
+  int connect_window = 0;
+  bool scale_abort = false;  // --scale-abort: the abort shape (scale.hpp)
+  int attach_port = 0;       // --attach PORT: no servers started; one --scale run against it
+  int attach_first = 0;      // --attach-first K: clients 0 .. K-1 join from elsewhere
+  std::string tag;           // --tag: key prefix /bench/scale<tag>/ (default: the pid)
 };
 
 struct ServerResults {
   IdleResult idle;
   std::vector<MixResult> mix;
   std::vector<RdzvResult> rdzv;
+  std::vector<ScaleResult> scale;  // one per Options::scale entry
   long start_rss_kib = 0;
   long peak_rss_kib = 0;
 };

@@ -90,20 +90,26 @@ ServerProc Spawn(const std::string& name, std::vector<std::string> argv,
   throw std::runtime_error(name + " printed no ready line; see " + s.log_path);
 }
 
-// CPU seconds (user + system, all threads) used so far by process `pid`; -1 if unknown.
-double CpuSeconds(pid_t pid) {
+CpuTimes ProcessCpu(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   const auto paren = stat.rfind(')');
-  if (paren == std::string::npos) return -1;
+  if (paren == std::string::npos) return {};
   std::istringstream rest(stat.substr(paren + 2));
   std::string field;
-  double utime = 0, stime = 0;
+  double utime = -1, stime = -1;
   for (int i = 3; i <= 15 && rest >> field; ++i) {  // fields 14 and 15: utime, stime
     if (i == 14) utime = std::stod(field);
     if (i == 15) stime = std::stod(field);
   }
-  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  if (utime < 0 || stime < 0) return {};
+  const auto hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return {utime / hz, stime / hz};
+}
+
+double CpuSeconds(pid_t pid) {
+  const CpuTimes t = ProcessCpu(pid);
+  return t.user < 0 ? -1 : t.user + t.sys;
 }
 
 // Connects the kernel dropped because an accept queue was full. Each costs the client a SYN

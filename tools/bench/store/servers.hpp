@@ -24,6 +24,13 @@ long RssKiB(pid_t pid, const char* field = "VmRSS:");
 /// CPU seconds (user + system, all threads) used so far by process `pid`; -1 if unknown.
 double CpuSeconds(pid_t pid);
 
+/// The same split into user and system time; both -1 if unknown.
+struct CpuTimes {
+  double user = -1;
+  double sys = -1;
+};
+CpuTimes ProcessCpu(pid_t pid);
+
 /// TcpExt ListenOverflows from /proc/net/netstat (host-wide; -1 if unreadable).
 long ListenOverflows();
 

@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "report.hpp"
+#include "scale.hpp"
 #include "scenarios.hpp"
 #include "servers.hpp"
 
@@ -80,6 +82,22 @@ std::optional<int> ParseArgs(int argc, char** argv, Options& o) {
       o.rdzv_timeout = std::stod(val());
     } else if (a == "--repeat") {
       o.repeat = std::max(1, std::stoi(val()));
+    } else if (a == "--scale") {
+      o.scale = ParseInts(val());
+    } else if (a == "--procs") {
+      o.procs = std::max(1, std::stoi(val()));
+    } else if (a == "--scale-timeout") {
+      o.scale_timeout = std::stod(val());
+    } else if (a == "--connect-window") {
+      o.connect_window = std::max(0, std::stoi(val()));
+    } else if (a == "--scale-abort") {
+      o.scale_abort = true;
+    } else if (a == "--attach") {
+      o.attach_port = std::stoi(val());
+    } else if (a == "--attach-first") {
+      o.attach_first = std::max(0, std::stoi(val()));
+    } else if (a == "--tag") {
+      o.tag = val();
     } else if (a == "--no-pin") {
       o.pin = false;
     } else if (a == "--servers") {
@@ -92,8 +110,11 @@ std::optional<int> ParseArgs(int argc, char** argv, Options& o) {
           "usage: %s [--tzrun PATH] [--python PATH] [--servers "
           "tzrun,torch,torch-nodns,torch-legacy,LABEL=PATH]\n"
           "          [--conns 1,64,1024] [--seconds 3] [--rendezvous 1000,4000,16000]\n"
-          "          [--rdzv-timeout 300] [--idle 4096] [--repeat 3] [--no-pin]\n",
-          argv[0]);
+          "          [--rdzv-timeout 300] [--idle 4096] [--repeat 3] [--no-pin]\n"
+          "       %s --scale 100000[,...] [--procs 4] [--scale-timeout 120] [--connect-window 0]\n"
+          "          [--scale-abort]\n"
+          "          [--servers ...] [--attach PORT [--attach-first K] [--tag T]]\n",
+          argv[0], argv[0]);
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -111,6 +132,12 @@ void RaiseFdLimit(const Options& o) {
   int biggest = o.idle;
   for (int n : o.mix_conns) biggest = std::max(biggest, n);
   for (int n : o.rdzv) biggest = std::max(biggest, n);
+  for (int n : o.scale) biggest = std::max(biggest, n);
+  const auto want = static_cast<rlim_t>(biggest) + 1024;
+  if (rl.rlim_cur < want) {  // root (CAP_SYS_RESOURCE) may raise the hard limit up to nr_open
+    const rlimit raised{want, want};
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
   if (rl.rlim_cur < static_cast<rlim_t>(biggest) + 64) {
     std::fprintf(stderr,
                  "warning: RLIMIT_NOFILE is %llu but %d connections are needed; "
@@ -189,6 +216,73 @@ bool MeasureServer(const std::string& name, const Options& o, int& tag, Results&
   return true;
 }
 
+// The descriptors one process may open (the soft limit RaiseFdLimit left).
+long FdLimit() {
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  return rl.rlim_cur == RLIM_INFINITY ? 1L << 30 : static_cast<long>(rl.rlim_cur);
+}
+
+ScaleOptions ScaleRun(const Options& o, int n, int tag) {
+  ScaleOptions so;
+  so.clients = n;
+  // Enough loader processes that each slice fits the descriptor limit.
+  const long per_proc = std::max(1L, FdLimit() - 64);
+  so.procs = std::max(o.procs, static_cast<int>((n + per_proc - 1) / per_proc));
+  so.timeout_s = o.scale_timeout;
+  so.connect_window = o.connect_window;
+  so.abort = o.scale_abort;
+  so.pin = o.pin;
+  so.key_prefix = "/bench/scale" + (o.tag.empty() ? std::to_string(getpid()) : o.tag) + "-" +
+                  std::to_string(tag) + "/";
+  return so;
+}
+
+// --scale: a fresh server per client count (so its peak RSS belongs to that run).
+bool MeasureScale(const std::string& name, const Options& o, int& tag, Results& res) {
+  const bool pin = o.pin && std::thread::hardware_concurrency() >= 2;
+  const std::string label = name.substr(0, name.find('='));
+  res.emplace_back(label, ServerResults{});
+  ServerResults& sr = res.back().second;
+  for (int n : o.scale) {
+    if (n + 64 > FdLimit()) {
+      std::fprintf(stderr,
+                   "[%s] warning: RLIMIT_NOFILE allows %ld descriptors per process and could not "
+                   "be raised (needs root with CAP_SYS_RESOURCE): the server cannot hold %d "
+                   "connections; the run shows where it stops\n",
+                   label.c_str(), FdLimit(), n);
+    }
+    if (pin) PinTo(0);
+    ServerProc s = StartServer(name, o.tzrun, o.python);
+    if (s.pid <= 0) return false;
+    GuardServer(s.pid);
+    if (pin) PinTo(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::fprintf(stderr, "[%s] pid %d port %u: scale %d\n", label.c_str(), s.pid, s.port, n);
+    sr.scale.push_back(RunScale(s.port, s.pid, ScaleRun(o, n, ++tag)));
+    std::fprintf(stderr, "[%s] %s\n", label.c_str(), ScaleSummary(sr.scale.back()).c_str());
+    Stop(s);
+    GuardServer(-1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  }
+  return true;
+}
+
+// --attach: one --scale run against a server started elsewhere (tools/bench/store/
+// scale_check.py runs real torch clients as clients 0 .. K-1 of the same rendezvous).
+int Attach(const Options& o) {
+  if (o.scale.size() != 1) {
+    std::fprintf(stderr, "--attach needs exactly one --scale N\n");
+    return 2;
+  }
+  ScaleOptions so = ScaleRun(o, o.scale[0], 0);
+  so.first = o.attach_first;
+  so.pin = false;
+  const ScaleResult r = RunScale(static_cast<std::uint16_t>(o.attach_port), -1, so);
+  std::printf("%s\n", ScaleSummary(r).c_str());
+  return r.ok ? 0 : 1;
+}
+
 int Main(int argc, char** argv) {
   Options o;
   const std::string self_dir = Dir(argv[0]);
@@ -199,10 +293,18 @@ int Main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   InstallStopHandlers();
 
+  if (o.attach_port > 0) return Attach(o);
+  if (!o.scale.empty()) {  // the scale mode runs nothing else
+    o.idle = 0;
+    o.mix_conns.clear();
+    o.rdzv.clear();
+  }
   Results res;
   int tag = 0;
   for (const std::string& name : o.servers) {
-    if (!MeasureServer(name, o, tag, res)) return 2;
+    const bool ok =
+        o.scale.empty() ? MeasureServer(name, o, tag, res) : MeasureScale(name, o, tag, res);
+    if (!ok) return 2;
   }
   PrintTable(o, res);
   return 0;
