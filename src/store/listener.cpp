@@ -101,7 +101,11 @@ BoundEndpoint BindListener(asio::io_context& io, tcp::acceptor& acceptor,
     TryListen(acceptor, ep, ec);
     if (!ec) {
       const auto local = acceptor.local_endpoint(ec);
-      if (!ec) return BoundEndpoint{local.port(), FormatEndpoint(local)};
+      if (!ec) {
+        asio::error_code nodelay_ec;
+        acceptor.set_option(tcp::no_delay(true), nodelay_ec);
+        return BoundEndpoint{local.port(), FormatEndpoint(local), !nodelay_ec};
+      }
       asio::error_code ignored;
       acceptor.close(ignored);
     }
@@ -150,6 +154,16 @@ std::string ErrnoNameText(int err) {
   }
   const std::string shown = name != nullptr ? name : "errno " + std::to_string(err);
   return std::string(std::strerror(err)) + " (" + shown + ")";
+}
+
+std::string AcceptFailureText(const std::string& endpoint, int err, std::size_t open) {
+  const char* hint = (err == EMFILE || err == ENFILE)
+                         ? "raise the open-file limit (ulimit -n / RLIMIT_NOFILE, or fs.file-max) "
+                           "above the number of clients"
+                         : "check system memory and socket buffers";
+  return "accept() on " + endpoint + " failed: " + ErrnoNameText(err) + " with " +
+         std::to_string(open) + " open connections; " + hint +
+         ". Retrying every 100 ms while serving existing connections";
 }
 
 std::string FormatSockaddr(const sockaddr_storage& ss) {

@@ -6,8 +6,11 @@
 // feeds it decoded requests and delivers its replies and wake-ups.
 //  * Listen: listener.cpp binds (dual-stack "[::]" with an IPv4 fallback) before the thread
 //    starts, so start() reports bind errors synchronously.
-//  * Accept: acceptor.async_wait + a loop of accept4(SOCK_NONBLOCK|SOCK_CLOEXEC) until EAGAIN;
-//    EMFILE/ENFILE/... are logged and retried on a timer while existing connections are served.
+//  * Accept (accept_loop.cpp): acceptor.async_wait + accept4() until EAGAIN, and another pass
+//    every kAcceptEvery connection events, so a connect storm never fills the accept queue
+//    (each connect it drops waits out a 1 s SYN retransmission). Accepted sockets inherit
+//    TCP_NODELAY from the listener. EMFILE/ENFILE/... are logged and retried on a timer
+//    while existing connections are served.
 //  * Connections live in a private epoll set (edge-triggered, EPOLLIN|EPOLLOUT|EPOLLRDHUP),
 //    whose descriptor is the one thing asio waits on. asio's per-socket async_wait costs an
 //    epoll_ctl(MOD) per wait; the private set is registered once per connection, and one
@@ -48,6 +51,7 @@
 #include <utility>
 #include <vector>
 
+#include "accept_loop.hpp"
 #include "connection.hpp"
 #include "kv_state.hpp"
 #include "listener.hpp"
@@ -64,10 +68,9 @@ using detail::ErrnoNameText;
 constexpr std::size_t kReadChunk = std::size_t{256} * 1024;             // shared read buffer
 constexpr std::size_t kReadBudget = std::size_t{1024} * 1024;           // per wake-up, then yield
 constexpr std::size_t kHighWaterBytes = std::size_t{64} * 1024 * 1024;  // pause reading above this
-constexpr int kAcceptBatch = 512;  // accepts per wake-up, then yield
-constexpr int kMaxEvents = 1024;   // connections handled per epoll_wait
-constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(100);
-constexpr auto kAcceptLogInterval = std::chrono::seconds(10);
+constexpr int kAcceptEvery = 64;  // connection events handled between two accept passes
+constexpr int kMaxEvents = 1024;  // connections handled per epoll_wait
+constexpr auto kEventsRetryDelay = std::chrono::milliseconds(100);
 
 }  // namespace
 
@@ -76,7 +79,7 @@ class Server::Impl {
   explicit Impl(ServerOptions options)
       : options_(std::move(options)),
         acceptor_(io_),
-        accept_retry_(io_),
+        accept_(io_, acceptor_, AcceptHooks()),
         events_desc_(io_),
         events_retry_(io_) {
     limits_.max_key_bytes = options_.max_key_bytes;
@@ -95,7 +98,7 @@ class Server::Impl {
     started_ = true;
     running_ = true;
     Log(LogLevel::kInfo, "store listening on " + endpoint_);
-    ArmAccept();
+    accept_.Start(endpoint_);
     ArmEvents();
     thread_ = std::thread([this] { Run(); });
   }
@@ -129,7 +132,7 @@ class Server::Impl {
     s.accepted_total = stat_accepted_.load(std::memory_order_relaxed);
     s.rejected_total = stat_rejected_.load(std::memory_order_relaxed);
     s.protocol_errors_total = stat_protocol_errors_.load(std::memory_order_relaxed);
-    s.accept_errors_total = stat_accept_errors_.load(std::memory_order_relaxed);
+    s.accept_errors_total = accept_.Errors();
     s.keys = stat_keys_.load(std::memory_order_relaxed);
     s.queues = stat_queues_.load(std::memory_order_relaxed);
     s.waiters = stat_waiters_.load(std::memory_order_relaxed);
@@ -148,6 +151,7 @@ class Server::Impl {
     auto bound = detail::BindListener(io_, acceptor_, options_);
     port_ = bound.port;
     endpoint_ = std::move(bound.endpoint);
+    nodelay_inherited_ = bound.nodelay_inherited;
   }
 
   void Run() {
@@ -164,8 +168,8 @@ class Server::Impl {
   void ShutdownAll() {
     shutting_down_ = true;
     asio::error_code ec;
+    accept_.Stop();
     acceptor_.close(ec);
-    accept_retry_.cancel();
     events_desc_.cancel(ec);
     events_retry_.cancel();
     std::vector<Connection*> open;
@@ -178,71 +182,14 @@ class Server::Impl {
   }
 
   // ---------------------------------------------------------------------------------------
-  // Accept
+  // Accept (the loop itself is accept_loop.cpp)
 
-  void ArmAccept() {
-    acceptor_.async_wait(tcp::acceptor::wait_read, [this](const asio::error_code& ec) {
-      if (shutting_down_) return;
-      if (ec) {
-        if (ec == asio::error::operation_aborted) return;
-        Log(LogLevel::kError, "waiting for connections failed: " + ec.message() + "; retrying");
-        RetryAcceptLater();
-        return;
-      }
-      AcceptReady();
-    });
-  }
-
-  void RetryAcceptLater() {
-    accept_retry_.expires_after(kAcceptRetryDelay);
-    accept_retry_.async_wait([this](const asio::error_code& ec) {
-      if (ec || shutting_down_) return;
-      AcceptReady();
-    });
-  }
-
-  void AcceptReady() {
-    if (shutting_down_ || !acceptor_.is_open()) return;
-    for (int i = 0; i < kAcceptBatch; ++i) {
-      sockaddr_storage ss{};
-      socklen_t len = sizeof ss;
-      const int fd = ::accept4(acceptor_.native_handle(), reinterpret_cast<sockaddr*>(&ss), &len,
-                               SOCK_NONBLOCK | SOCK_CLOEXEC);
-      if (fd >= 0) {
-        OnAccepted(fd, ss);
-        continue;
-      }
-      const int err = errno;
-      if (err == EINTR || err == ECONNABORTED || err == EPROTO || err == EPERM) continue;
-      if (err == EAGAIN || err == EWOULDBLOCK) {
-        if (accept_failing_) {
-          accept_failing_ = false;
-          Log(LogLevel::kInfo, "accepting connections again after " +
-                                   std::to_string(accept_fail_streak_) + " failed accept() calls");
-          accept_fail_streak_ = 0;
-        }
-        ArmAccept();
-        return;
-      }
-      stat_accept_errors_.fetch_add(1, std::memory_order_relaxed);
-      ++accept_fail_streak_;
-      const auto now = std::chrono::steady_clock::now();
-      if (!accept_failing_ || now - last_accept_log_ >= kAcceptLogInterval) {
-        std::string hint = (err == EMFILE || err == ENFILE)
-                               ? "raise the open-file limit (ulimit -n / RLIMIT_NOFILE, or "
-                                 "fs.file-max) above the number of clients"
-                               : "check system memory and socket buffers";
-        Log(LogLevel::kWarning, "accept() on " + endpoint_ + " failed: " + ErrnoNameText(err) +
-                                    " with " + std::to_string(conns_.size()) +
-                                    " open connections; " + hint +
-                                    ". Retrying every 100 ms while serving existing connections");
-        last_accept_log_ = now;
-      }
-      accept_failing_ = true;
-      RetryAcceptLater();
-      return;
-    }
-    asio::post(io_, [this] { AcceptReady(); });  // batch done: let other handlers run
+  detail::AcceptLoop::Hooks AcceptHooks() {
+    detail::AcceptLoop::Hooks hooks;
+    hooks.accepted = [this](int fd, const sockaddr_storage& ss) { OnAccepted(fd, ss); };
+    hooks.log = [this](LogLevel level, const std::string& m) { Log(level, m); };
+    hooks.open_connections = [this] { return conns_.size(); };
+    return hooks;
   }
 
   void OnAccepted(int fd, const sockaddr_storage& ss) {
@@ -254,8 +201,10 @@ class Server::Impl {
                                   " reached (raise --max-connections)");
       return;
     }
-    int one = 1;
-    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (!nodelay_inherited_) {
+      int one = 1;
+      ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
     auto c = std::make_shared<Connection>(fd, next_id_++);
     c->peer = detail::FormatSockaddr(ss);
     c->parser = RequestParser(RequestParser::Options{limits_, true});
@@ -302,7 +251,7 @@ class Server::Impl {
           }
           Log(LogLevel::kError,
               "waiting for connection events failed: " + ec.message() + "; retrying in 100 ms");
-          events_retry_.expires_after(kAcceptRetryDelay);
+          events_retry_.expires_after(kEventsRetryDelay);
           events_retry_.async_wait([this](const asio::error_code& tec) {
             if (!tec && !shutting_down_) PollEvents();
           });
@@ -311,9 +260,11 @@ class Server::Impl {
 
   // Handles every ready connection, then writes each one's replies with one sendmsg().
   void PollEvents() {
+    accept_.Between();
     int n = ::epoll_wait(epoll_fd_, events_.data(), kMaxEvents, 0);
     if (n < 0) n = 0;  // EINTR: nothing ready
     for (int i = 0; i < n; ++i) {
+      if (i % kAcceptEvery == kAcceptEvery - 1) accept_.Between();
       const epoll_event& ev = events_[static_cast<std::size_t>(i)];
       auto* c = static_cast<Connection*>(ev.data.ptr);  // closed ones wait in graveyard_
       if (c->closed) continue;
@@ -522,7 +473,7 @@ class Server::Impl {
   Limits limits_;
   asio::io_context io_{1};
   tcp::acceptor acceptor_;
-  asio::steady_timer accept_retry_;
+  detail::AcceptLoop accept_;
   int epoll_fd_ = -1;  // the connections' epoll set (owned by events_desc_)
   asio::posix::stream_descriptor events_desc_;  // asio waits on epoll_fd_
   asio::steady_timer events_retry_;
@@ -534,12 +485,10 @@ class Server::Impl {
   std::atomic<bool> running_{false};
   std::atomic<std::uint16_t> port_{0};
   std::string endpoint_;
+  bool nodelay_inherited_ = false;  // accepted sockets get TCP_NODELAY from the listener
 
   // I/O-thread state.
   bool shutting_down_ = false;
-  bool accept_failing_ = false;
-  std::size_t accept_fail_streak_ = 0;
-  std::chrono::steady_clock::time_point last_accept_log_{};
   std::uint64_t next_id_ = 1;
   std::unordered_map<std::uint64_t, ConnPtr> conns_;
   std::vector<Connection*> dirty_;  // connections with queued replies (flushed by end_turn)
@@ -552,7 +501,6 @@ class Server::Impl {
   std::atomic<std::size_t> stat_accepted_{0};
   std::atomic<std::size_t> stat_rejected_{0};
   std::atomic<std::size_t> stat_protocol_errors_{0};
-  std::atomic<std::size_t> stat_accept_errors_{0};
   std::atomic<std::size_t> stat_keys_{0};
   std::atomic<std::size_t> stat_queues_{0};
   std::atomic<std::size_t> stat_waiters_{0};
