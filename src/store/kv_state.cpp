@@ -9,14 +9,41 @@
 
 namespace tzrun::store::detail {
 
+// One key a waiter is registered on, and where its entry is in that key's WaitList
+// (kConsumed once the entry was woken, consumed or compacted away).
+struct Registration {
+  std::string key;
+  std::size_t index = 0;
+};
+constexpr std::size_t kConsumed = static_cast<std::size_t>(-1);
+
 // One pending WAIT or BARRIER request.
 struct Waiter {
-  KvClient* client = nullptr;     // set while registered (drop_client purges before a close)
-  std::size_t pending = 0;        // registrations not yet woken
-  std::vector<std::string> keys;  // keys it was registered on (for purging)
+  KvClient* client = nullptr;      // set while registered (drop_client clears it before a close)
+  std::size_t pending = 0;         // registrations not yet woken
+  std::vector<Registration> regs;  // one per key it waits on
 };
 
 namespace {
+
+// Drops the dead entries (and the consumed prefix) of `list`, keeping its waiters' indices.
+void Compact(WaitList& list) {
+  std::size_t out = 0;
+  for (std::size_t i = list.head; i < list.entries.size(); ++i) {
+    WaitList::Entry& e = list.entries[i];
+    Registration& reg = e.waiter->regs[e.reg];
+    if (e.waiter->client == nullptr) {
+      reg.index = kConsumed;
+      continue;
+    }
+    reg.index = out;
+    if (out != i) list.entries[out] = std::move(e);
+    ++out;
+  }
+  list.entries.resize(out);
+  list.head = 0;
+  list.dead = 0;
+}
 
 Buffer MakeStatic(std::string s) {
   return std::make_shared<const std::string>(std::move(s));
@@ -352,9 +379,11 @@ void KvState::Complete(const std::shared_ptr<Waiter>& w, Effects& out) {
 void KvState::Wake(const std::string& key, Effects& out) {
   auto it = waiters_.find(key);
   if (it == waiters_.end()) return;
-  auto list = std::move(it->second);
+  WaitList list = std::move(it->second);
   waiters_.erase(it);
-  for (auto& w : list) {
+  for (std::size_t i = list.head; i < list.entries.size(); ++i) {
+    const auto& w = list.entries[i].waiter;
+    w->regs[list.entries[i].reg].index = kConsumed;
     if (w->client != nullptr && w->pending > 0 && --w->pending == 0) Complete(w, out);
   }
 }
@@ -365,41 +394,64 @@ void KvState::Wake(const std::string& key, Effects& out) {
 void KvState::WakeOne(const std::string& key, Effects& out) {
   auto it = waiters_.find(key);
   if (it == waiters_.end()) return;
-  auto& list = it->second;
-  std::size_t i = 0;
-  while (i < list.size()) {
-    const std::shared_ptr<Waiter> w = list[i++];
-    if (w->client == nullptr || w->pending == 0) continue;
-    if (--w->pending == 0) {
-      Complete(w, out);
+  WaitList& list = it->second;
+  while (list.head < list.entries.size()) {
+    const WaitList::Entry e = list.entries[list.head++];
+    e.waiter->regs[e.reg].index = kConsumed;
+    if (e.waiter->client == nullptr) {
+      --list.dead;
+      continue;
+    }
+    if (e.waiter->pending > 0 && --e.waiter->pending == 0) {
+      Complete(e.waiter, out);
       break;
     }
   }
-  list.erase(list.begin(), list.begin() + static_cast<std::ptrdiff_t>(i));
-  if (list.empty()) waiters_.erase(it);
+  if (list.head == list.entries.size()) {
+    waiters_.erase(it);
+  } else if (list.head * 2 > list.entries.size()) {
+    Compact(list);
+  }
 }
 
 void KvState::RegisterWaiter(KvClient& client, std::vector<std::string> missing) {
   auto w = std::make_shared<Waiter>();
   w->client = &client;
   w->pending = missing.size();
-  for (const auto& k : missing) waiters_[k].push_back(w);
-  w->keys = std::move(missing);
+  w->regs.reserve(missing.size());
+  for (auto& k : missing) {
+    WaitList& list = waiters_[k];
+    list.entries.push_back({w, static_cast<std::uint32_t>(w->regs.size())});
+    w->regs.push_back({std::move(k), list.entries.size() - 1});
+  }
   client.waits.push_back(std::move(w));
   ++waiter_count_;
 }
 
+// One entry of `key`'s list became dead: compact the list once more than half of it is.
+void KvState::NoteDead(const std::string& key) {
+  auto it = waiters_.find(key);
+  if (it == waiters_.end()) return;
+  WaitList& list = it->second;
+  ++list.dead;
+  if (list.dead * 2 <= list.entries.size() - list.head) return;
+  Compact(list);
+  if (list.entries.empty()) waiters_.erase(it);
+}
+
+std::size_t KvState::WaitEntries() const noexcept {
+  std::size_t n = 0;
+  for (const auto& [key, list] : waiters_) n += list.entries.size() - list.head;
+  return n;
+}
+
 void KvState::DropClient(KvClient& client) {
   for (auto& w : client.waits) {
-    for (const auto& k : w->keys) {
-      auto it = waiters_.find(k);
-      if (it == waiters_.end()) continue;
-      auto& list = it->second;
-      list.erase(std::remove(list.begin(), list.end(), w), list.end());
-      if (list.empty()) waiters_.erase(it);
-    }
     w->client = nullptr;
     --waiter_count_;
+    for (const Registration& reg : w->regs) {
+      if (reg.index != kConsumed) NoteDead(reg.key);  // may compact (and consume) later regs
+    }
   }
   client.waits.clear();
 }

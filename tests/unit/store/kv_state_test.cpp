@@ -205,6 +205,62 @@ TEST_F(KvStateTest, DropClientForgetsItsRegistrations) {
   EXPECT_TRUE(Run(Req(QueryType::kMultiSet, {"/k", "/j"}, {"1", "2"})).woken.empty());
 }
 
+// 100k ranks waiting on one key that disconnect one by one must not rescan the key's list
+// each time: dropped entries are compacted in bulk, and the survivors keep their order.
+TEST_F(KvStateTest, DisconnectingWaitersAreCompactedInBulkAndKeepOrder) {
+  std::vector<KvClient> clients(100);
+  for (auto& c : clients) EXPECT_EQ(Wire(c, Req(QueryType::kWait, {"/k"})), "");
+  std::vector<KvClient*> survivors;
+  for (std::size_t i = 0; i < clients.size(); ++i) {
+    if (i % 3 == 0) {
+      survivors.push_back(&clients[i]);
+    } else {
+      kv_.DropClient(clients[i]);
+      EXPECT_LE(kv_.WaitEntries(), 2 * kv_.Waiters() + 1);
+    }
+  }
+  EXPECT_EQ(kv_.Waiters(), survivors.size());
+  EXPECT_EQ(Run(Req(QueryType::kSet, {"/k"}, {"v"})).woken, survivors);
+  EXPECT_EQ(kv_.WaitEntries(), 0U);
+}
+
+TEST_F(KvStateTest, RepeatedWaitAndCancelDoesNotPileUpEntries) {
+  EXPECT_EQ(Wire(carol_, Req(QueryType::kWait, {"/k"})), "");
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_EQ(Wire(bob_, Req(QueryType::kWait, {"/k", "/j"})), "");
+    EXPECT_EQ(Wire(bob_, Req(QueryType::kCancelWait)), kCanceled);
+  }
+  EXPECT_LE(kv_.WaitEntries(), 4U);
+  EXPECT_EQ(Run(Req(QueryType::kSet, {"/k"}, {"v"})).woken, std::vector<KvClient*>{&carol_});
+  EXPECT_TRUE(Run(Req(QueryType::kSet, {"/j"}, {"v"})).woken.empty());
+  EXPECT_EQ(kv_.WaitEntries(), 0U);
+}
+
+TEST_F(KvStateTest, QueuePushSkipsDroppedWaiters) {
+  KvClient dave;
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kWait, {"/q"})), "");
+  EXPECT_EQ(Wire(carol_, Req(QueryType::kWait, {"/q"})), "");
+  EXPECT_EQ(Wire(dave, Req(QueryType::kWait, {"/q"})), "");
+  kv_.DropClient(bob_);
+  EXPECT_EQ(Run(Req(QueryType::kQueuePush, {"/q"}, {"1"})).woken, std::vector<KvClient*>{&carol_});
+  EXPECT_EQ(Run(Req(QueryType::kQueuePush, {"/q"}, {"2"})).woken, std::vector<KvClient*>{&dave});
+  EXPECT_EQ(kv_.Waiters(), 0U);
+  EXPECT_EQ(kv_.WaitEntries(), 0U);
+}
+
+// bob's registration on /k1 was consumed by a SET; dropping him later must not count against
+// the new list another waiter started on /k1.
+TEST_F(KvStateTest, DropAfterAPartialWakeLeavesTheKeysNewListAlone) {
+  EXPECT_EQ(Wire(bob_, Req(QueryType::kWait, {"/k1", "/k2"})), "");
+  EXPECT_TRUE(Run(Req(QueryType::kSet, {"/k1"}, {"v"})).woken.empty());
+  EXPECT_TRUE(Run(Req(QueryType::kDeleteKey, {"/k1"})).woken.empty());
+  EXPECT_EQ(Wire(carol_, Req(QueryType::kWait, {"/k1", "/k3"})), "");
+  kv_.DropClient(bob_);
+  EXPECT_EQ(kv_.WaitEntries(), 2U);  // carol's two
+  EXPECT_TRUE(Run(Req(QueryType::kSet, {"/k1"}, {"v"})).woken.empty());
+  EXPECT_EQ(Run(Req(QueryType::kSet, {"/k3"}, {"v"})).woken, std::vector<KvClient*>{&carol_});
+}
+
 TEST_F(KvStateTest, GetNumKeysAndListKeysCountKvNotQueues) {
   Set("/a", "1");
   Set("/b", "2");
