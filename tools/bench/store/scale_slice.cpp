@@ -235,12 +235,12 @@ class Slice {
       const ssize_t r = ::recv(c.fd, c.in + c.have, need - c.have, 0);
       if (r > 0) {
         c.have = static_cast<std::uint8_t>(c.have + r);
-        if (c.have == need) {
-          c.have = 0;
-          Handle(c);
-          if (c.fd < 0) return;
-        }
-        continue;
+        if (c.have < need) continue;
+        // A whole reply: handle it and stop. One request is in flight at a time, so nothing
+        // else is queued, and the next reply raises a new edge (no EAGAIN recv per reply).
+        c.have = 0;
+        Handle(c);
+        return;
       }
       if (r < 0 && (errno == EAGAIN || errno == EINTR)) return;
       const int err = r == 0 ? ECONNRESET : errno;
