@@ -14,11 +14,21 @@ std::vector<std::size_t> StalledRanks(const std::vector<RankProgress>& ranks,
                                       ProgressClock::time_point now,
                                       std::chrono::milliseconds timeout) {
   // Whether peers still progress (the stale ones fell behind) or none does (the whole group
-  // stopped), every reporting rank without progress for `timeout` is stalled.
+  // stopped), every reporting rank without progress for `timeout` is stalled. Once one is, the
+  // ranks that went quiet with it (within the grace) are named too: in a group that stopped
+  // together they cross `timeout` a report interval apart, and the first to cross is not
+  // necessarily the one that caused the stop.
+  const auto grace = std::min<std::chrono::milliseconds>(kStallGrace, timeout / 2);
+  bool any = false;
+  for (const RankProgress& r : ranks) any = any || (r.line && now - r.last_change >= timeout);
   std::vector<std::size_t> stale;
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i].line && now - ranks[i].last_change >= timeout) stale.push_back(i);
+  for (std::size_t i = 0; i < ranks.size() && any; ++i) {
+    if (ranks[i].line && now - ranks[i].last_change >= timeout - grace) stale.push_back(i);
   }
+  // The longest quiet first (the most likely cause of a group-wide stop).
+  std::stable_sort(stale.begin(), stale.end(), [&](std::size_t a, std::size_t b) {
+    return ranks[a].last_change < ranks[b].last_change;
+  });
   return stale;
 }
 

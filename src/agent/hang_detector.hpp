@@ -11,7 +11,10 @@
 // Decision (StalledRanks, pure): among the ranks that have reported at least once, a rank whose
 // last progress is S seconds old while a peer progressed within S is stalled; when no reporting
 // rank progressed within S, every reporting rank is (the whole group stopped). Ranks that never
-// reported are never stalled (a script without progress reports is not watched). The agent
+// reported are never stalled (a script without progress reports is not watched). Once a rank is
+// stalled, every reporting rank quiet for S minus kStallGrace (at most S/2) is named with it, the
+// longest quiet first: ranks of a group that stopped together cross S up to a report interval
+// (0.5 s for tzrec_train) plus a read interval (1 s) apart. The agent
 // SIGKILLs the stalled ranks, stops the others, and restarts the group within --max-restarts, as
 // for a failure, naming each stalled rank with its last step, phase and the state of its threads.
 //
@@ -36,7 +39,11 @@ struct RankProgress {
   ProgressClock::time_point last_change;  ///< when `line` last changed
 };
 
-/// The indices of the stalled ranks at `now` (rule above); empty when none.
+/// How much earlier than the timeout a rank that went quiet with a stalled one counts as stalled.
+inline constexpr std::chrono::milliseconds kStallGrace{2000};
+
+/// The indices of the stalled ranks at `now` (rule above), the longest quiet first; empty when
+/// none.
 std::vector<std::size_t> StalledRanks(const std::vector<RankProgress>& ranks,
                                       ProgressClock::time_point now,
                                       std::chrono::milliseconds timeout);

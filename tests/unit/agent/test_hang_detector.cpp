@@ -34,6 +34,20 @@ TEST(HangDetector, AWholeGroupWithoutProgressIsStalled) {
   EXPECT_EQ(StalledRanks(r, now, seconds(10)), (std::vector<std::size_t>{0, 1}));
 }
 
+TEST(HangDetector, RanksThatWentQuietTogetherAreNamedTogetherLongestQuietFirst) {
+  const auto now = ProgressClock::now();
+  // rank 1 stopped, rank 0 reported once more (0.5 s later) before it blocked on rank 1
+  std::vector<RankProgress> r = {At(now - milliseconds(9500)), At(now - seconds(10))};
+  EXPECT_EQ(StalledRanks(r, now, seconds(10)), (std::vector<std::size_t>{1, 0}));
+  r[0] = At(now - seconds(7));  // still progressing 3 s after: only rank 1
+  EXPECT_EQ(StalledRanks(r, now, seconds(10)), (std::vector<std::size_t>{1}));
+  r[0] = At(now - milliseconds(1400));  // grace is at most S/2: 1.5 s of 3 s
+  EXPECT_EQ(StalledRanks(r, now, seconds(3)), (std::vector<std::size_t>{1}));
+  r[0] = At(now - milliseconds(1600));
+  EXPECT_EQ(StalledRanks(r, now, seconds(3)), (std::vector<std::size_t>{1, 0}));
+  EXPECT_TRUE(StalledRanks({At(now - seconds(9)), At(now - seconds(9))}, now, seconds(10)).empty());
+}
+
 TEST(HangDetector, RanksThatNeverReportedAreNotWatched) {
   const auto now = ProgressClock::now();
   std::vector<RankProgress> r(3);
