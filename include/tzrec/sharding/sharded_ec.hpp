@@ -13,12 +13,14 @@
 // naming the table). ToEcTableSpec restricts the planner to those four types.
 //
 // Implementation: each id of an EC feature is a bag of one id in a "virtual batch" of M = Σ_f N_f
-// rows (feature f owns rows [off_f, off_f + N_f)); a ShardedEmbeddingBagCollection with SUM pooling
-// over the same tables and plan does the input dist, lookup, output dist, gradient division by the
-// world size and the fused optimizer update (include/tzrec/sharding/sharded_ebc.hpp), so the EC
-// inherits its equivalence with unsharded training. Cost: the pooled output is [M, ΣD] (rows of
-// other features are zeros), i.e. the output dist moves (#features) times the bytes of TorchRec's
-// sequence all-to-all; fine for the few sequence features of DIN-style models.
+// rows (feature f owns rows [off_f, off_f + N_f), the features of one table adjacent); a
+// ShardedEmbeddingBagCollection with SUM pooling over the same tables and plan, each table read by
+// one virtual feature (named after the table) whose bags are the rows of the table's EC features,
+// does the input dist, lookup, output dist, gradient division by the world size and the fused
+// optimizer update (include/tzrec/sharding/sharded_ebc.hpp), so the EC inherits its equivalence
+// with unsharded training. Cost: the pooled output is [M, Σ_tables D] (rows of other tables are
+// zeros): with one table (DIN's shared item table) exactly the bytes of TorchRec's sequence
+// all-to-all, with T tables about T times that.
 //
 // Shared tables (TorchEasyRec embedding_name, tzrec/modules/embedding.py): a table is stored once,
 // in ONE module. TorchEasyRec's SequenceEmbeddingGroupImpl puts every sparse feature of a sequence
@@ -62,6 +64,11 @@ struct JaggedEmbedding {
 // Pools a JaggedEmbedding per sample: [B, D] sums, MEAN divides by max(length, 1) (an empty bag
 // gives zeros), as the EBC pools. Differentiable w.r.t. e.values.
 at::Tensor PoolJagged(const JaggedEmbedding& e, PoolingType pooling);
+
+// A JaggedEmbedding as the padded dense [B, length, D] (TorchRec's JaggedTensor.to_padded_dense):
+// row b's items first, in order, zeros after its length; items past `length` are dropped.
+// Differentiable w.r.t. e.values.
+at::Tensor PadJagged(const JaggedEmbedding& e, std::int64_t length);
 
 // The sharding types an EC table may take (data_parallel, table_wise, column_wise, row_wise).
 const std::vector<ShardingType>& EcShardingTypes();

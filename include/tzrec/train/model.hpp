@@ -44,29 +44,28 @@
 
 namespace tzrec {
 
-// The embedding tables of a config: one per table_name() (shared tables merged; features in config
-// order), plus DeepFM's "__wide" tables. Feature names of wide tables are "<feature>__wide".
+// Every embedding table of a config: one per table_name() (shared tables merged; features in
+// config order), plus DeepFM's "__wide" tables. Feature names of wide tables are "<feature>__wide".
+// Throws ConfigError when features sharing a table disagree on its size.
+std::vector<EmbeddingBagConfig> AllEmbeddingTables(const PipelineConfig& config);
+// The tables of the sequences an attention encoder reads (AttentionSequenceFeatures): they are
+// the EmbeddingCollection's (src/worker/train/sparse_arch.hpp), in AllEmbeddingTables order.
+std::vector<std::string> SequenceTableNames(const PipelineConfig& config);
+// The EmbeddingBagCollection's tables: AllEmbeddingTables without SequenceTableNames.
 std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config);
-// Adds the "<feature>__wide" keys DeepFM's wide tables read (same ids) and the per-item keys of
-// the sequences an attention encoder reads (below); other configs: unchanged.
+// Adds the "<feature>__wide" keys DeepFM's wide tables read (same ids); other configs: unchanged.
 KeyedJaggedTensor AddDerivedFeatures(const PipelineConfig& config, const KeyedJaggedTensor& sparse);
 
-// Unpooled sequences for din_encoder / simple_attention (issue 14). A sequence feature f such an
-// encoder reads gets sequence_length(f) = L derived features SequencePositionKey(f, t) =
-// "<f>__seq<t>", t < L, in f's own table (EmbeddingTables), each holding f's t-th id (none past
-// the row's length): their pooled embeddings are the table rows of the sequence's items, so the
-// sharded EmbeddingBagCollection yields the unpooled [B, L, D] sequence with no table, checkpoint
-// or export of its own (checkpoints hold the table once, whatever its features). The lengths go
-// to the model as one more KeyedTensor column SequenceLengthKey(f) = "<f>__seqlen" (float,
-// AddSequenceLengths).
+// Unpooled sequences for din_encoder / simple_attention and multi_tower_din's DIN towers (issue
+// 14). The sequence features such an encoder reads, in config group order. Their tables are
+// looked up through a sharded EmbeddingCollection (sparse_arch.hpp, as TorchEasyRec's
+// SequenceEmbeddingGroupImpl), which hands the dense model, for each such feature f, two more
+// KeyedTensor columns: SequenceKey(f) = "<f>__seq", the padded sequence [B, L·D] (L =
+// sequence_length(f), item t of row b in columns [t·D, (t+1)·D), zeros past the row's length),
+// and SequenceLengthKey(f) = "<f>__seqlen", the lengths [B, 1] (float).
 std::vector<std::string> AttentionSequenceFeatures(const PipelineConfig& config);
-std::string SequencePositionKey(const std::string& feature, std::int64_t position);
+std::string SequenceKey(const std::string& feature);
 std::string SequenceLengthKey(const std::string& feature);
-// `pooled` (the EBC output of AddDerivedFeatures(sparse)) with a [B, 1] float column
-// SequenceLengthKey(f) = the lengths of f in `sparse` appended for each attention sequence
-// feature f; unchanged without them.
-KeyedTensor AddSequenceLengths(const PipelineConfig& config, const KeyedTensor& pooled,
-                               const KeyedJaggedTensor& sparse);
 // Per-table planner constraints: the feature's sharding_types, else the global ones.
 ParameterConstraints TableConstraints(const PipelineConfig& config, const std::string& table);
 

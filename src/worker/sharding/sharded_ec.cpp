@@ -6,7 +6,10 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/cumsum.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/index_copy.h>
+#include <ATen/ops/nonzero.h>
 #include <ATen/ops/repeat_interleave.h>
 #include <ATen/ops/zeros.h>
 
@@ -35,10 +38,16 @@ EmbeddingBagConfig AsBagConfig(const EmbeddingConfig& c) {
   return b;
 }
 
-std::vector<EmbeddingBagConfig> AsBagConfigs(const std::vector<EmbeddingConfig>& tables) {
+// The inner EBC's tables: each with one virtual feature named after the table, whose bags are
+// the ids of all the table's EC features (so the pooled output holds each id's row once).
+std::vector<EmbeddingBagConfig> VirtualBagConfigs(const std::vector<EmbeddingConfig>& tables) {
   std::vector<EmbeddingBagConfig> out;
   out.reserve(tables.size());
-  for (const auto& t : tables) out.push_back(AsBagConfig(t));
+  for (const auto& t : tables) {
+    EmbeddingBagConfig b = AsBagConfig(t);
+    b.feature_names = {t.name};
+    out.push_back(std::move(b));
+  }
   return out;
 }
 
@@ -101,6 +110,27 @@ at::Tensor PoolJagged(const JaggedEmbedding& e, PoolingType pooling) {
   return out;
 }
 
+at::Tensor PadJagged(const JaggedEmbedding& e, std::int64_t length) {
+  const std::int64_t batch = e.lengths.numel();
+  const std::int64_t dim = e.values.size(1);
+  const at::Tensor lengths = e.lengths.to(e.values.device(), at::kLong);
+  const std::int64_t total = e.values.size(0);
+  const at::Tensor row =
+      at::repeat_interleave(at::arange(batch, lengths.options()), lengths, 0, total);
+  const at::Tensor starts = at::cumsum(lengths, 0) - lengths;
+  at::Tensor item = at::arange(total, lengths.options()) - starts.index_select(0, row);
+  at::Tensor index = row * length + item;
+  at::Tensor values = e.values;
+  if (batch > 0 && lengths.max().item<std::int64_t>() > length) {
+    const at::Tensor keep = at::nonzero(item < length).view({-1});
+    index = index.index_select(0, keep);
+    values = values.index_select(0, keep);
+  }
+  return at::zeros({batch * length, dim}, e.values.options())
+      .index_copy(0, index, values)
+      .view({batch, length, dim});
+}
+
 struct ShardedEmbeddingCollection::Dist {
   std::shared_ptr<ShardedEmbeddingBagCollection::Dist> bags;
   std::vector<at::Tensor> lengths;   // per EC feature [B_local]
@@ -109,9 +139,11 @@ struct ShardedEmbeddingCollection::Dist {
 
 struct ShardedEmbeddingCollection::Impl {
   std::vector<EmbeddingConfig> tables;
-  std::vector<std::string> keys;      // EC features in output order
-  std::vector<std::int64_t> dims;     // their embedding dims
-  std::vector<std::int64_t> columns;  // their first column in the virtual pooled output
+  std::vector<std::string> keys;       // EC features in output order (table by table)
+  std::vector<std::int64_t> dims;      // their embedding dims
+  std::vector<std::int64_t> columns;   // their table's first column in the virtual pooled output
+  std::vector<std::string> bag_keys;   // the inner EBC's features: one per table
+  std::vector<std::size_t> table_end;  // per table: one past its last EC feature in `keys`
   std::unique_ptr<ShardedEmbeddingBagCollection> bags;
 };
 
@@ -128,11 +160,13 @@ ShardedEmbeddingCollection::ShardedEmbeddingCollection(std::vector<EmbeddingConf
       impl_->keys.push_back(f);
       impl_->dims.push_back(t.embedding_dim);
       impl_->columns.push_back(col);
-      col += t.embedding_dim;
     }
+    col += t.embedding_dim;
+    impl_->bag_keys.push_back(t.name);
+    impl_->table_end.push_back(impl_->keys.size());
   }
   impl_->bags = std::make_unique<ShardedEmbeddingBagCollection>(
-      AsBagConfigs(tables), std::move(sub), optimizer, seed, std::move(comm));
+      VirtualBagConfigs(tables), std::move(sub), optimizer, seed, std::move(comm));
   impl_->tables = std::move(tables);
 }
 
@@ -141,7 +175,6 @@ ShardedEmbeddingCollection::~ShardedEmbeddingCollection() = default;
 std::shared_ptr<ShardedEmbeddingCollection::Dist> ShardedEmbeddingCollection::InputDist(
     const KeyedJaggedTensor& features) {
   auto dist = std::make_shared<Dist>();
-  const std::size_t num = impl_->keys.size();
   std::vector<at::Tensor> values;
   std::int64_t total = 0;
   for (const auto& key : impl_->keys) {
@@ -151,16 +184,21 @@ std::shared_ptr<ShardedEmbeddingCollection::Dist> ShardedEmbeddingCollection::In
     values.push_back(jt.values);
     total += jt.values.numel();
   }
-  // Virtual batch of `total` one-id bags: feature f has length 1 on its own rows, 0 elsewhere.
+  // Virtual batch of `total` one-id bags: table t's virtual feature has length 1 on the rows of
+  // its EC features (contiguous: keys go table by table), 0 elsewhere.
   const auto opts = at::TensorOptions().dtype(at::kLong).device(features.Values().device());
-  at::Tensor lengths = at::zeros({static_cast<std::int64_t>(num), total}, opts);
+  const auto num_tables = static_cast<std::int64_t>(impl_->bag_keys.size());
+  at::Tensor lengths = at::zeros({num_tables, total}, opts);
   std::int64_t off = 0;
-  for (std::size_t f = 0; f < num; ++f) {
-    lengths[static_cast<std::int64_t>(f)].narrow(0, off, dist->counts[f]).fill_(1);
-    off += dist->counts[f];
+  std::size_t f = 0;
+  for (std::int64_t t = 0; t < num_tables; ++t) {
+    std::int64_t rows = 0;
+    for (; f < impl_->table_end[static_cast<std::size_t>(t)]; ++f) rows += dist->counts[f];
+    lengths[t].narrow(0, off, rows).fill_(1);
+    off += rows;
   }
   at::Tensor ids = values.empty() ? at::empty({0}, opts) : at::cat(values);
-  KeyedJaggedTensor kjt(impl_->keys, ids, lengths.reshape({-1}), std::nullopt, total);
+  KeyedJaggedTensor kjt(impl_->bag_keys, ids, lengths.reshape({-1}), std::nullopt, total);
   dist->bags = impl_->bags->InputDist(kjt);
   return dist;
 }

@@ -16,16 +16,15 @@ namespace tzrec {
 
 namespace fs = std::filesystem;
 
-TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
-                      const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense) {
+TrainState ModelState(SparseArch& sparse, const DenseModel& dense) {
   TrainState st;
-  for (auto& s : ebc.LocalShards()) {
+  for (auto& s : sparse.LocalShards()) {
     ShardState ss;
     ss.table = s.table;
-    for (const auto& t : tables) {
+    for (const auto& t : sparse.Tables()) {
       if (t.name == s.table) {
-        ss.table_rows = t.num_embeddings;
-        ss.table_cols = t.embedding_dim;
+        ss.table_rows = t.rows;
+        ss.table_cols = t.dim;
       }
     }
     ss.shard = s.shard;
@@ -38,8 +37,8 @@ TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
   return st;
 }
 
-void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainState& state) {
-  auto shards = ebc.LocalShards();
+void LoadShardOptimizerStates(SparseArch& sparse, const TrainState& state) {
+  auto shards = sparse.LocalShards();
   for (std::size_t i = 0; i < shards.size() && i < state.shards.size(); ++i) {
     std::vector<std::pair<std::string, at::Tensor>> states;
     for (const auto& nt : state.shards[i].optimizer) states.emplace_back(nt.name, nt.tensor);
@@ -58,10 +57,9 @@ std::map<std::string, std::string> LoadParamMap(const std::string& path) {
 }
 
 void ApplyParamMap(const std::map<std::string, std::string>& renames, const std::string& path,
-                   const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense,
-                   TrainState& state) {
+                   const SparseArch& sparse, const DenseModel& dense, TrainState& state) {
   std::set<std::string> names;
-  for (const auto& t : tables) names.insert(t.name);
+  for (const auto& t : sparse.Tables()) names.insert(t.name);
   for (const auto& p : dense.Parameters()) names.insert(p.name);
   for (const auto& p : dense.Buffers()) names.insert(p.name);
   for (const auto& [current, saved] : renames) {

@@ -43,9 +43,7 @@ DistModel BuildDistModel(const PipelineConfig& config, std::shared_ptr<Comm> com
   m.rank = m.comm->Rank();
   m.world = m.comm->WorldSize();
   m.device = m.comm->Device();
-  m.tables = EmbeddingTables(config);
-  std::vector<TableSpec> specs;
-  for (const auto& t : m.tables) specs.push_back(ToTableSpec(t, TableConstraints(config, t.name)));
+  const std::vector<TableSpec> specs = SparseTableSpecs(config);
   Topology topo = Topology::FromEnvironment(
       m.world, m.comm->LocalWorldSize(),
       m.device.is_cuda() ? ComputeDevice::kCuda : ComputeDevice::kCpu, DeviceMemoryBytes(m.device));
@@ -56,8 +54,7 @@ DistModel BuildDistModel(const PipelineConfig& config, std::shared_ptr<Comm> com
   m.dense = DenseModel::Create(config, Seed(config), m.device);
   popts.dense_parameter_bytes = m.dense->NumParameters() * 4;
   m.plan = CollectivePlan(*m.comm, topo, specs, popts);
-  m.ebc = std::make_unique<ShardedEmbeddingBagCollection>(m.tables, m.plan, m.ebc_opt, Seed(config),
-                                                          m.comm);
+  m.sparse = std::make_unique<SparseArch>(config, m.plan, m.ebc_opt, Seed(config), m.comm);
   return m;
 }
 
@@ -67,11 +64,11 @@ std::optional<Fetched> FetchBatch(DistModel& model, const PipelineConfig& config
   const bool has_batch = b.has_value();
   Fetched f;
   f.batch = has_batch ? std::move(*b) : EmptyBatch(config, ds);
-  f.dist = model.ebc->InputDist(AddDerivedFeatures(config, f.batch.sparse.To(model.device)));
+  f.dist = model.sparse->InputDist(f.batch.sparse.To(model.device));
   // has_batch agreement: the input dist's batch-size exchange carries it when some table is
   // sharded; otherwise an all-reduce, SUM then compare (Gloo's AVG is unreliable, pytorch
   // #162338).
-  std::optional<int> ranks_with_data = model.ebc->RanksWithSamples(f.dist);
+  std::optional<int> ranks_with_data = model.sparse->RanksWithSamples(f.dist);
   if (!ranks_with_data) {
     at::Tensor flag =
         at::full({1}, has_batch ? 1.0F : 0.0F, at::TensorOptions().device(model.device));
@@ -79,7 +76,7 @@ std::optional<Fetched> FetchBatch(DistModel& model, const PipelineConfig& config
     ranks_with_data = static_cast<int>(std::lround(flag.item<float>()));
   }
   if (train ? *ranks_with_data < model.world : *ranks_with_data == 0) {
-    model.ebc->Drain(f.dist);
+    model.sparse->Drain(f.dist);
     return std::nullopt;
   }
   f.cursor_json = ds.Cursor().ToJson();
@@ -88,7 +85,7 @@ std::optional<Fetched> FetchBatch(DistModel& model, const PipelineConfig& config
 
 at::Tensor DenseLogits(DistModel& model, const PipelineConfig& config, const Fetched& f,
                        bool training, DenseSync* buffer_sync) {
-  const KeyedTensor kt = AddSequenceLengths(config, model.ebc->Compute(f.dist), f.batch.sparse);
+  const KeyedTensor kt = model.sparse->Compute(f.dist);
   const at::Tensor dense = f.batch.dense.to(model.device);
   if (training && buffer_sync != nullptr) buffer_sync->BroadcastParameters(0);
   const std::string& mp = config.train_config().mixed_precision();

@@ -18,11 +18,11 @@
 #include <utility>
 #include <vector>
 
+#include "sparse_arch.hpp"
 #include "tzrec/comm/comm.hpp"
 #include "tzrec/config/config.hpp"
 #include "tzrec/input/input.hpp"
 #include "tzrec/planner/planner.hpp"
-#include "tzrec/sharding/sharded_ebc.hpp"
 #include "tzrec/train/model.hpp"
 
 namespace tzrec {
@@ -34,10 +34,9 @@ struct DistModel {
   int rank = 0;
   int world = 1;
   at::Device device{at::kCPU};
-  std::vector<EmbeddingBagConfig> tables;
-  ShardingPlan plan;
+  ShardingPlan plan;  // every table: the EBC's and the EC's
   EmbeddingOptimizerConfig ebc_opt;
-  std::unique_ptr<ShardedEmbeddingBagCollection> ebc;
+  std::unique_ptr<SparseArch> sparse;  // the sharded EBC and the sequences' EC (sparse_arch.hpp)
   std::unique_ptr<DenseModel> dense;
 };
 
@@ -49,7 +48,7 @@ DistModel BuildDistModel(const PipelineConfig& config, std::shared_ptr<Comm> com
 struct Fetched {
   Batch batch;
   std::string cursor_json;
-  std::shared_ptr<ShardedEmbeddingBagCollection::Dist> dist;
+  SparseArch::Dist dist;
 };
 
 // Reads this rank's next batch and agrees with the others whether everyone has one: training stops

@@ -60,7 +60,7 @@ int Eval(const EvalOptions& options) {
     }
     dir = *latest;
   }
-  TrainState target = ModelState(*model.ebc, model.tables, *model.dense);
+  TrainState target = ModelState(*model.sparse, *model.dense);
   for (auto& shard : target.shards) shard.optimizer.clear();
   RestoreInfo info;
   {

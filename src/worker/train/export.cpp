@@ -40,19 +40,16 @@ at::Tensor TaskLabels(const Batch& b, const std::vector<TaskSpec>& tasks) {
 // The single-process model of a config: every table whole on rank 0.
 struct SingleModel {
   std::shared_ptr<Comm> comm;
-  std::vector<EmbeddingBagConfig> tables;
   ShardingPlan plan;
-  std::unique_ptr<ShardedEmbeddingBagCollection> ebc;
+  std::unique_ptr<SparseArch> sparse;
   std::unique_ptr<DenseModel> dense;
 
   explicit SingleModel(const PipelineConfig& config) {
     DistEnv env;  // world 1, no store
     comm = Comm::Init(env, BackendKind::kGloo);
-    tables = EmbeddingTables(config);
-    std::vector<TableSpec> specs;
     ParameterConstraints tw;
     tw.sharding_types = {ShardingType::kTableWise};
-    for (const auto& t : tables) specs.push_back(ToTableSpec(t, tw));
+    const std::vector<TableSpec> specs = SparseTableSpecs(config, tw);
     Topology topo;
     topo.ddr_cap = 1LL << 50;  // export holds every table in this process, whatever the host says
     PlannerOptions popts;
@@ -61,16 +58,16 @@ struct SingleModel {
     plan = Plan(topo, specs, popts);
     EmbeddingOptimizerConfig ocfg;
     ocfg.kind = popts.optimizer;
-    ebc = std::make_unique<ShardedEmbeddingBagCollection>(tables, plan, ocfg, Seed(config), comm);
+    sparse = std::make_unique<SparseArch>(config, plan, ocfg, Seed(config), comm);
     dense = DenseModel::Create(config, Seed(config), comm->Device());
   }
 
   std::int64_t RestoreFrom(const std::string& model_dir, const std::string& dir) {
     CheckpointManager ckpt(model_dir, 0, comm);
-    TrainState state = ModelState(*ebc, tables, *dense);
+    TrainState state = ModelState(*sparse, *dense);
     c10::NoGradGuard no_grad;
     const RestoreInfo info = ckpt.Restore(dir, state);
-    LoadShardOptimizerStates(*ebc, state);
+    LoadShardOptimizerStates(*sparse, state);
     return info.step;
   }
 };
@@ -218,7 +215,7 @@ int Export(ExportOptions options) {
   out.set_model_dir(export_dir);
   std::ofstream(fs::path(export_dir) / "pipeline.config") << ToText(out);
   CheckpointManager writer(export_dir, 0, model.comm);
-  TrainState state = ModelState(*model.ebc, model.tables, *model.dense);
+  TrainState state = ModelState(*model.sparse, *model.dense);
   state.step = step;
   state.plan_json = model.plan.ToJson();
   state.data_cursor_json = "{}";
@@ -257,8 +254,7 @@ int Predict(PredictOptions options) {
   std::vector<at::Tensor> scores;
   std::vector<at::Tensor> labels;
   while (auto b = GuardInput([&] { return ds.Next(); })) {
-    const KeyedTensor kt = AddSequenceLengths(
-        config, model.ebc->Forward(AddDerivedFeatures(config, b->sparse)), b->sparse);
+    const KeyedTensor kt = model.sparse->Forward(b->sparse);
     const at::Tensor logits = model.dense->Forward(kt, b->dense, /*training=*/false).to(at::kFloat);
     scores.push_back(at::sigmoid(logits));
     if (labeled) labels.push_back(tasks.empty() ? b->labels : TaskLabels(*b, tasks));

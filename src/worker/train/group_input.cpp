@@ -102,6 +102,7 @@ void GroupInput::AddAttentionPart(const Layout& layout, const std::string& group
       throw ConfigError("an attention encoder's sequence feature has no embedding: '" + f +
                         "' in " + path + "; give it an embedding (num_buckets, boundaries)");
     a.sequence.push_back(f);
+    a.dims.push_back(layout.sparse_dim.at(f));
     a.sequence_dim += layout.sparse_dim.at(f);
     a.max_length = std::max(a.max_length, layout.sequence_length.at(f));
   }
@@ -134,11 +135,13 @@ at::Tensor GroupInput::AttentionForward(const Attention& a, const KeyedTensor& s
   // Upstream pads to the batch's longest sequence (JaggedTensor.to_padded_dense).
   std::int64_t len = a.max_length;
   if (rows > 0) len = std::clamp<std::int64_t>(lengths.max().item<std::int64_t>(), 1, len);
-  std::vector<std::string> keys;
-  for (std::int64_t t = 0; t < len; ++t) {
-    for (const auto& f : a.sequence) keys.push_back(SequencePositionKey(f, t));
+  // Each feature's padded [B, L·D] column block as [B, L, D]; features side by side per item.
+  std::vector<at::Tensor> items;
+  for (std::size_t i = 0; i < a.sequence.size(); ++i) {
+    const at::Tensor padded = sparse[SequenceKey(a.sequence[i])];
+    items.push_back(padded.view({rows, padded.size(1) / a.dims[i], a.dims[i]}).narrow(1, 0, len));
   }
-  const at::Tensor sequence = sparse.Regroup(keys).view({rows, len, a.sequence_dim});
+  const at::Tensor sequence = items.size() == 1 ? items.front() : at::cat(items, 2);
   if (a.din) return a.din_encoder.Forward(query, sequence, lengths, training);
   return a.simple.Forward(query, sequence, lengths);
 }

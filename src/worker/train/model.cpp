@@ -1,16 +1,12 @@
-// Embedding tables, derived features, table constraints and the model factory
+// Embedding tables, derived features, sequence keys, table constraints and the model factory
 // (include/tzrec/train/model.hpp); the models are in dlrm.cpp, deepfm.cpp, multi_tower.cpp.
 #include "tzrec/train/model.hpp"
-
-#include <ATen/TensorOperators.h>
-#include <ATen/ops/cat.h>
-#include <ATen/ops/cumsum.h>
-#include <ATen/ops/masked_select.h>
 
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model_parts.hpp"
@@ -20,7 +16,7 @@ namespace tzrec {
 using model_internal::kWideSuffix;
 using model_internal::WideEmbeddingDim;
 
-std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
+std::vector<EmbeddingBagConfig> AllEmbeddingTables(const PipelineConfig& config) {
   std::vector<EmbeddingBagConfig> tables;
   std::map<std::string, std::size_t> index;
   auto add = [&](const std::string& table, const std::string& feature, std::int64_t rows,
@@ -44,13 +40,6 @@ std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
     if (!IsSparse(f)) continue;
     add(TableName(f), FeatureName(f), NumEmbeddings(f), EmbeddingDim(f),
         EffectivePooling(config, f) == "mean" ? PoolingType::kMean : PoolingType::kSum);
-  }
-  for (const std::string& name : AttentionSequenceFeatures(config)) {
-    const protos::FeatureConfig& f = Feature(config, name);
-    for (std::int64_t t = 0; t < SequenceLength(f); ++t) {
-      add(TableName(f), SequencePositionKey(name, t), NumEmbeddings(f), EmbeddingDim(f),
-          EffectivePooling(config, f) == "mean" ? PoolingType::kMean : PoolingType::kSum);
-    }
   }
   const std::optional<std::int64_t> wide_dim = WideEmbeddingDim(config.model_config());
   if (wide_dim) {
@@ -89,70 +78,49 @@ std::vector<std::string> AttentionSequenceFeatures(const PipelineConfig& config)
   return out;
 }
 
-std::string SequencePositionKey(const std::string& feature, std::int64_t position) {
-  return feature + "__seq" + std::to_string(position);
+std::vector<std::string> SequenceTableNames(const PipelineConfig& config) {
+  std::vector<std::string> read;
+  for (const std::string& name : AttentionSequenceFeatures(config))
+    read.push_back(TableName(Feature(config, name)));
+  std::vector<std::string> out;
+  for (const auto& t : AllEmbeddingTables(config)) {
+    if (std::find(read.begin(), read.end(), t.name) != read.end()) out.push_back(t.name);
+  }
+  return out;
+}
+
+std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config) {
+  const std::vector<std::string> sequence = SequenceTableNames(config);
+  std::vector<EmbeddingBagConfig> out;
+  for (auto& t : AllEmbeddingTables(config)) {
+    if (std::find(sequence.begin(), sequence.end(), t.name) == sequence.end())
+      out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::string SequenceKey(const std::string& feature) {
+  return feature + "__seq";
 }
 
 std::string SequenceLengthKey(const std::string& feature) {
   return feature + "__seqlen";
 }
 
-namespace {
-
-// Item `t` of every row of `jt` (rows shorter than t + 1 get no id).
-JaggedTensor SequencePosition(const JaggedTensor& jt, std::int64_t t) {
-  const at::Tensor starts = jt.offsets.defined() ? jt.offsets.narrow(0, 0, jt.lengths.size(0))
-                                                 : at::cumsum(jt.lengths, 0) - jt.lengths;
-  const at::Tensor has = jt.lengths > t;
-  const at::Tensor index = at::masked_select(starts + t, has);
-  JaggedTensor out;
-  out.values = jt.values.index_select(0, index);
-  out.lengths = has.to(at::kLong);
-  if (jt.weights.defined()) out.weights = jt.weights.index_select(0, index);
-  return out;
-}
-
-}  // namespace
-
 KeyedJaggedTensor AddDerivedFeatures(const PipelineConfig& config,
                                      const KeyedJaggedTensor& sparse) {
+  if (!WideEmbeddingDim(config.model_config())) return sparse;
   std::vector<std::string> keys;
   std::vector<JaggedTensor> jts;
-  if (WideEmbeddingDim(config.model_config())) {
-    for (const auto& g : config.model_config().feature_groups()) {
-      if (g.group_type() != protos::WIDE) continue;
-      for (const auto& name : g.feature_names()) {
-        keys.push_back(name + kWideSuffix);
-        jts.push_back(sparse[name]);
-      }
-    }
-  }
-  for (const std::string& name : AttentionSequenceFeatures(config)) {
-    const JaggedTensor jt = sparse[name];
-    for (std::int64_t t = 0; t < SequenceLength(Feature(config, name)); ++t) {
-      keys.push_back(SequencePositionKey(name, t));
-      jts.push_back(SequencePosition(jt, t));
+  for (const auto& g : config.model_config().feature_groups()) {
+    if (g.group_type() != protos::WIDE) continue;
+    for (const auto& name : g.feature_names()) {
+      keys.push_back(name + kWideSuffix);
+      jts.push_back(sparse[name]);
     }
   }
   if (keys.empty()) return sparse;
   return KeyedJaggedTensor::Concat({sparse, KeyedJaggedTensor::FromJaggedTensors(keys, jts)});
-}
-
-KeyedTensor AddSequenceLengths(const PipelineConfig& config, const KeyedTensor& pooled,
-                               const KeyedJaggedTensor& sparse) {
-  const std::vector<std::string> names = AttentionSequenceFeatures(config);
-  if (names.empty()) return pooled;
-  std::vector<std::string> keys = pooled.Keys();
-  std::vector<std::int64_t> widths = pooled.LengthPerKey();
-  std::vector<at::Tensor> columns = {pooled.Values()};
-  for (const std::string& name : names) {
-    keys.push_back(SequenceLengthKey(name));
-    widths.push_back(1);
-    columns.push_back(sparse[name]
-                          .lengths.to(pooled.Values().device(), pooled.Values().scalar_type())
-                          .unsqueeze(1));
-  }
-  return KeyedTensor(keys, widths, at::cat(columns, 1));
 }
 
 ParameterConstraints TableConstraints(const PipelineConfig& config, const std::string& table) {

@@ -53,9 +53,9 @@ at::Tensor Output(const Linear& out, const at::Tensor& h);
 //   din_encoder, simple_attention (models passing an EncoderBuilder: multi_tower)  over
 //                     query = the sequence group's non-sequence features side by side [B, Dq] and
 //                     sequence = its sequence features side by side per item [B, L, Ds], L the
-//                     batch's longest sequence (at least 1): item t of feature f is the pooled
-//                     embedding of key SequencePositionKey(f, t) (zeros past the row's length),
-//                     the lengths are key SequenceLengthKey(first sequence feature) (model.hpp).
+//                     batch's longest sequence (at least 1): item t of feature f is columns
+//                     [t·D, (t+1)·D) of key SequenceKey(f) (zeros past the row's length), the
+//                     lengths are key SequenceLengthKey(first sequence feature) (model.hpp).
 // group_input.cpp. Errors: ConfigError naming the group, feature or encoder.
 class GroupInput {
  public:
@@ -93,6 +93,7 @@ class GroupInput {
   struct Attention {
     std::vector<Part> query;            // features (sparse or dense)
     std::vector<std::string> sequence;  // sequence features
+    std::vector<std::int64_t> dims;     // their embedding dims
     std::int64_t max_length = 0;        // their sequence_length
     std::int64_t sequence_dim = 0;
     bool din = false;

@@ -5,7 +5,7 @@
 // computed by the embedding tables' pooling (model_parts.hpp GroupInput; the test
 // train.Model.PoolingEncoderAppendsPooledSequences checks it against PoolingEncoder here);
 // din_encoder and simple_attention run in multi_tower's groups over the unpooled per-item
-// embeddings (model_parts.hpp GroupInput, include/tzrec/train/model.hpp AddDerivedFeatures).
+// embeddings (model_parts.hpp GroupInput; the EmbeddingCollection of sparse_arch.hpp).
 //
 // Inputs, as upstream's "<group>.query", "<group>.sequence", "<group>.sequence_length":
 //   query           [B, Dq] float32 (DIN, SimpleAttention)

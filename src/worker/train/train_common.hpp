@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sparse_arch.hpp"
 #include "tzrec/checkpoint/checkpoint.hpp"
 #include "tzrec/comm/comm.hpp"
 #include "tzrec/config/config.hpp"
@@ -41,8 +42,7 @@ auto GuardInput(F&& f) -> decltype(f()) {
 // "dense" list, names unique) as a checkpoint TrainState (views, not copies: Restore writes into
 // them). Optimizer states: the shards' StateTensors (momentum views; "step"
 // copies that the caller loads back with LoadStateTensors).
-TrainState ModelState(ShardedEmbeddingBagCollection& ebc,
-                      const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense);
+TrainState ModelState(SparseArch& sparse, const DenseModel& dense);
 // ParseParamMap (include/tzrec/train/train.hpp) of the file at `path`; ConfigError naming the
 // path when it cannot be read.
 std::map<std::string, std::string> LoadParamMap(const std::string& path);
@@ -51,10 +51,9 @@ std::map<std::string, std::string> LoadParamMap(const std::string& path);
 // Throws ConfigError naming a current name that is neither one of `tables` nor a dense tensor
 // of `dense` (checked against the whole model, so every rank throws alike).
 void ApplyParamMap(const std::map<std::string, std::string>& renames, const std::string& path,
-                   const std::vector<EmbeddingBagConfig>& tables, const DenseModel& dense,
-                   TrainState& state);
+                   const SparseArch& sparse, const DenseModel& dense, TrainState& state);
 // Loads the optimizer states of `state` (as filled by Restore) back into the shards.
-void LoadShardOptimizerStates(ShardedEmbeddingBagCollection& ebc, const TrainState& state);
+void LoadShardOptimizerStates(SparseArch& sparse, const TrainState& state);
 
 // The config's optimizers and learning-rate schedules as the kernels take them (TorchEasyRec's
 // mapping: dense eps = torch.optim's default, sparse eps = FBGEMM's). optimizer_options.cpp.

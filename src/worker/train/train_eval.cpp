@@ -108,9 +108,9 @@ class Trainer {
                             optimizer_->LearningRate());
     if (rank_ == 0) {
       std::cout << "tzrec_train: world " << world_ << ", backend " << comm_->BackendName()
-                << ", device " << device_ << ", " << model_.tables.size() << " embedding table(s), "
-                << model_.dense->NumParameters() << " dense parameters, plan " << model_.plan.Hash()
-                << "\n"
+                << ", device " << device_ << ", " << model_.sparse->Tables().size()
+                << " embedding table(s), " << model_.dense->NumParameters()
+                << " dense parameters, plan " << model_.plan.Hash() << "\n"
                 << model_.plan.ToTable() << std::flush;
     }
 
@@ -126,7 +126,7 @@ class Trainer {
 
  private:
   TrainState CurrentState(std::int64_t step, const std::string& cursor_json) {
-    TrainState st = ModelState(*model_.ebc, model_.tables, *model_.dense);
+    TrainState st = ModelState(*model_.sparse, *model_.dense);
     st.step = step;
     st.plan_json = model_.plan.ToJson();
     for (auto& [name, tensor] : optimizer_->StateTensors())
@@ -152,7 +152,7 @@ class Trainer {
       c10::NoGradGuard no_grad;
       info = ckpt.Restore(dir, target);
     }
-    if (!flags_.ignore_restore_optimizer) LoadShardOptimizerStates(*model_.ebc, target);
+    if (!flags_.ignore_restore_optimizer) LoadShardOptimizerStates(*model_.sparse, target);
     for (const auto& nt : target.dense_optimizer) {
       if (nt.name == "step") {
         for (auto& [name, tensor] : optimizer_->StateTensors()) {
@@ -189,7 +189,7 @@ class Trainer {
     TrainState target = CurrentState(0, "{}");
     for (auto& shard : target.shards) shard.optimizer.clear();
     target.dense_optimizer.clear();
-    ApplyParamMap(param_map_, config_.train_config().fine_tune_ckpt_param_map(), model_.tables,
+    ApplyParamMap(param_map_, config_.train_config().fine_tune_ckpt_param_map(), *model_.sparse,
                   *model_.dense, target);
     RestoreInfo info;
     {
@@ -297,7 +297,7 @@ class Trainer {
         cur = std::move(next);
       }
       if (cur)
-        model_.ebc->Drain(
+        model_.sparse->Drain(
             cur->dist);  // a batch fetched ahead of the last step: finish its input dist
       if (done()) break;
     }
@@ -347,7 +347,7 @@ class Trainer {
     }
     at::Tensor scaled = loss / static_cast<double>(accumulation_);
     if (scale_ > 0) {
-      model_.ebc->SetGradientScale(scale_);
+      model_.sparse->SetGradientScale(scale_);
       scaled = scaled * scale_;
     }
     scaled.backward();
@@ -379,7 +379,7 @@ class Trainer {
   void ApplySchedules() {
     const double sparse = sparse_schedule_->LearningRate(global_step_, epoch_);
     if (sparse != sparse_lr_) {
-      for (auto& shard : model_.ebc->LocalShards()) shard.state->SetLearningRate(sparse);
+      for (auto& shard : model_.sparse->LocalShards()) shard.state->SetLearningRate(sparse);
       sparse_lr_ = sparse;
     }
     const double dense = dense_schedule_->LearningRate(global_step_, epoch_);

@@ -1,9 +1,12 @@
 // ShardedEmbeddingCollection's pure parts (include/tzrec/sharding/sharded_ec.hpp): the planner
 // gives EC tables only the four types TorchRec's EmbeddingCollection shards (no table_row_wise),
-// a table_row_wise plan is refused, PoolJagged pools like the EBC (hand-computed values).
+// a table_row_wise plan is refused, PoolJagged pools like the EBC and PadJagged pads like
+// TorchRec's to_padded_dense (hand-computed values).
+#include <ATen/TensorOperators.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -78,6 +81,29 @@ TEST(ShardedEc, PoolJaggedSumAndMean) {
   EXPECT_TRUE(at::equal(sum, at::tensor({4.0F, 6.0F, 0.0F, 0.0F, 5.0F, 6.0F}).view({3, 2})));
   const at::Tensor mean = PoolJagged(e, PoolingType::kMean);
   EXPECT_TRUE(at::equal(mean, at::tensor({2.0F, 3.0F, 0.0F, 0.0F, 5.0F, 6.0F}).view({3, 2})));
+}
+
+TEST(ShardedEc, PadJaggedToPaddedDense) {
+  // 3 samples with 2, 0, 3 ids; D = 2; padded to 2 items (sample 2's third item is dropped).
+  at::Tensor values = at::tensor({1.0F, 2.0F, 3.0F, 4.0F, 5.0F, 6.0F, 7.0F, 8.0F, 9.0F, 10.0F})
+                          .view({5, 2})
+                          .requires_grad_(true);
+  const JaggedEmbedding e{values, at::tensor({2, 0, 3}, at::kLong)};
+  const at::Tensor padded = PadJagged(e, 2);
+  EXPECT_TRUE(at::equal(padded.detach(), at::tensor({1.0F, 2.0F, 3.0F, 4.0F, 0.0F, 0.0F, 0.0F, 0.0F,
+                                                     5.0F, 6.0F, 7.0F, 8.0F})
+                                             .view({3, 2, 2})));
+  // Gradients reach the kept items only.
+  (padded * at::tensor({1.0F, 2.0F}).view({1, 1, 2})).sum().backward();
+  EXPECT_TRUE(at::equal(
+      values.grad(),
+      at::tensor({1.0F, 2.0F, 1.0F, 2.0F, 1.0F, 2.0F, 1.0F, 2.0F, 0.0F, 0.0F}).view({5, 2})));
+  // Longer than every row: zeros after each; an empty batch: [0, L, D].
+  const at::Tensor wide = PadJagged(JaggedEmbedding{values.detach(), e.lengths}, 4);
+  EXPECT_TRUE(at::equal(wide[1], at::zeros({4, 2})));
+  EXPECT_TRUE(at::equal(wide[2].narrow(0, 0, 3), values.detach().narrow(0, 2, 3)));
+  const JaggedEmbedding none{at::zeros({0, 2}), at::zeros({0}, at::kLong)};
+  EXPECT_EQ(PadJagged(none, 3).sizes(), (std::vector<std::int64_t>{0, 3, 2}));
 }
 
 }  // namespace

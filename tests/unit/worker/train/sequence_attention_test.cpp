@@ -1,7 +1,7 @@
 // Attention sequence encoders in the model (issue 14, items 1-2): a multi_tower DEEP group's
 // din_encoder / simple_attention over sequence group "hist" {item (query), clicks (sequence)}.
-// The unpooled sequence comes from the per-item keys "clicks__seq<t>" in the clicks' own table
-// (AddDerivedFeatures) and the lengths from "clicks__seqlen" (AddSequenceLengths). Checked
+// The unpooled sequence comes from the EmbeddingCollection of the clicks' table (sparse_arch.hpp
+// SequenceInputs: "clicks__seq" padded, "clicks__seqlen" the lengths). Checked
 // against TorchEasyRec's DINEncoder / SimpleAttention composed from libtorch ops over the padded
 // table rows (forward and the gradients of the table rows and of every dense parameter).
 #include <ATen/TensorOperators.h>
@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "sparse_arch.hpp"
 #include "tzrec/config/config.hpp"
 #include "tzrec/core/embedding.hpp"
 #include "tzrec/train/model.hpp"
@@ -80,26 +81,87 @@ KeyedJaggedTensor Batch3() {
   return KeyedJaggedTensor({"item", "clicks"}, L({1, 2, 3, 4, 5, 6, 7}), L({1, 1, 1, 3, 0, 1}));
 }
 
+// Table item_emb (10 x 3, InitTableSlice seed 11).
+at::Tensor ItemTable() {
+  return InitTableSlice(EmbeddingBagConfig{"item_emb", 10, 3, {"item"}}, 11, 0, 10, 0, 3, at::kCPU);
+}
+
+// The dense model's input (sparse_arch.hpp SequenceInputs): the EBC's tables pooled by a core
+// EBC (seed 11) and the EC's features (table item_emb) looked up in `w`, so that the gradients of
+// the EC's rows reach w.
+KeyedTensor ModelInput(const PipelineConfig& c, const KeyedJaggedTensor& kjt, const at::Tensor& w) {
+  const SequenceSpec spec = MakeSequenceSpec(c);
+  std::vector<JaggedEmbedding> jagged;
+  for (const auto& key : spec.keys) {
+    const JaggedTensor jt = kjt[key];
+    jagged.push_back(JaggedEmbedding{w.index_select(0, jt.values), jt.lengths});
+  }
+  const auto tables = EmbeddingTables(c);
+  KeyedTensor pooled({}, {}, at::zeros({kjt.Stride(), 0}));
+  if (!tables.empty()) {
+    EmbeddingBagCollection ebc(tables, EmbeddingOptimizerConfig{}, 11, at::kCPU);
+    at::NoGradGuard no_grad;
+    pooled = ebc.Forward(kjt);
+  }
+  return SequenceInputs(spec, pooled, jagged);
+}
+
 TEST(Model, AttentionSequenceKeysAndTables) {
   const PipelineConfig c = AttnConfig(true);
   EXPECT_EQ(AttentionSequenceFeatures(c), (std::vector<std::string>{"clicks"}));
-  const auto tables = EmbeddingTables(c);
-  ASSERT_EQ(tables.size(), 1U);
-  EXPECT_EQ(tables[0].feature_names,
-            (std::vector<std::string>{"item", "clicks", "clicks__seq0", "clicks__seq1",
-                                      "clicks__seq2", "clicks__seq3"}));
-  const KeyedJaggedTensor d = AddDerivedFeatures(c, Batch3());
-  EXPECT_TRUE(at::equal(d["clicks__seq0"].values, L({4, 7})));
-  EXPECT_TRUE(at::equal(d["clicks__seq0"].lengths, L({1, 0, 1})));
-  EXPECT_TRUE(at::equal(d["clicks__seq2"].values, L({6})));
-  EXPECT_TRUE(at::equal(d["clicks__seq2"].lengths, L({1, 0, 0})));
-  EXPECT_EQ(d["clicks__seq3"].values.numel(), 0);
-  // A pooling-only config keeps its keys and tables.
+  // item_emb (read by the sequence) is the EC's, with the query item sharing it.
+  EXPECT_TRUE(EmbeddingTables(c).empty());
+  EXPECT_EQ(SequenceTableNames(c), (std::vector<std::string>{"item_emb"}));
+  const auto ec = SequenceTables(c);
+  ASSERT_EQ(ec.size(), 1U);
+  EXPECT_EQ(ec[0].name, "item_emb");
+  EXPECT_EQ(ec[0].feature_names, (std::vector<std::string>{"item", "clicks"}));
+  const SequenceSpec spec = MakeSequenceSpec(c);
+  EXPECT_EQ(spec.keys, (std::vector<std::string>{"item", "clicks"}));
+  EXPECT_EQ(spec.length, (std::vector<std::int64_t>{0, 4}));
+  const auto specs = SparseTableSpecs(c);
+  ASSERT_EQ(specs.size(), 1U);
+  EXPECT_EQ(specs[0].constraints.sharding_types, EcShardingTypes());
+  EXPECT_EQ(AddDerivedFeatures(c, Batch3()).Keys(), Batch3().Keys());
+  // A narrower item has its own table, in the EBC.
+  const auto own = EmbeddingTables(AttnConfig(true, 2));
+  ASSERT_EQ(own.size(), 1U);
+  EXPECT_EQ(own[0].name, "item_small");
+  EXPECT_EQ(SequenceTables(AttnConfig(true, 2))[0].feature_names,
+            (std::vector<std::string>{"clicks"}));
+  // A pooling-only config keeps every table in the EBC.
   PipelineConfig pool = c;
   auto* enc = pool.mutable_model_config()->mutable_feature_groups(0)->mutable_sequence_encoders(0);
   enc->mutable_pooling_encoder()->set_input("hist");
   EXPECT_TRUE(AttentionSequenceFeatures(pool).empty());
-  EXPECT_EQ(AddDerivedFeatures(pool, Batch3()).Keys(), Batch3().Keys());
+  EXPECT_TRUE(SequenceTables(pool).empty());
+  ASSERT_EQ(EmbeddingTables(pool).size(), 1U);
+  EXPECT_EQ(EmbeddingTables(pool)[0].feature_names, (std::vector<std::string>{"item", "clicks"}));
+  // The EC reads no weights: a weighted feature may not share its table.
+  PipelineConfig weighted = c;
+  weighted.mutable_feature_configs(0)->mutable_id_feature()->set_weighted(true);
+  EXPECT_THROW(SequenceTables(weighted), ConfigError);
+  // A table constrained to table_row_wise only cannot be an EC table.
+  PipelineConfig twrw = c;
+  twrw.mutable_feature_configs(0)
+      ->mutable_id_feature()
+      ->mutable_embedding_constraints()
+      ->add_sharding_types("table_row_wise");
+  EXPECT_THROW(SparseTableSpecs(twrw), ConfigError);
+}
+
+TEST(Model, SequenceInputsPadAndPool) {
+  const PipelineConfig c = AttnConfig(true);
+  const at::Tensor w = ItemTable();
+  const KeyedTensor kt = ModelInput(c, Batch3(), w);
+  const at::Tensor zero = at::zeros({3});
+  EXPECT_TRUE(at::equal(kt["clicks__seqlen"], at::tensor({3.0F, 0.0F, 1.0F}).unsqueeze(1)));
+  const at::Tensor want = at::stack(
+      {at::cat({w[4], w[5], w[6], zero}), at::zeros({12}), at::cat({w[7], zero, zero, zero})});
+  EXPECT_TRUE(at::allclose(kt["clicks__seq"], want));
+  EXPECT_TRUE(at::allclose(kt["item"], at::stack({w[1], w[2], w[3]})));
+  // Pooled as the table pools (sum: the sequence's clicks pooled too, as the EBC would).
+  EXPECT_TRUE(at::allclose(kt["clicks"], at::stack({w[4] + w[5] + w[6], zero, w[7]})));
 }
 
 // TorchEasyRec's encoders over query [B, Dq] and the padded sequence s [B, T, D].
@@ -127,38 +189,15 @@ void CheckModel(bool din, std::int64_t item_dim) {
   SCOPED_TRACE(std::string(din ? "din_encoder" : "simple_attention") + " item_dim " +
                std::to_string(item_dim));
   const PipelineConfig c = AttnConfig(din, item_dim);
-  const auto tables = EmbeddingTables(c);
-  EmbeddingBagCollection ebc(tables, EmbeddingOptimizerConfig{}, 11, at::kCPU);
-  const KeyedJaggedTensor kjt = Batch3();
-  KeyedTensor pooled;
-  {
-    at::NoGradGuard no_grad;
-    pooled = AddSequenceLengths(c, ebc.Forward(AddDerivedFeatures(c, kjt)), kjt);
-  }
-  EXPECT_TRUE(at::equal(pooled["clicks__seqlen"], at::tensor({3.0F, 0.0F, 1.0F}).unsqueeze(1)));
-  const at::Tensor w_item = ebc.Weight(item_dim == 3 ? "item_emb" : "item_small").clone();
-  const at::Tensor w = ebc.Weight("item_emb").clone().requires_grad_(true);
-  // The pooled per-item keys are the table rows (zeros past the length).
+  const at::Tensor w = ItemTable().requires_grad_(true);
+  const KeyedTensor kt = ModelInput(c, Batch3(), w);
   const at::Tensor zero = at::zeros({3});
-  EXPECT_TRUE(at::allclose(pooled["clicks__seq0"], at::stack({w[4], zero, w[7]}).detach()));
-  EXPECT_TRUE(at::allclose(pooled["clicks__seq2"], at::stack({w[6], zero, zero}).detach()));
   auto model = DenseModel::Create(c, 7, at::kCPU);
   std::map<std::string, at::Tensor> p;
   for (const auto& param : model->Parameters()) p[param.name] = param.tensor;
-  // The model over the EBC's columns rebuilt from w (so that w gets the model's gradient).
-  std::vector<std::string> keys = pooled.Keys();
-  std::vector<at::Tensor> cols;
-  const std::map<std::string, at::Tensor> rows = {
-      {"item", item_dim == 3 ? at::stack({w[1], w[2], w[3]}) : pooled["item"]},
-      {"clicks__seq0", at::stack({w[4], zero, w[7]})},
-      {"clicks__seq1", at::stack({w[5], zero, zero})},
-      {"clicks__seq2", at::stack({w[6], zero, zero})}};
-  for (const auto& k : keys) cols.push_back(rows.count(k) ? rows.at(k) : pooled[k]);
-  const KeyedTensor kt(keys, pooled.LengthPerKey(), at::cat(cols, 1));
-  EXPECT_TRUE(at::allclose(kt.Values(), pooled.Values()));
   const at::Tensor got = model->Forward(kt, at::zeros({3, 0}), true);
   // The reference: [item, encoder(item, padded clicks)] → tower → final → output.
-  const at::Tensor q = rows.at("item");
+  const at::Tensor q = item_dim == 3 ? at::stack({w[1], w[2], w[3]}) : kt["item"].detach();
   const at::Tensor s = at::stack({at::stack({w[4], w[5], w[6]}), at::stack({zero, zero, zero}),
                                   at::stack({w[7], zero, zero})});
   const at::Tensor x = at::cat({q, Reference(din, p, q, s, L({3, 0, 1}))}, 1);
@@ -186,7 +225,6 @@ void CheckModel(bool din, std::int64_t item_dim) {
     EXPECT_TRUE(at::allclose(g_got[i], g_want[i], 1e-5, 1e-6)) << g_got[i] << g_want[i];
   }
   EXPECT_GT(g_got[0].abs().sum().item<float>(), 0.0F);
-  (void)w_item;
 }
 
 TEST(Model, AttentionEncodersMatchComposedTorch) {
@@ -224,16 +262,15 @@ TEST(Model, MultiTowerDinMatchesComposedTorch) {
   mt->mutable_final()->add_hidden_units(2);
   mt->mutable_final()->set_activation("");
   EXPECT_EQ(AttentionSequenceFeatures(c), (std::vector<std::string>{"clicks"}));
-  const auto tables = EmbeddingTables(c);
-  EmbeddingBagCollection ebc(tables, EmbeddingOptimizerConfig{}, 11, at::kCPU);
+  ASSERT_EQ(EmbeddingTables(c).size(), 1U);  // user_emb; item_emb is the EC's
   const KeyedJaggedTensor kjt({"item", "clicks", "user"}, L({1, 2, 3, 4, 5, 6, 7, 0, 3, 4}),
                               L({1, 1, 1, 3, 0, 1, 1, 1, 1}));
   at::NoGradGuard no_grad;
-  const KeyedTensor kt = AddSequenceLengths(c, ebc.Forward(AddDerivedFeatures(c, kjt)), kjt);
+  const at::Tensor w = ItemTable();
+  const KeyedTensor kt = ModelInput(c, kjt, w);
   auto dense = DenseModel::Create(c, 7, at::kCPU);
   std::map<std::string, at::Tensor> p;
   for (const auto& param : dense->Parameters()) p[param.name] = param.tensor.detach();
-  const at::Tensor w = ebc.Weight("item_emb");
   const at::Tensor zero = at::zeros({3});
   const at::Tensor q = at::stack({w[1], w[2], w[3]});
   const at::Tensor s = at::stack({at::stack({w[4], w[5], w[6]}), at::stack({zero, zero, zero}),
