@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
+#include <string>
 
 #include "agent_error.hpp"
 #include "tzrun/base/strings.hpp"
@@ -149,6 +151,37 @@ rendezvous::EtcdTls CheckLegacyEtcdConf(const rendezvous::ConfMap& c) {
   return EtcdTlsConf(c, https, "cert", "key", "cacert");
 }
 
+// c10d's --rdzv-conf store_type (c10d_rendezvous_backend.py create_backend: stripped, any case;
+// "tcp" by default): nullopt for tcp, the FileStore path for file (the endpoint as given; "" =
+// a temporary file). The TCP-only keys torchrun ignores under file are refused by name.
+std::optional<std::string> FileStorePath(const LaunchConfig& cfg) {
+  const auto& c = cfg.rdzv_conf;
+  const auto it = c.find("store_type");
+  const std::string type = it == c.end() ? "tcp" : base::Lower(base::Strip(it->second));
+  if (type == "tcp") return std::nullopt;
+  if (type != "file") {
+    throw rendezvous::ConfigError("--rdzv-conf store_type=" + it->second +
+                                  ": the c10d store type is tcp or file (torchrun's choices); "
+                                  "use store_type=tcp or store_type=file");
+  }
+  if (cfg.standalone) {
+    throw rendezvous::ConfigError(
+        "--rdzv-conf store_type=file with --standalone: torchrun would keep the store in a file "
+        "named 'localhost:0' in the working directory (--standalone's endpoint taken as a path); "
+        "drop store_type=file, or use --rdzv-backend=c10d --rdzv-endpoint=<file> instead of "
+        "--standalone");
+  }
+  for (const char* key : {"is_host", "read_timeout"}) {
+    if (c.contains(key)) {
+      throw rendezvous::ConfigError(
+          std::string("--rdzv-conf ") + key +
+          ": only the TCP store has it (torchrun ignores it under store_type=file: nobody hosts "
+          "a FileStore, whose calls wait up to 300 s); drop the key");
+    }
+  }
+  return cfg.rdzv_endpoint;
+}
+
 }  // namespace
 
 std::chrono::milliseconds MonitorInterval(const LaunchConfig& cfg) {
@@ -164,15 +197,11 @@ rendezvous::DynamicOptions DynamicOptions(const LaunchConfig& cfg, const std::st
   o.run_id = cfg.rdzv_id;
   o.min_nodes = cfg.min_nodes;
   o.max_nodes = cfg.max_nodes;
-  o.endpoint = ParseEndpoint(cfg.rdzv_endpoint, etcd ? 2379 : 29400);
   o.local_addr = local_addr;
   const auto& c = cfg.rdzv_conf;
   if (etcd) o.etcd_tls = CheckEtcdConf(c);
-  if (auto it = c.find("store_type"); it != c.end() && it->second != "tcp") {
-    throw rendezvous::ConfigError("--rdzv-conf store_type=" + it->second +
-                                  ": tzrun supports only store_type=tcp (the FileStore variant "
-                                  "is not implemented); drop the key");
-  }
+  o.store_file = FileStorePath(cfg);
+  if (!o.store_file) o.endpoint = ParseEndpoint(cfg.rdzv_endpoint, etcd ? 2379 : 29400);
   o.is_host = ConfBool(c, "is_host");
   if (auto t = ConfSeconds(c, "join_timeout")) o.join_timeout = *t;
   if (auto t = ConfSeconds(c, "last_call_timeout")) o.last_call_timeout = *t;

@@ -8,7 +8,9 @@
 //   static: timeout (900), read_timeout (60), close_timeout (30; end-of-job wait of node 0)
 //   c10d:   join_timeout (600), last_call_timeout (30), close_timeout (30), read_timeout (60),
 //           heartbeat_timeout (5), keep_alive_interval (5), keep_alive_max_attempt (3),
-//           is_host (inferred), store_type (tcp only)
+//           is_host (inferred), store_type (tcp, or file: torch's FileStore at the
+//           --rdzv-endpoint path, a temporary file without one; is_host and read_timeout are
+//           refused with it, --standalone too)
 // Durations are seconds and may have fractions.
 //
 // Pure functions of their arguments; thread-safe.
@@ -39,8 +41,8 @@ void ValidateTopology(const LaunchConfig& cfg);
 [[nodiscard]] std::chrono::milliseconds MonitorInterval(const LaunchConfig& cfg);
 
 /// Options of the c10d and etcd-v2 backends for `cfg`; `local_addr` is --local-addr or the
-/// FQDN. Throws rendezvous::ConfigError (e.g. store_type other than tcp; under etcd-v2 the
-/// TLS keys and the c10d-only keys).
+/// FQDN. Throws rendezvous::ConfigError (e.g. store_type other than tcp or file, TCP-only keys
+/// with store_type=file; under etcd-v2 the TLS keys and the c10d-only keys).
 [[nodiscard]] rendezvous::DynamicOptions DynamicOptions(const LaunchConfig& cfg,
                                                         const std::string& local_addr);
 

@@ -16,6 +16,7 @@
 #include "dynamic_ops.hpp"
 #include "etcd_client.hpp"
 #include "exit_barrier.hpp"
+#include "file_store.hpp"
 #include "state_channel.hpp"
 #include "tzrun/rendezvous/errors.hpp"
 #include "tzrun/rendezvous/ranks.hpp"
@@ -208,6 +209,10 @@ class DynamicRendezvous final : public detail::WatchingHandler {
       ConnectEtcd(interrupt);
       return;
     }
+    if (o_.store_file) {
+      ConnectFile();
+      return;
+    }
     const bool inferred = !o_.is_host.has_value();
     const bool is_host = o_.is_host.value_or(MatchesMachineHostname(o_.endpoint.host));
     std::string host = o_.endpoint.host;
@@ -247,6 +252,35 @@ class DynamicRendezvous final : public detail::WatchingHandler {
     channel_ = detail::MakeStoreChannel(client_, key_);
   }
 
+  // store_type=file: torch's FileStore at the endpoint path, or a new temporary file
+  // (c10d_rendezvous_backend.py _create_file_store); nobody hosts it.
+  void ConnectFile() {
+    std::string path = *o_.store_file;
+    try {
+      if (path.empty()) {
+        path = detail::MakeTempStoreFile();
+        if (o_.max_nodes > 1) {
+          detail::Log(o_.log, LogLevel::kWarning,
+                      "--rdzv-conf store_type=file without --rdzv-endpoint: the rendezvous "
+                      "store is the new temporary file " +
+                          path +
+                          ", which no other node knows; give every node --rdzv-endpoint=<a "
+                          "file on a filesystem they share>");
+        }
+      }
+      store_endpoint_ = path;
+      kv_ = detail::MakeFileStore(path, store::Store::kDefaultTimeout);
+      kv_->CompareSet(key_, "", std::string(detail::kC10dNullState));
+    } catch (const store::StoreError& e) {
+      throw RendezvousConnectionError(
+          std::string("cannot use the c10d rendezvous FileStore: ") + e.what() +
+          "; give --rdzv-endpoint a file this user can create and lock (flock), on a "
+          "filesystem every node shares");
+    }
+    detail::Log(o_.log, LogLevel::kInfo, "c10d rendezvous store: the FileStore " + path);
+    channel_ = detail::MakeStoreChannel(kv_, key_);
+  }
+
   // etcd-v2: the state and the round store live in etcd (torchrun's etcd_rendezvous_backend.py).
   void ConnectEtcd(const Interrupt& interrupt) {
     detail::EtcdClient etcd(o_.endpoint.host, o_.endpoint.port, o_.read_timeout, o_.etcd_tls);
@@ -278,6 +312,11 @@ class DynamicRendezvous final : public detail::WatchingHandler {
           "lost etcd at " + FormatEndpoint(o_.endpoint) + " (" + e.what() +
           "), which holds the etcd-v2 rendezvous; check that etcd runs there with "
           "--enable-v2=true and that this node can reach it (--rdzv-endpoint)");
+    }
+    if (o_.store_file) {
+      return RendezvousConnectionError(
+          "lost the c10d rendezvous FileStore " + store_endpoint_ + " (" + e.what() +
+          "); check that the file is still there and that its filesystem is reachable");
     }
     return RendezvousConnectionError(
         "lost the c10d rendezvous store at " + FormatEndpoint(o_.endpoint) + " (" + e.what() +

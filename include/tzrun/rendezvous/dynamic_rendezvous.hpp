@@ -21,12 +21,13 @@
 //
 // Under c10d the state is torchrun's too: base64 of its pickle under the store key
 // torch.rendezvous.<run_id>, "no state" its sentinel (c10d_rendezvous_backend.py), so tzrun and
-// torchrun agents can share a c10d rendezvous. Differences from torchrun: tzrun's waiting nodes
-// are also woken by a notify key the writer sets for the state it replaced, instead of only
-// polling every second; every store reply is bounded by read_timeout and the connect
-// by join_timeout; participants record their local restart count so the round's
-// TORCHELASTIC_RESTART_COUNT is the same on every node (their maximum); round rank 0 hosts
-// a fresh workers' store every round (torch 2.11 workers use the agent store without a
+// torchrun agents can share a c10d rendezvous, over the TCP store or (store_type=file) over
+// torch's FileStore in a shared file (src/rendezvous/file_store.hpp), which no agent hosts.
+// Differences from torchrun: tzrun's waiting nodes are also woken by a notify key the writer sets
+// for the state it replaced, instead of only polling every second; every store reply is bounded by
+// read_timeout and the connect by join_timeout; participants record their local restart count so
+// the round's TORCHELASTIC_RESTART_COUNT is the same on every node (their maximum); round rank 0
+// hosts a fresh workers' store every round (torch 2.11 workers use the agent store without a
 // per-attempt prefix, so a reused store hands stale gloo addresses to restarted workers —
 // torchrun's gloo restarts fail that way); the watcher also reports a participant that
 // left or died; a node
@@ -64,6 +65,10 @@ struct DynamicOptions {
   Endpoint endpoint{"localhost", 29400};
   /// etcd-v2 only: http or https with certificates (params.hpp).
   EtcdTls etcd_tls;
+  /// c10d with rdzv-conf store_type=file: the path of torch's FileStore holding the state and
+  /// the round stores ("" = a new temporary file, tempfile.mkstemp); `endpoint` and `is_host`
+  /// are then unused. nullopt: the TCP store at `endpoint` (store_type=tcp).
+  std::optional<std::string> store_file;
   /// rdzv-conf is_host; nullopt = infer from the endpoint host (matches_machine_hostname),
   /// falling back to a client when binding fails.
   std::optional<bool> is_host;

@@ -57,8 +57,38 @@ TEST(RendezvousOptions, DynamicFromLaunchConfig) {
   EXPECT_EQ(o.heartbeat_timeout, 5s);
   EXPECT_EQ(o.local_addr, "me");
 
-  d.rdzv_conf = {{"store_type", "file"}};
-  EXPECT_THROW((void)DynamicOptions(d, "me"), ConfigError);
+  // store_type (stripped, any case, as torchrun): tcp is the default; file makes the endpoint
+  // the FileStore's path ("" = a temporary file), without the TCP-only keys or --standalone.
+  d.rdzv_conf = {{"store_type", "TCP"}};
+  EXPECT_FALSE(DynamicOptions(d, "me").store_file);
+  d.rdzv_endpoint = "/shared/job.store";
+  d.rdzv_conf = {{"store_type", " File "}, {"join_timeout", "7"}};
+  o = DynamicOptions(d, "me");
+  EXPECT_EQ(o.store_file, "/shared/job.store");
+  EXPECT_EQ(o.join_timeout, 7s);
+  d.rdzv_endpoint = "";
+  EXPECT_EQ(DynamicOptions(d, "me").store_file, "");
+  auto refused = [&](std::map<std::string, std::string> conf, bool standalone) {
+    d.rdzv_conf = std::move(conf);
+    d.standalone = standalone;
+    try {
+      (void)DynamicOptions(d, "me");
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.ExitCode(), 2);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(refused({{"store_type", "etcd"}}, false)
+                .find("store_type=etcd: the c10d store type "
+                      "is tcp or file"),
+            std::string::npos);
+  for (const char* key : {"is_host", "read_timeout"}) {
+    EXPECT_NE(refused({{"store_type", "file"}, {key, "1"}}, false)
+                  .find(std::string("--rdzv-conf ") + key + ": only the TCP store has it"),
+              std::string::npos);
+  }
+  EXPECT_NE(refused({{"store_type", "file"}}, true).find("'localhost:0'"), std::string::npos);
 }
 
 TEST(RendezvousOptions, LegacyEtcdKeysAndRefusals) {
