@@ -87,6 +87,26 @@ struct CpuMask {
 
 using base::ErrnoText;
 
+// The SpawnError for what the child reported through the exec-status pipe (it is reaped).
+[[noreturn]] void ThrowChildFailure(const SpawnRequest& req, int step, int child_errno) {
+  if (step == kAffinityStep) {
+    throw SpawnError("cannot bind worker '" + req.program + "' to CPUs " +
+                         CpuListText(CpuSet(req.cpus.begin(), req.cpus.end())) +
+                         " (--numa-binding): sched_setaffinity: " + ErrnoText(child_errno) +
+                         "; the CPUs this agent may use changed since it planned the binding "
+                         "(cgroup cpuset?): drop --numa-binding or restart the job",
+                     125, child_errno);
+  }
+  const int code = child_errno == ENOENT ? 127 : 126;
+  std::string hint = child_errno == ENOENT    ? "check the path (or its #! interpreter)"
+                     : child_errno == EACCES  ? "make it executable (chmod +x)"
+                     : child_errno == ENOEXEC ? "add a #! line or run it with Python"
+                                              : "check the program";
+  throw SpawnError("cannot execute '" + req.program + "': " + ErrnoText(child_errno) + " (errno " +
+                       std::to_string(child_errno) + "); " + hint,
+                   code, child_errno);
+}
+
 }  // namespace
 
 pid_t Spawn(const SpawnRequest& req) {
@@ -158,26 +178,10 @@ pid_t Spawn(const SpawnRequest& req) {
   } while (n < 0 && errno == EINTR);
   ::close(pfd[0]);
   if (n == static_cast<ssize_t>(sizeof report)) {
-    const int child_errno = report[1];
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (report[0] == kAffinityStep) {
-      throw SpawnError("cannot bind worker '" + req.program + "' to CPUs " +
-                           CpuListText(CpuSet(req.cpus.begin(), req.cpus.end())) +
-                           " (--numa-binding): sched_setaffinity: " + ErrnoText(child_errno) +
-                           "; the CPUs this agent may use changed since it planned the binding "
-                           "(cgroup cpuset?): drop --numa-binding or restart the job",
-                       125, child_errno);
-    }
-    const int code = child_errno == ENOENT ? 127 : 126;
-    std::string hint = child_errno == ENOENT    ? "check the path (or its #! interpreter)"
-                       : child_errno == EACCES  ? "make it executable (chmod +x)"
-                       : child_errno == ENOEXEC ? "add a #! line or run it with Python"
-                                                : "check the program";
-    throw SpawnError("cannot execute '" + req.program + "': " + ErrnoText(child_errno) +
-                         " (errno " + std::to_string(child_errno) + "); " + hint,
-                     code, child_errno);
+    ThrowChildFailure(req, report[0], report[1]);
   }
   return pid;
 }
