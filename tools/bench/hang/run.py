@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import signal
 import socket
 import statistics
@@ -142,11 +143,17 @@ def hang_run(launcher, md, cfg, data, a, path, window=None, extra=()):
 
 
 def step_rate(launcher, md, cfg, data, a, extra):
+    """(median samples/s of rank 0's progress lines after the first 5, CPU seconds of the whole
+    job: tzrun, its workers and their threads, user + system). The CPU time is the figure that
+    holds on a busy machine: the work is fixed, so only the reports' own cost changes it."""
     subprocess.run(["rm", "-rf", md], check=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(job(launcher, md, cfg, data, a, extra), capture_output=True, text=True,
                          env=dict(os.environ, PATH=f"{BIN}:{os.environ['PATH']}"), check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     rates = [float(m.group(4)) for m in map(PROGRESS.match, out.stdout.splitlines()) if m]
-    return statistics.median(rates[5:] or rates)
+    return statistics.median(rates[5:] or rates), round(cpu, 2)
 
 
 SCRAPER_WORKER = """
@@ -211,6 +218,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="A/B rounds of the step-cost runs")
     ap.add_argument("--anchor-window", type=int, default=60,
                     help="seconds torchrun is watched for a restart (0: no torchrun run)")
+    ap.add_argument("--ab-only", action="store_true",
+                    help="only the step-cost A/B and the scrape (no hang runs)")
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "tzrec_hangbench"))
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
@@ -224,12 +233,15 @@ def main():
     tz = [os.path.join(BIN, "tzrun"), "--standalone"]
     hang = (f"--hang-timeout={a.hang_timeout}",)
     out = {"hang_timeout_s": a.hang_timeout}
+    kinds = () if a.ab_only else ("eu_stack", "gdb", "none")
     for kind, tools in (("eu_stack", ("eu-stack",)), ("gdb", ("gdb",)), ("none", ())):
+        if kind not in kinds:
+            continue
         path = tools_path(a.work, kind, tools)
         md = os.path.join(a.work, f"model_hang_{kind}")
         subprocess.run(["rm", "-rf", md], check=True)
         out[f"tzrun_{kind}"] = hang_run(tz, md, cfg, data, a, path, extra=hang)
-    if a.anchor_window > 0:
+    if a.anchor_window > 0 and not a.ab_only:
         md = os.path.join(a.work, "model_hang_torchrun")
         subprocess.run(["rm", "-rf", md], check=True)
         out["torchrun"] = hang_run([os.path.join(VENV_BIN, "torchrun"), "--standalone",
@@ -239,10 +251,10 @@ def main():
     for _ in range(a.rounds):  # alternating rounds
         a_on.append(step_rate(tz, os.path.join(a.work, "model_ab"), cfg, data, a, hang))
         a_off.append(step_rate(tz, os.path.join(a.work, "model_ab"), cfg, data, a, ()))
-    out["ab"] = {"with_reports": a_on, "without": a_off}
+    out["ab"] = {"with_reports": a_on, "without": a_off}  # (samples/s, job CPU s) per round
     out["scrape_16_ranks"] = scrape_latency(a.work)
     s = a.hang_timeout
-    for kind in ("eu_stack", "gdb", "none"):
+    for kind in kinds:
         r = out[f"tzrun_{kind}"]
         print(f"hang -> restart (backtrace: {kind:8}): detected {r['detected']:.2f} s, group restarted "
               f"{r['restart']:.2f} s (goal <= {s + 1} s), first step {r['first_step']:.2f} s")
@@ -253,9 +265,11 @@ def main():
         bound = tr["window"] if tr["restart"] is None else tr["restart"]
         print(f"anchor torchrun: restarted {shown}; ratio >= {bound / ours:.1f}x "
               "(TorchEasyRec's process-group timeout: 1800 s)")
-    on, off = statistics.median(a_on), statistics.median(a_off)
+    on, off = statistics.median(r[0] for r in a_on), statistics.median(r[0] for r in a_off)
+    con, coff = statistics.median(r[1] for r in a_on), statistics.median(r[1] for r in a_off)
     print(f"step cost of progress reports: {on:.0f} vs {off:.0f} samples/s "
-          f"({100 * (on / off - 1):+.1f} %; rounds {a_on} / {a_off})")
+          f"({100 * (on / off - 1):+.1f} %); job CPU {con:.2f} vs {coff:.2f} s "
+          f"({100 * (con / coff - 1):+.1f} %); rounds {a_on} / {a_off}")
     sc = out["scrape_16_ranks"]
     print(f"scrape with 16 ranks ({sc['lines']} lines): median {sc['median_ms']:.2f} ms, "
           f"p95 {sc['p95_ms']:.2f} ms (goal <= 5 ms)")
