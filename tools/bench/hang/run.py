@@ -248,9 +248,10 @@ def main():
                                     "--no-python"], md, cfg,
                                    data, a, f"{BIN}:{os.environ['PATH']}", window=a.anchor_window)
     a_on, a_off = [], []
-    for _ in range(a.rounds):  # alternating rounds
-        a_on.append(step_rate(tz, os.path.join(a.work, "model_ab"), cfg, data, a, hang))
-        a_off.append(step_rate(tz, os.path.join(a.work, "model_ab"), cfg, data, a, ()))
+    for i in range(a.rounds):  # alternating rounds, each other one in the opposite order (ABBA)
+        for on in ((True, False) if i % 2 == 0 else (False, True)):
+            r = step_rate(tz, os.path.join(a.work, "model_ab"), cfg, data, a, hang if on else ())
+            (a_on if on else a_off).append(r)
     out["ab"] = {"with_reports": a_on, "without": a_off}  # (samples/s, job CPU s) per round
     out["scrape_16_ranks"] = scrape_latency(a.work)
     s = a.hang_timeout
