@@ -67,6 +67,8 @@ struct Worker {
   bool stopped_by_tzrun = false;           // StopGroup() signalled it before it was reaped
   std::optional<std::string> stderr_tail;  // failed workers only, captured by CaptureTails()
   std::optional<std::string> hang;         // --hang-timeout killed it (hang_agent.cpp)
+  int hang_order =
+      -1;  // among the ranks killed for one hang: 0 = the likely cause (hang_agent.cpp)
 };
 
 class Agent {
@@ -106,6 +108,10 @@ class Agent {
   /// group failed. `timeout_ms`: poll timeout until its next deadline (-1: none).
   bool WatchStraggler(bool& warned, int& timeout_ms);
   bool WatchHangs(int& timeout_ms);  // --hang-timeout (hang_agent.cpp)
+  // Backtraces (up to two ranks at once), the console report, SIGKILL and reap of the stalled
+  // ranks (indices into `index`, which maps them to workers_), the likely cause first.
+  void KillHungRanks(const std::vector<std::size_t>& stalled, const std::vector<std::size_t>& index,
+                     const std::vector<std::string>& reports);
   void OpenProgressDir();
   [[nodiscard]] std::string ProgressFile(int local_rank) const;
   // observe_agent.cpp (--metrics-port metrics.hpp, --event-log event_log.hpp)

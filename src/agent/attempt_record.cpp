@@ -34,7 +34,8 @@ RankOutcome OutcomeOf(const Worker& w, int restarts) {
     if (auto info = ReadErrorFile(w.error_file)) r.error_message = info->message;
     r.stderr_tail = w.stderr_tail;
   }
-  r.stopped_by_tzrun = w.stopped_by_tzrun;
+  r.stopped_by_tzrun = w.stopped_by_tzrun && !w.hang;  // a hung rank is the cause, not a victim
+  r.hang = w.hang;
   return r;
 }
 

@@ -4,10 +4,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent_error.hpp"
@@ -72,30 +74,51 @@ bool Agent::WatchHangs(int& timeout_ms) {
   }
   if (cfg_.hang_timeout <= 0) return false;  // read for --metrics-port only
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(cfg_.hang_timeout * 1000));
-  const auto stalled = detail::StalledRanks(live, now, timeout);
-  if (stalled.empty()) return false;
+  const auto by_quiet = detail::StalledRanks(live, now, timeout);
+  if (by_quiet.empty()) return false;
+  std::vector<detail::StallFacts> facts;
+  for (std::size_t s : by_quiet) {
+    facts.push_back({detail::IsStopped(workers_[index[s]].pid), detail::ReportStep(*live[s].line)});
+  }
+  const auto stalled = detail::OrderByLikelyCause(by_quiet, facts);  // the likely cause first
   // Named at once (the line a user and the tests wait for), before the diagnostics: a backtrace
   // tool (gdb above all) can take its whole timeout; it runs for up to two ranks concurrently.
   std::vector<std::string> reports;
-  for (std::size_t s : stalled) {
+  for (std::size_t k = 0; k < stalled.size(); ++k) {
+    const std::size_t s = stalled[k];
     Worker& w = workers_[index[s]];
     const double quiet_s = std::chrono::duration<double>(now - live[s].last_change).count();
     const std::string last = detail::DescribeReport(*live[s].line);
+    const Worker& first = workers_[index[stalled[0]]];
+    const std::string action =
+        k == 0 ? "killing it and stopping the group (restarted if --max-restarts allows)"
+               : "killing it too (it went quiet with rank " + std::to_string(first.global_rank) +
+                     ", the likely cause)";
     log_->error(
         "hang detected: rank {} (local_rank {}, pid {}) made no progress for {:.0f} s "
-        "(--hang-timeout {}); last report: {}; killing it and restarting the group",
-        w.global_rank, w.local_rank, w.pid, quiet_s, cfg_.hang_timeout, last);
-    reports.push_back("no progress for " + std::to_string(static_cast<long long>(quiet_s)) +
-                      " s (--hang-timeout " + std::to_string(cfg_.hang_timeout).substr(0, 6) +
-                      "); last report: " + last + "\nthreads: " + detail::ThreadStates(w.pid));
+        "(--hang-timeout {:g}); last report: {}; {}",
+        w.global_rank, w.local_rank, w.pid, quiet_s, cfg_.hang_timeout, last, action);
+    reports.push_back(fmt::format("no progress for {:.0f} s (--hang-timeout {:g}); last report: {}",
+                                  quiet_s, cfg_.hang_timeout, last) +
+                      "\nthreads: " + detail::ThreadStates(w.pid));
+    w.hang_order = static_cast<int>(k);
     ++hang_detections_;
     attempt_hung_ = true;
     Emit("hang_detected", {{"local_rank", w.local_rank},
                            {"global_rank", w.global_rank},
                            {"pid", w.pid},
                            {"quiet_s", quiet_s},
-                           {"last_report", last}});
+                           {"last_report", last},
+                           {"likely_cause", k == 0}});
   }
+  KillHungRanks(stalled, index, reports);
+  StopGroup(SIGTERM);
+  return true;
+}
+
+void Agent::KillHungRanks(const std::vector<std::size_t>& stalled,
+                          const std::vector<std::size_t>& index,
+                          const std::vector<std::string>& reports) {
   std::vector<std::future<std::string>> traces;
   for (std::size_t k = 0; k < stalled.size() && k < kBacktracedRanks; ++k) {
     const pid_t pid = workers_[index[stalled[k]]].pid;
@@ -106,10 +129,28 @@ bool Agent::WatchHangs(int& timeout_ms) {
     Worker& w = workers_[index[stalled[k]]];
     const std::string bt = k < traces.size() ? traces[k].get() : "";
     w.hang = reports[k] + (bt.empty() ? "" : "\n" + bt);
+    // On the console now: the failure report that also carries it is printed only if the job
+    // finally fails, and a restart that succeeds would leave no trace of why the rank hung.
+    std::string indented = *w.hang;
+    for (std::size_t at = 0; (at = indented.find('\n', at)) != std::string::npos; at += 3) {
+      indented.replace(at, 1, "\n  ");
+    }
+    log_->error("hang report of rank {} (local_rank {}, pid {}):\n  {}", w.global_rank,
+                w.local_rank, w.pid, indented);
     ::killpg(w.pid, SIGKILL);
   }
-  StopGroup(SIGTERM);
-  return true;
+  // Reaped before the group's SIGTERM, so the stop sequence does not name them again.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  auto hung_alive = [&] {
+    for (std::size_t s : stalled) {
+      if (!workers_[index[s]].reaped) return true;
+    }
+    return false;
+  };
+  while (hung_alive() && std::chrono::steady_clock::now() < deadline) {
+    ReapAll();
+    if (hung_alive()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 }  // namespace tzrun::agent

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 namespace tzrun::agent::detail {
@@ -30,6 +31,40 @@ std::vector<std::size_t> StalledRanks(const std::vector<RankProgress>& ranks,
     return ranks[a].last_change < ranks[b].last_change;
   });
   return stale;
+}
+
+std::vector<std::size_t> OrderByLikelyCause(const std::vector<std::size_t>& stalled,
+                                            const std::vector<StallFacts>& facts) {
+  std::vector<std::size_t> pos(stalled.size());
+  for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = i;
+  constexpr long long kNoStep = std::numeric_limits<long long>::max();
+  std::stable_sort(pos.begin(), pos.end(), [&](std::size_t a, std::size_t b) {
+    const StallFacts& x = facts[a];
+    const StallFacts& y = facts[b];
+    if (x.stopped != y.stopped) return x.stopped;
+    return x.step.value_or(kNoStep) < y.step.value_or(kNoStep);
+  });
+  std::vector<std::size_t> out;
+  out.reserve(pos.size());
+  for (std::size_t i : pos) out.push_back(stalled[i]);
+  return out;
+}
+
+std::optional<long long> ReportStep(const std::string& line) {
+  std::istringstream in(line);
+  long long step = 0;
+  if (in >> step) return step;
+  return std::nullopt;
+}
+
+bool IsStopped(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos || close + 2 >= stat.size()) return false;
+  const char state = stat[close + 2];
+  return state == 'T' || state == 't';
 }
 
 std::string DescribeReport(const std::string& line) {

@@ -48,6 +48,26 @@ std::vector<std::size_t> StalledRanks(const std::vector<RankProgress>& ranks,
                                       ProgressClock::time_point now,
                                       std::chrono::milliseconds timeout);
 
+/// What ranks the stalled ranks by how likely each caused the stall.
+struct StallFacts {
+  bool stopped = false;  ///< its main thread is stopped (state T or t: SIGSTOP, a debugger)
+  std::optional<long long> step;  ///< its last reported step, if the report parses
+};
+
+/// The stalled ranks (StalledRanks' order: the longest quiet first) reordered by how likely each
+/// caused the stall, the most likely first: a stopped rank before a running or waiting one, then
+/// the lowest last reported step (its peers got further and wait on it in a collective), then
+/// StalledRanks' order. `facts[i]` describes `stalled[i]`. The first is named as the root cause.
+std::vector<std::size_t> OrderByLikelyCause(const std::vector<std::size_t>& stalled,
+                                            const std::vector<StallFacts>& facts);
+
+/// The step of a report line ("<step> <phase> <time>"), if it parses.
+std::optional<long long> ReportStep(const std::string& line);
+
+/// Whether the main thread of `pid` is stopped (/proc/<pid>/stat state T or t); false when the
+/// process is gone.
+bool IsStopped(pid_t pid);
+
 /// "step 120, phase train" from a report line ("<step> <phase> <time>"); the raw line when it
 /// does not parse.
 std::string DescribeReport(const std::string& line);

@@ -249,6 +249,13 @@ int TzrunExitCode(const WorkerFailure& f) noexcept {
 std::size_t SelectRootCause(const std::vector<WorkerFailure>& failures) {
   const bool any_own = std::any_of(failures.begin(), failures.end(),
                                    [](const WorkerFailure& f) { return !f.stopped_by_tzrun; });
+  // Ranks --hang-timeout killed together are ordered by how likely each caused the stall.
+  std::optional<std::size_t> hung;
+  for (std::size_t i = 0; i < failures.size(); ++i) {
+    const int order = failures[i].hang_order;
+    if (order >= 0 && (!hung || order < failures[*hung].hang_order)) hung = i;
+  }
+  if (hung) return *hung;
   std::optional<std::size_t> best;
   double best_ts = 0;
   for (std::size_t i = 0; i < failures.size(); ++i) {
@@ -503,6 +510,8 @@ nlohmann::ordered_json RankJson(const RankOutcome& r) {
   }
   if (r.exit_code == 0 && r.signal == 0) {
     j["state"] = "succeeded";
+  } else if (r.hang) {
+    j["state"] = "hung";
   } else if (r.stopped_by_tzrun) {
     j["state"] = "stopped";
   } else {
@@ -518,6 +527,11 @@ nlohmann::ordered_json RankJson(const RankOutcome& r) {
     j["stderr_tail"] = *r.stderr_tail;
   } else {
     j["stderr_tail"] = nullptr;
+  }
+  if (r.hang) {
+    j["hang"] = *r.hang;
+  } else {
+    j["hang"] = nullptr;
   }
   return j;
 }

@@ -103,6 +103,9 @@ struct WorkerFailure {
       std::nullopt;  ///< last stderr lines; nullopt: not captured
   /// --hang-timeout killed it: why (its last report, how long ago, its threads).
   std::optional<std::string> hang = std::nullopt;
+  /// Among the ranks --hang-timeout killed together: 0 for the likely cause, 1 for the next...
+  /// (hang_detector.hpp OrderByLikelyCause); -1 when not hung.
+  int hang_order = -1;
 };
 
 /// "SIGKILL" for 9 etc. (Python's signal.Signals(n).name); "<N/A>" if unknown.
@@ -115,7 +118,8 @@ int TzrunExitCode(const WorkerFailure& f) noexcept;
 /// smallest timestamp, where the timestamp is the error file's if it has one, else the
 /// observation time; ties go to the earliest element. Failures stopped by tzrun are only
 /// chosen when every failure was (tzrun: a rank tzrun stopped is never the root cause of
-/// the failure that made tzrun stop it). Precondition: non-empty.
+/// the failure that made tzrun stop it). When --hang-timeout killed ranks, the one with the
+/// lowest hang_order (the likely cause of the stall) is the root cause. Precondition: non-empty.
 std::size_t SelectRootCause(const std::vector<WorkerFailure>& failures);
 
 /// torchrun's ChildFailedError message, byte-for-byte in torchrun's layout, e.g.
@@ -191,6 +195,7 @@ struct RankOutcome {
   std::string error_message;
   bool stopped_by_tzrun = false;
   std::optional<std::string> stderr_tail = std::nullopt;  ///< only for non-zero exits (see schema)
+  std::optional<std::string> hang = std::nullopt;  ///< --hang-timeout killed it: why (see schema)
 };
 
 struct RunSummary {

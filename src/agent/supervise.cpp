@@ -177,6 +177,7 @@ void Agent::RecordExit(Worker& w, int status) {
   f.stopped_by_tzrun = w.stopped_by_tzrun && !w.hang;  // a hung rank is the cause, not a victim
   f.muted = w.muted;
   f.hang = w.hang;
+  f.hang_order = w.hang_order;
   log_->info("worker local_rank {} (pid {}) failed: {}", w.local_rank, w.pid,
              f.signal != 0 ? "killed by " + SignalName(f.signal)
                            : "exit code " + std::to_string(f.exit_code));

@@ -32,7 +32,11 @@ if mode == "silent":       # never reports: not watched
 for step in range(40):
     report_progress(step, "train", every=0.1)
     if r == 1 and att == 0 and step == 10:
-        os.kill(os.getpid(), signal.SIGSTOP)   # hung: no more reports
+        if mode == "stop":
+            os.kill(os.getpid(), signal.SIGSTOP)   # hung: no more reports
+        time.sleep(3600)                           # "sleep": hung, but not stopped
+    if mode == "sleep" and r == 0 and att == 0 and step == 11:
+        time.sleep(3600)   # the peer, one step on, "waiting in a collective" for rank 1
     time.sleep(0.1)
 """
 
@@ -73,6 +77,34 @@ def test_the_report_names_the_hung_rank_its_step_and_threads(worker):
         assert "backtrace (eu-stack -p " in report and "Py_RunMain" in report, report
     elif shutil.which("gdb"):
         assert "backtrace (gdb -batch -p " in report, report
+
+
+def test_the_peer_waiting_on_the_hung_rank_is_not_named_the_root_cause(tmp_path, worker):
+    # Rank 1 sleeps at step 10 (not stopped); rank 0 reports step 11 and then waits too. Both
+    # go quiet within the same second; the rank with the lower step is the likely cause.
+    summary = tmp_path / "s.json"
+    r = tzrun(["--nproc-per-node=2", "--hang-timeout=3", "--max-restarts=1",
+               "--summary-json", summary, worker, "sleep"])
+    assert r.returncode == 0, r.stderr
+    first = r.stderr.index("hang detected: rank ")
+    assert r.stderr[first:].startswith("hang detected: rank 1 (local_rank 1"), r.stderr
+    assert "killing it too (it went quiet with rank 1, the likely cause)" in r.stderr, r.stderr
+    # the restart succeeded, and the console still says why the rank hung
+    assert "hang report of rank 1 (local_rank 1, pid " in r.stderr, r.stderr
+    assert "last report: step 10, phase train" in r.stderr
+    assert "threads: tid " in r.stderr
+    s = json.loads(summary.read_text())
+    (hung,) = [x for x in s["attempts"][0] if x["global_rank"] == 1]
+    assert hung["state"] == "hung" and "no progress for 3 s" in hung["hang"], hung
+    assert hung["stopped_by_tzrun"] is False
+    assert all(x["hang"] is None for x in s["ranks"])  # the restarted attempt ran clean
+
+
+def test_a_stopped_rank_is_the_root_cause_with_max_restarts_0(tmp_path, worker):
+    r = tzrun(["--nproc-per-node=2", "--hang-timeout=3", worker, "stop"])
+    assert r.returncode == 128 + signal.SIGKILL, r.stderr
+    assert "tzrun: root cause is rank 1" in r.stderr, r.stderr
+    assert "killing it and stopping the group (restarted if --max-restarts allows)" in r.stderr
 
 
 def test_ranks_that_never_report_are_not_watched(worker):

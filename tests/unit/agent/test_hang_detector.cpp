@@ -104,5 +104,37 @@ TEST(HangDetector, ThreadBacktracesOfAStoppedProcessNameTheToolAndItsFrames) {
   EXPECT_NE(bt.find("\n#0 "), std::string::npos) << bt;
 }
 
+TEST(HangDetector, TheLikelyCauseIsAStoppedRankThenTheLowestStep) {
+  // rank 0 (index 0) waits in the collective of step 21; rank 1 stopped at step 20
+  EXPECT_EQ(OrderByLikelyCause({0, 1}, {{false, 21}, {true, 20}}),
+            (std::vector<std::size_t>{1, 0}));
+  // a stopped rank comes first even with a higher step
+  EXPECT_EQ(OrderByLikelyCause({0, 1}, {{false, 3}, {true, 20}}), (std::vector<std::size_t>{1, 0}));
+  // none stopped: the lowest step; equal steps keep StalledRanks' order (longest quiet first)
+  EXPECT_EQ(OrderByLikelyCause({2, 0, 1}, {{false, 7}, {false, 5}, {false, 7}}),
+            (std::vector<std::size_t>{0, 2, 1}));
+  // a report without a step goes after those with one
+  EXPECT_EQ(OrderByLikelyCause({0, 1}, {{false, std::nullopt}, {false, 9}}),
+            (std::vector<std::size_t>{1, 0}));
+  EXPECT_EQ(ReportStep("120 eval 1764000000.5"), 120);
+  EXPECT_EQ(ReportStep("garbage"), std::nullopt);
+}
+
+TEST(HangDetector, IsStoppedReadsTheMainThreadsState) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::raise(SIGSTOP);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);
+  EXPECT_TRUE(IsStopped(child));
+  EXPECT_FALSE(IsStopped(::getpid()));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, &status, 0);
+  EXPECT_FALSE(IsStopped(child));  // gone
+}
+
 }  // namespace
 }  // namespace tzrun::agent::detail

@@ -254,6 +254,22 @@ TEST_F(Report, FailureLogMessageMatchesTorchrun) {
 
 // ------------------------------------------------------------------ root cause
 
+TEST_F(Report, RootCauseOfAHangIsTheLikelyCauseNotTheFirstObserved) {
+  // --hang-timeout killed both; rank 0 (a peer blocked on rank 1) was observed first.
+  std::vector<WorkerFailure> f = {
+      {0, 0, 1, 0, 9, "", At(1000)},
+      {1, 1, 2, 0, 9, "", At(1001)},
+  };
+  f[0].hang = "no progress";
+  f[0].hang_order = 1;
+  f[1].hang = "no progress";
+  f[1].hang_order = 0;
+  EXPECT_EQ(SelectRootCause(f), 1u);
+  f[0].hang_order = 0;  // the lowest order wins, whatever the times
+  f[1].hang_order = 1;
+  EXPECT_EQ(SelectRootCause(f), 0u);
+}
+
 TEST_F(Report, RootCauseIsTheEarliestTimestamp) {
   // Rank 0 was observed first, but rank 1's error file says it failed earlier.
   const std::string ef =
