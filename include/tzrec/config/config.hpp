@@ -82,6 +82,10 @@ std::int64_t EvalBatchSize(const PipelineConfig& config);
 // fg_mode FG_NORMAL or FG_DAG: features read their expression's column and tzrec_train runs the
 // feature generation; FG_NONE: they read the column named feature_name, already encoded.
 bool RunsFeatureGeneration(const PipelineConfig& config);
+// The id_feature that maps one item of a sequence_id_feature: its table options (hash_bucket_size,
+// num_buckets, vocab_list, vocab_dict) and separator, for VocabRows / IdVocabulary (ids reserved:
+// TorchEasyRec's SequenceIdFeature always reserves 0 and 1).
+protos::IdFeature SequenceItemFeature(const protos::SequenceIdFeature& feature);
 // The grouped_auc metric's grouping_key, or "" when there is none.
 std::string GroupedAucKey(const PipelineConfig& config);
 // The auc metric's thresholds (TorchEasyRec: torchmetrics' binned AUC, 200 by default; 0: exact);

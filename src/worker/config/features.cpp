@@ -138,6 +138,17 @@ std::int64_t IdTableRows(const M& id) {
 
 }  // namespace
 
+protos::IdFeature SequenceItemFeature(const protos::SequenceIdFeature& s) {
+  protos::IdFeature id;
+  id.set_feature_name(s.feature_name());
+  if (s.has_hash_bucket_size()) id.set_hash_bucket_size(s.hash_bucket_size());
+  if (s.has_num_buckets()) id.set_num_buckets(s.num_buckets());
+  for (const auto& word : s.vocab_list()) id.add_vocab_list(word);
+  for (const auto& entry : s.vocab_dict()) *id.add_vocab_dict() = entry;
+  id.set_separator(s.separator());
+  return id;
+}
+
 const std::string& FeatureName(const protos::FeatureConfig& f) {
   return Visit(f, [](const auto& m) -> const std::string& { return m.feature_name(); });
 }
@@ -170,7 +181,11 @@ std::int64_t NumEmbeddings(const protos::FeatureConfig& f) {
     if (id.vocab_list_size() > 0 || id.vocab_dict_size() > 0) return VocabRows(id);
     return IdTableRows(id);
   }
-  if (f.has_sequence_id_feature()) return IdTableRows(f.sequence_id_feature());
+  if (f.has_sequence_id_feature()) {
+    const protos::IdFeature id = SequenceItemFeature(f.sequence_id_feature());
+    if (id.vocab_list_size() > 0 || id.vocab_dict_size() > 0) return VocabRows(id);
+    return IdTableRows(id);
+  }
   if (f.has_combo_feature()) return static_cast<std::int64_t>(f.combo_feature().hash_bucket_size());
   if (f.has_lookup_feature()) return KvTableRows(f.lookup_feature());
   if (f.has_match_feature()) return KvTableRows(f.match_feature());

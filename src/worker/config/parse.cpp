@@ -242,6 +242,14 @@ std::vector<std::string> ValidatePipelineConfig(const PipelineConfig& config) {
                            ".id_feature.value_dim: not applied with fg_mode FG_NONE (the input "
                            "is already feature-generated), as in TorchEasyRec");
       }
+      const auto& seq_id = config.feature_configs(i).sequence_id_feature();
+      const auto& seq_raw = config.feature_configs(i).sequence_raw_feature();
+      if (seq_id.has_default_value() || seq_id.has_separator() || seq_raw.has_default_value()) {
+        warnings.push_back(path +
+                           ": the sequence's default_value / separator are not applied with "
+                           "fg_mode FG_NONE (fg_encoded_default_value fills empty cells), as in "
+                           "TorchEasyRec");
+      }
       if (config.feature_configs(i).raw_feature().normalizer().empty()) continue;
       warnings.push_back(path +
                          ".raw_feature.normalizer: not applied with fg_mode FG_NONE (the input "

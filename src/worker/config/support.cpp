@@ -28,6 +28,8 @@ constexpr const char* kSeqConfig = "config.SequenceFeaturesAccepted";
 constexpr const char* kSeqInput = "Transform.SequenceIdsSplitTruncateAndFill";
 constexpr const char* kSeqGrouped = "config.GroupedSequenceFeatureExpands";
 constexpr const char* kSeqPool = "config.SequencePoolingAgreesPerTable";
+constexpr const char* kSeqFg = "Transform.SequenceFgSplitsDefaultsAndTruncates";
+constexpr const char* kSeqFgData = "Dataset.SequenceFgReadsExpressionColumn";
 constexpr const char* kSeqModel = "train.Model.PoolingEncoderAppendsPooledSequences";
 constexpr const char* kSeqAttention = "train.Model.AttentionEncodersMatchComposedTorch";
 constexpr const char* kDinModel = "train.Model.MultiTowerDinMatchesComposedTorch";
@@ -271,10 +273,9 @@ const std::vector<FieldSupport> kTable = {
     {P "ParameterConstraints.sharding_types", kH, "allowed TorchRec sharding types",
      "planner.Plan"},
     {P "FeatureConfig.sequence_id_feature", kH,
-     "a sequence of ids (FG_NONE), pooled by a DEEP group's pooling_encoder", kSeqConfig},
+     "a sequence of ids, read by a sequence encoder or a SEQUENCE group", kSeqConfig},
     {P "FeatureConfig.sequence_raw_feature", kH,
-     "a sequence of bucket ids (FG_NONE, with boundaries), pooled by a pooling_encoder",
-     kSeqConfig},
+     "a sequence of bucket ids (with boundaries), read by a sequence encoder", kSeqConfig},
     {P "FeatureConfig.sequence_feature", kH,
      "a grouped sequence: each sub-feature becomes <sequence_name>__<feature_name>", kSeqGrouped},
     {P "SequenceFeature.sequence_name", kH, "the prefix of the sub-features' names and columns",
@@ -291,8 +292,8 @@ const std::vector<FieldSupport> kTable = {
     {P "SeqFeatureConfig.id_feature", kH, "a sequence of ids", kSeqGrouped},
     {P "SeqFeatureConfig.raw_feature", kH, "a sequence of bucket ids (boundaries)", kSeqGrouped},
     {P "SequenceIdFeature.feature_name", kH, "the name and its column", kSeqConfig},
-    {P "SequenceIdFeature.expression", kN, "fg_mode FG_NONE reads the column named feature_name",
-     "config.NoEffectWarns"},
+    {P "SequenceIdFeature.expression", kH,
+     "FG_NORMAL / FG_DAG: side:column read (FG_NONE: the column named feature_name)", kSeqFgData},
     {P "SequenceIdFeature.sequence_length", kH, "keep the first N items of each sequence",
      kSeqInput},
     {P "SequenceIdFeature.sequence_delim", kH, "the item separator of a text cell (default ;)",
@@ -303,13 +304,18 @@ const std::vector<FieldSupport> kTable = {
     {P "SequenceIdFeature.hash_bucket_size", kH, "table rows (ids in [0, n))", kSeqConfig},
     {P "SequenceIdFeature.num_buckets", kH, "table rows (ids in [0, n))", kSeqInput},
     {P "SequenceIdFeature.vocab_list", kH, "table rows len + 2 (ids in [0, len + 2))", kSeqConfig},
+    {P "SequenceIdFeature.vocab_dict", kH, "FG: the given ids, 1 out of vocabulary", kSeqFg},
+    {P "SequenceIdFeature.default_value", kH, "FG: the value of an empty item (\"\": \"0\")",
+     kSeqFg},
+    {P "SequenceIdFeature.separator", kH, "FG: the multi-value separator in an item (one value)",
+     kSeqFg},
     {P "SequenceIdFeature.fg_encoded_default_value", kH,
      "the sequence of an empty cell (unset: empty)", kSeqInput},
     {P "SequenceIdFeature.embedding_constraints", kH, "this table's sharding constraints",
      "train.Model.SequenceTableConstraints"},
     {P "SequenceRawFeature.feature_name", kH, "the name and its column", kSeqConfig},
-    {P "SequenceRawFeature.expression", kN, "fg_mode FG_NONE reads the column named feature_name",
-     "config.NoEffectWarns"},
+    {P "SequenceRawFeature.expression", kH,
+     "FG_NORMAL / FG_DAG: side:column read (FG_NONE: the column named feature_name)", kSeqFgData},
     {P "SequenceRawFeature.sequence_length", kH, "keep the first N items of each sequence",
      kSeqInput},
     {P "SequenceRawFeature.sequence_delim", kH, "the item separator of a text cell", kSeqInput},
@@ -319,6 +325,8 @@ const std::vector<FieldSupport> kTable = {
      "the table has len + 1 rows; the column holds bucket ids (required)", kSeqConfig},
     {P "SequenceRawFeature.fg_encoded_default_value", kH, "the sequence of an empty cell",
      kSeqInput},
+    {P "SequenceRawFeature.default_value", kH,
+     "FG: the value of an empty item (\"\": an empty cell is no items)", kSeqFg},
     {P "SequenceRawFeature.embedding_constraints", kH, "this table's sharding constraints",
      "train.Model.SequenceTableConstraints"},
 

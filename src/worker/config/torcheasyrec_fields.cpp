@@ -34,14 +34,15 @@ constexpr const char* kFeatureType =
     "the feature offline and read it as an id_feature or raw_feature with fg_mode: FG_NONE)";
 constexpr const char* kSequence =
     "this sequence feature type is not implemented by tzrec_train; supported: "
-    "sequence_id_feature, sequence_raw_feature with boundaries (fg_mode FG_NONE)";
+    "sequence_id_feature, sequence_raw_feature with boundaries, sequence_feature of id_feature / "
+    "raw_feature with boundaries";
 constexpr const char* kGroupedSequence =
     "a sequence inside an id_feature / raw_feature is a newer TorchEasyRec form that tzrec_train "
     "does not implement; write a sequence_feature { sequence_name ... features { ... } } or a "
     "sequence_id_feature";
 constexpr const char* kSeqFg =
-    "feature generation of sequence features is not implemented: encode the sequences offline "
-    "and read them with fg_mode FG_NONE (fg_encoded_default_value fills empty cells)";
+    "not implemented for sequence items (each item of a sequence_raw_feature is one value, "
+    "bucketized by boundaries); transform the values offline";
 constexpr const char* kSeqPooling =
     "a sequence feature is pooled by its group's pooling_encoder (pooling_type); remove it";
 constexpr const char* kAttention =
@@ -244,10 +245,7 @@ const std::vector<TorchEasyRecField> kFields = {
     {"tzrec.protos.RawFeature", "sequence_delim", kGroupedSequence},
     {"tzrec.protos.RawFeature", "sequence_fields", kGroupedSequence},
 
-    {"tzrec.protos.SequenceIdFeature", "vocab_dict", "use vocab_list"},
     {"tzrec.protos.SequenceIdFeature", "pooling", kSeqPooling},
-    {"tzrec.protos.SequenceIdFeature", "default_value", kSeqFg},
-    {"tzrec.protos.SequenceIdFeature", "separator", kSeqFg},
     {"tzrec.protos.SequenceIdFeature", "init_fn", kEmbeddingInit},
     {"tzrec.protos.SequenceIdFeature", "value_dim",
      "each sequence item is one id (TorchEasyRec's value_dim 1); remove it"},
@@ -258,7 +256,6 @@ const std::vector<TorchEasyRecField> kFields = {
      "each sequence item is one bucket id; remove it"},
     {"tzrec.protos.SequenceRawFeature", "normalizer", kSeqFg},
     {"tzrec.protos.SequenceRawFeature", "pooling", kSeqPooling},
-    {"tzrec.protos.SequenceRawFeature", "default_value", kSeqFg},
     {"tzrec.protos.SequenceRawFeature", "separator", kSeqFg},
     {"tzrec.protos.SequenceRawFeature", "init_fn", kEmbeddingInit},
     {"tzrec.protos.SequenceRawFeature", "use_mask", "feature masking is not implemented"},

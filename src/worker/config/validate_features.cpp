@@ -149,19 +149,29 @@ void ValidateRaw(const protos::RawFeature& f, const std::string& path) {
   }
 }
 
-// sequence_id_feature / sequence_raw_feature: sequence_length > 0, a sequence_delim, fg_mode
-// FG_NONE (tzrec_train has no feature generation for sequences), a table.
+// sequence_id_feature / sequence_raw_feature: sequence_length > 0, a sequence_delim, a table.
 template <typename M>
-void ValidateSequence(const M& f, const std::string& path, bool runs_fg) {
-  Require(!runs_fg, path + ": data_config.fg_mode FG_NORMAL / FG_DAG with a sequence feature ('" +
-                        f.feature_name() +
-                        "'); tzrec_train runs no feature generation for sequences: encode them "
-                        "offline and read them with data_config.fg_mode: FG_NONE");
+void ValidateSequence(const M& f, const std::string& path) {
   Require(f.sequence_length() > 0,
           path + ".sequence_length: must be > 0 (the items kept of each sequence), got 0");
   Require(!f.sequence_delim().empty(),
           path + ".sequence_delim: empty; give the item separator (TorchEasyRec's default \";\")");
   Require(f.embedding_dim() > 0, path + ".embedding_dim: must be > 0 (the embedding width)");
+}
+
+// Exactly one table option (as an id_feature), a one-character-or-longer separator.
+void ValidateSequenceId(const protos::SequenceIdFeature& f, const std::string& path) {
+  const bool vocab = f.vocab_list_size() > 0 || f.vocab_dict_size() > 0;
+  const int set = (f.hash_bucket_size() > 0) + (f.num_buckets() > 0) + vocab;
+  Require(set == 1, path + ": sequence_id_feature '" + f.feature_name() +
+                        "' needs exactly one of hash_bucket_size, num_buckets, vocab_list / "
+                        "vocab_dict (got " +
+                        std::to_string(set) + ")");
+  Require(f.vocab_list_size() == 0 || f.vocab_dict_size() == 0,
+          path + ": vocab_list and vocab_dict are both set; keep one");
+  Require(!f.separator().empty(), path +
+                                      ".separator: empty; give the multi-value separator "
+                                      "(TorchEasyRec's default \"\\x1d\")");
 }
 
 void ValidateSequenceRaw(const protos::SequenceRawFeature& f, const std::string& path) {
@@ -210,11 +220,12 @@ void ValidateFeatures(const PipelineConfig& config) {
     } else if (f.has_expr_feature()) {
       ValidateExpr(f.expr_feature(), path, runs_fg);
     } else if (f.has_sequence_id_feature()) {
-      ValidateSequence(f.sequence_id_feature(), path, runs_fg);
+      ValidateSequence(f.sequence_id_feature(), path);
+      ValidateSequenceId(f.sequence_id_feature(), path);
       ValidateTableSize(f.sequence_id_feature(), path);
     } else if (f.has_sequence_raw_feature()) {
       ValidateSequenceRaw(f.sequence_raw_feature(), path);
-      ValidateSequence(f.sequence_raw_feature(), path, runs_fg);
+      ValidateSequence(f.sequence_raw_feature(), path);
     } else {
       ValidateRaw(f.raw_feature(), path);
     }

@@ -29,6 +29,14 @@ FeatureTransform::FeatureTransform(const protos::FeatureConfig& config,
     return std::runtime_error("feature '" + name_ + "': " + why);
   };
   const bool runs_fg = data.fg_mode() == protos::FG_NORMAL || data.fg_mode() == protos::FG_DAG;
+  if (runs_fg && IsSequence(config)) {
+    try {
+      InitFgSequence(config);
+    } catch (const ConfigError& error) {
+      throw fail(error.what());
+    }
+    return;
+  }
   if (!runs_fg && IsSequence(config)) {
     // A fg-encoded sequence: integer ids joined by sequence_delim (or a list), the first
     // sequence_length kept (TorchEasyRec tzrec/features/sequence_feature.py FG_NONE parsing).
@@ -206,33 +214,6 @@ std::int64_t FeatureTransform::MapToken(std::string_view token, const Cell* nume
       break;
   }
   return 0;
-}
-
-void FeatureTransform::AppendSequence(const Cell& cell, std::vector<std::int64_t>* out) const {
-  const bool empty = cell.IsNull() || (cell.kind == Cell::Kind::kString && Trim(cell.s).empty()) ||
-                     (cell.kind == Cell::Kind::kList && cell.i == 0);
-  if (empty) {
-    if (!default_sequence_) return;
-    return AppendSequence(Cell::String(*default_sequence_), out);
-  }
-  std::int64_t kept = 0;
-  if (cell.kind == Cell::Kind::kList) {
-    for (std::int64_t k = 0; k < cell.i && kept < sequence_length_; ++k) {
-      const Cell& item = cell.items[k];
-      if (item.kind == Cell::Kind::kNull) continue;
-      out->push_back(item.kind == Cell::Kind::kString ? MapToken(Trim(item.s), nullptr)
-                                                      : MapToken({}, &item));
-      ++kept;
-    }
-    return;
-  }
-  if (cell.kind != Cell::Kind::kString) {
-    out->push_back(MapToken({}, &cell));
-    return;
-  }
-  ForEachToken(cell.s, separator_, [&](std::string_view token) {
-    if (kept++ < sequence_length_) out->push_back(MapToken(Trim(token), nullptr));
-  });
 }
 
 void FeatureTransform::AppendIds(const Cell& cell, std::vector<std::int64_t>* out,

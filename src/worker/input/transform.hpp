@@ -50,6 +50,13 @@ class FeatureTransform {
   // (FG_NONE): a text cell split on sequence_delim, a list cell's non-null items or one number,
   // each an integer id in [0, table rows); the first sequence_length items are kept; an empty
   // cell (null, blank text, empty list) reads fg_encoded_default_value when set, else no ids.
+  // With FG_NORMAL / FG_DAG: a text cell's items split on sequence_delim (empty items kept) or a
+  // list cell's items (null: empty), the first sequence_length kept; an empty item, and an empty
+  // cell as one item, is default_value (a sequence_id_feature's "" reads "0"; a raw one's "":
+  // an empty cell has no items, an empty item is an error); each item is one value (several,
+  // split on separator, are an error naming the feature) mapped as an id_feature value
+  // (hash_bucket_size, num_buckets, vocab_list / vocab_dict with default_value -> 0) or a
+  // sequence_raw_feature's bucket (boundaries).
   // `weights` (optional) gets one weight per appended id: the ":weight" of a weighted feature's
   // "id:weight" value, 1 for any other feature (TorchEasyRec's weighted id_feature input
   // "k1:v1\x1dk2:v2"). A weighted value without ":weight", or with a weight that is not a
@@ -89,7 +96,13 @@ class FeatureTransform {
   void AppendAllIds(const Cell& cell, std::vector<std::int64_t>* out, std::vector<float>* w) const;
   // One text value: its id (and, with `w`, its weight: "id:weight").
   void Emit(std::string_view token, std::vector<std::int64_t>* out, std::vector<float>* w) const;
+  // A sequence feature's ids (sequence_transform.cpp): FG_NONE's encoded ids, or with FG_NORMAL
+  // / FG_DAG the items' feature generation (AppendFgSequence, one item through AppendItem: `text`
+  // or, for a number, `numeric`).
   void AppendSequence(const Cell& cell, std::vector<std::int64_t>* out) const;
+  void InitFgSequence(const protos::FeatureConfig& config);
+  void AppendFgSequence(const Cell& cell, std::vector<std::int64_t>* out) const;
+  void AppendItem(std::string_view text, const Cell* numeric, std::vector<std::int64_t>* out) const;
   std::int64_t Bucketize(double x) const;
   // value_dim numbers (raw features): default_value when missing.
   void RawValues(const Cell& cell, double* out) const;
@@ -127,6 +140,9 @@ class FeatureTransform {
   double default_value_ = 0.0;
   std::int64_t sequence_length_ = 0;             // > 0: a sequence feature
   std::optional<std::string> default_sequence_;  // fg_encoded_default_value of a sequence
+  bool fg_sequence_ = false;                     // a sequence with feature generation
+  std::string sequence_delim_;                   // ... its item separator
+  std::string item_default_;                     // ... the value of an empty item ("": none)
 };
 
 }  // namespace tzrec::input

@@ -296,9 +296,7 @@ TEST(Examples, EveryExampleParses) {
     ++seen;
     SCOPED_TRACE(entry.path().string());
     // Examples written ahead of a model tzrec_train still refuses by name (never half-trained).
-    const std::map<std::string, std::string> refused = {
-        {"multi_tower_din_movielens.config",
-         "data_config.fg_mode FG_NORMAL / FG_DAG with a sequence feature"}};
+    const std::map<std::string, std::string> refused = {};
     if (const auto r = refused.find(entry.path().filename().string()); r != refused.end()) {
       try {
         LoadPipelineConfig(entry.path().string());
@@ -384,11 +382,10 @@ TEST(SharedConfigs, AcceptedOrRefusedByName) {
       // Its din_encoders parse; its task towers' train_metrics (newer TorchEasyRec) does not.
       {"dbmtl_has_sequence_mock.config", "unknown field 'train_metrics' in BayesTaskTower"},
       {"dssm_taobao.config", "'dssm'"},
-      // multi_tower_din is read; these are refused for other fields.
+      // multi_tower_din is read (multi_tower_din_taobao.config, FG_DAG sequences, is accepted);
+      // these are refused for other fields.
       {"multi_tower_din_fg_mock_gradient_clipping.config", "'autodis'"},
       {"multi_tower_din_mock.config", "'train_metrics'"},
-      {"multi_tower_din_taobao.config",
-       "data_config.fg_mode FG_NORMAL / FG_DAG with a sequence feature"},
       // TorchEasyRec's own WuKong refuses it too: dense_mlp ends at 128, the embeddings are 16.
       {"wukong_criteo.config", "wukong.dense_mlp.hidden_units: the last unit 128 must equal"},
   };
@@ -405,7 +402,7 @@ TEST(SharedConfigs, AcceptedOrRefusedByName) {
   // The rank and multi-task configs are accepted as they are (only the input paths are given).
   for (const char* name :
        {"dlrm_criteo.config", "deepfm_criteo.config", "multi_tower_taobao.config",
-        "mmoe_taobao.config", "dbmtl_taobao.config"}) {
+        "mmoe_taobao.config", "dbmtl_taobao.config", "multi_tower_din_taobao.config"}) {
     SCOPED_TRACE(name);
     LoadedConfig c = LoadPipelineConfig((dir / name).string());
     c.config.set_train_input_path("train.parquet");

@@ -116,8 +116,10 @@ TEST(Sequence, SequenceValidation) {
   EXPECT_HAS(e, "sequence_length: must be > 0");
   e = ErrorOf(SeqConfig(), R"({"feature_configs[1].sequence_id_feature.sequence_delim": ""})");
   EXPECT_HAS(e, "sequence_delim: empty");
-  e = ErrorOf(SeqConfig(), R"({"data_config.fg_mode": "FG_DAG"})");
-  EXPECT_HAS(e, "no feature generation for sequences");
+  // With feature generation a sequence_id_feature needs exactly one table option.
+  e = ErrorOf(SeqConfig(), R"({"data_config.fg_mode": "FG_DAG",
+      "feature_configs[1].sequence_id_feature.hash_bucket_size": 7})");
+  EXPECT_HAS(e, "needs exactly one of hash_bucket_size, num_buckets, vocab_list / vocab_dict");
   // A sequence feature directly in a group's feature_names.
   e = ErrorOf(SeqConfig(),
               R"({"model_config.feature_groups[0].feature_names": ["item", "clicks"]})");
@@ -227,7 +229,8 @@ model_config {
 }
 
 // TorchEasyRec's grouped form: sequence_feature { sequence_name features { id_feature ... } }.
-std::string Grouped(const std::string& sub_extra = "", const std::string& seq_extra = "") {
+std::string Grouped(const std::string& sub_extra = "", const std::string& seq_extra = "",
+                    const std::string& raw_extra = "") {
   return R"(
 train_config {
   sparse_optimizer { adagrad_optimizer { lr: 0.01 } constant_learning_rate {} }
@@ -241,7 +244,8 @@ feature_configs { sequence_feature { sequence_name: "click" sequence_length: 3
   features { id_feature { feature_name: "item" expression: "item:item" num_buckets: 100
     embedding_dim: 4 )" +
          sub_extra + R"( } }
-  features { raw_feature { feature_name: "price" boundaries: [1, 2] embedding_dim: 2 } } } }
+  features { raw_feature { feature_name: "price" boundaries: [1, 2] embedding_dim: 2 )" +
+         raw_extra + R"( } } } }
 model_config {
   feature_groups { group_name: "all" feature_names: "item"
     sequence_groups { group_name: "hist"
@@ -278,6 +282,28 @@ TEST(Sequence, GroupedSequenceFeatureExpands) {
   EXPECT_HAS(e, "features[0].id_feature.separator is a feature-generation field");
   e = ErrorOf(Grouped(), R"({"feature_configs[1].sequence_feature.sequence_length": 0})");
   EXPECT_HAS(e, "feature_configs[1].sequence_feature.sequence_length: must be > 0");
+}
+
+// fg_mode FG_DAG: a sub-feature reads "<sequence_name>__<input>" of its expression (upstream's
+// _build_side_inputs) and keeps separator / vocab_dict; fields upstream's SequenceIdFeature
+// ignores are refused.
+TEST(Sequence, GroupedSequenceFgExpands) {
+  const std::string dag = R"({"data_config.fg_mode": "FG_DAG"})";
+  const LoadedConfig c =
+      ParsePipelineConfig(Grouped("separator: ','", "", R"(expression: "item:price")"), dag);
+  const auto& item = c.config.feature_configs(1);
+  EXPECT_EQ(item.sequence_id_feature().expression(), "item:click__item");
+  EXPECT_EQ(InputColumn(c.config, item), "click__item");
+  EXPECT_EQ(item.sequence_id_feature().separator(), ",");
+  EXPECT_EQ(InputColumn(c.config, c.config.feature_configs(2)), "click__price");
+  std::string e = ErrorOf(Grouped(), dag);  // the raw sub-feature has no expression
+  EXPECT_HAS(e, "features[1].raw_feature.expression: empty");
+  e = ErrorOf(Grouped("default_bucketize_value: 3", "", R"(expression: "item:price")"), dag);
+  EXPECT_HAS(e, "id_feature.default_bucketize_value: TorchEasyRec's SequenceIdFeature ignores");
+  e = ErrorOf(Grouped("value_dim: 2", "", R"(expression: "item:price")"), dag);
+  EXPECT_HAS(e, "id_feature.value_dim: 2; a sequence item is one id");
+  e = ErrorOf(Grouped("", "", R"(expression: "item:price" normalizer: "method=log1p")"), dag);
+  EXPECT_HAS(e, "raw_feature.normalizer: not implemented for sequence items");
 }
 
 }  // namespace

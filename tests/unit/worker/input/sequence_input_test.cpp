@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cell.hpp"
@@ -119,6 +121,147 @@ TEST(Dataset, SequenceColumnsBecomeJaggedFeatures) {
     ASSERT_TRUE(b.has_value()) << path;
     EXPECT_EQ(Longs(b->sparse["clicks"].lengths), (V{3, 0, 1})) << path;
     EXPECT_EQ(Longs(b->sparse["clicks"].values), (V{1, 2, 3, 7})) << path;
+  }
+}
+
+// fg_mode FG_NORMAL / FG_DAG (TorchEasyRec sequence_feature.py with pyfg; the expectations are
+// those of its sequence_feature_test.py, with our FNV-1a hash for hash_bucket_size).
+std::vector<std::int64_t> FgIds(const protos::FeatureConfig& fc, const Cell& cell) {
+  protos::DataConfig dag;
+  dag.set_fg_mode(protos::FG_DAG);
+  return Ids(FeatureTransform(fc, dag), cell);
+}
+
+std::int64_t Hash(std::string_view text, std::uint64_t rows) {
+  return static_cast<std::int64_t>(Fnv1a64(text) % rows);
+}
+
+TEST(Transform, SequenceFgSplitsDefaultsAndTruncates) {
+  // num_buckets: an empty cell is one item of default_value "" -> "0" (TorchEasyRec resets it).
+  auto nb = Seq("n", 50, 10);
+  EXPECT_EQ(FgIds(nb, Cell::String("1;2")), (V{1, 2}));
+  EXPECT_EQ(FgIds(nb, Cell::String("")), (V{0}));
+  EXPECT_EQ(FgIds(nb, Cell::Null()), (V{0}));
+  EXPECT_EQ(FgIds(nb, Cell::String("3")), (V{3}));
+  EXPECT_EQ(FgIds(nb, Cell::Int(4)), (V{4}));
+  const Cell ints[] = {Cell::Int(1), Cell::Int(2)};
+  EXPECT_EQ(FgIds(nb, Cell::List(ints, 2)), (V{1, 2}));
+  EXPECT_EQ(FgIds(nb, Cell::List(ints, 0)), (V{0}));
+  const Cell texts[] = {Cell::String("1"), Cell::Null(), Cell::String("3")};
+  EXPECT_EQ(FgIds(nb, Cell::List(texts, 3)), (V{1, 0, 3}));  // a null item is empty
+  // sequence_length 3 keeps the first three items, empty ones included.
+  auto short_nb = Seq("s", 3, 10);
+  EXPECT_EQ(FgIds(short_nb, Cell::String("5;;6;7;8")), (V{5, 0, 6}));
+  EXPECT_EQ(FgIds(short_nb, Cell::List(texts, 3)), (V{1, 0, 3}));
+  // default_value fills empty items and empty cells.
+  auto filled = Seq("f", 50, 10);
+  filled.mutable_sequence_id_feature()->set_default_value("9");
+  EXPECT_EQ(FgIds(filled, Cell::String("1;;2;")), (V{1, 9, 2, 9}));
+  EXPECT_EQ(FgIds(filled, Cell::Null()), (V{9}));
+  // vocab_list with sequence_delim "|": [default "0", "<OOV>", a, b, c] -> 0, 1, 2, 3, 4.
+  protos::FeatureConfig vocab;
+  auto* v = vocab.mutable_sequence_id_feature();
+  v->set_feature_name("v");
+  v->set_sequence_length(50);
+  v->set_sequence_delim("|");
+  v->set_embedding_dim(4);
+  for (const char* w : {"a", "b", "c"}) v->add_vocab_list(w);
+  EXPECT_EQ(FgIds(vocab, Cell::String("c||a|b|b|")), (V{4, 0, 2, 3, 3, 0}));
+  EXPECT_EQ(FgIds(vocab, Cell::String("")), (V{0}));
+  EXPECT_EQ(FgIds(vocab, Cell::String("a|b||c|zz")), (V{2, 3, 0, 4, 1}));
+  // The default value in the list keeps its list id (TorchEasyRec's vocab_list doc).
+  v->add_vocab_list("0");
+  EXPECT_EQ(FgIds(vocab, Cell::String("|0")), (V{5, 5}));
+  // vocab_dict: the given ids, the default value 0, unknown values 1.
+  protos::FeatureConfig dict = vocab;
+  dict.mutable_sequence_id_feature()->clear_vocab_list();
+  for (const auto& [key, id] : {std::pair{"a", 2}, {"b", 3}, {"0", 7}}) {
+    auto* entry = dict.mutable_sequence_id_feature()->add_vocab_dict();
+    entry->set_key(key);
+    entry->set_value(id);
+  }
+  EXPECT_EQ(FgIds(dict, Cell::String("a|b||q|0")), (V{2, 3, 0, 1, 0}));
+  // hash_bucket_size: each item's text hashed; the empty cell hashes "0".
+  protos::FeatureConfig hash;
+  auto* h = hash.mutable_sequence_id_feature();
+  h->set_feature_name("h");
+  h->set_sequence_length(50);
+  h->set_embedding_dim(4);
+  h->set_hash_bucket_size(100);
+  EXPECT_EQ(FgIds(hash, Cell::String("abc;hij")), (V{Hash("abc", 100), Hash("hij", 100)}));
+  EXPECT_EQ(FgIds(hash, Cell::String("")), (V{Hash("0", 100)}));
+  // Several values in one item are refused, naming the feature and the item.
+  std::string e = input_test::ErrorOf([&] {
+    FgIds(hash, Cell::String("abc\x1d"
+                             "efg;hij"));
+  });
+  EXPECT_NE(e.find("feature 'h': sequence item 'abc\x1d"
+                   "efg' holds several values"),
+            std::string::npos)
+      << e;
+  h->set_separator(",");
+  EXPECT_EQ(FgIds(hash, Cell::String("abc\x1d"
+                                     "efg")),
+            (V{Hash("abc\x1d"
+                    "efg",
+                    100)}));
+  e = input_test::ErrorOf([&] { FgIds(nb, Cell::String("1;12")); });
+  EXPECT_NE(e.find("id 12 is outside [0, num_buckets=10)"), std::string::npos) << e;
+}
+
+TEST(Transform, SequenceFgRawBoundaries) {
+  // boundaries [0.05, 0.15, 0.25]: 0.1 -> 1, 0.2 -> 2, 0.3 -> 3, 0 -> 0.
+  protos::FeatureConfig raw;
+  auto* r = raw.mutable_sequence_raw_feature();
+  r->set_feature_name("r");
+  r->set_sequence_length(50);
+  r->set_embedding_dim(4);
+  for (const float b : {0.05F, 0.15F, 0.25F}) r->add_boundaries(b);
+  r->set_default_value("");
+  EXPECT_EQ(FgIds(raw, Cell::String("0.1;0.2")), (V{1, 2}));
+  EXPECT_EQ(FgIds(raw, Cell::String("")), V{});  // default "": an empty cell has no items
+  EXPECT_EQ(FgIds(raw, Cell::String("0.3")), (V{3}));
+  std::string e = input_test::ErrorOf([&] { FgIds(raw, Cell::String("0.1;;0.3")); });
+  EXPECT_NE(e.find("an empty sequence item and default_value \"\""), std::string::npos) << e;
+  r->set_default_value("0.0");  // the proto's default is "0"
+  EXPECT_EQ(FgIds(raw, Cell::String("")), (V{0}));
+  EXPECT_EQ(FgIds(raw, Cell::String("0.1;;0.3")), (V{1, 0, 3}));
+  const Cell nums[] = {Cell::Float(0.2), Cell::Int(1)};
+  EXPECT_EQ(FgIds(raw, Cell::List(nums, 2)), (V{2, 3}));
+  e = input_test::ErrorOf([&] { FgIds(raw, Cell::String("x")); });
+  EXPECT_NE(e.find("feature 'r': sequence item 'x' is not a number"), std::string::npos) << e;
+}
+
+// With FG_DAG a sequence reads the column of its expression; CSV and Parquet list<string> agree.
+TEST(Dataset, SequenceFgReadsExpressionColumn) {
+  TempDir dir;
+  WriteText(dir / "s.csv", "label,hist\n1,1;2;3;4\n0,\n1,7;;x\n");
+  arrow::ListBuilder list(arrow::default_memory_pool(), std::make_shared<arrow::StringBuilder>());
+  auto* values = static_cast<arrow::StringBuilder*>(list.value_builder());
+  Check(list.Append());
+  Check(values->AppendValues({"1", "2", "3", "4"}));
+  Check(list.AppendNull());
+  Check(list.Append());
+  Check(values->AppendValues({"7", "", "x"}));
+  WriteParquet(dir / "l.parquet", {"label", "hist"},
+               {Int64s({1, 0, 1}), list.Finish().ValueOrDie()}, 10);
+  for (const auto& [type, path] : std::vector<std::pair<protos::DatasetType, std::string>>{
+           {protos::CsvDataset, dir / "s.csv"}, {protos::ParquetDataset, dir / "l.parquet"}}) {
+    PipelineConfig c = input_test::FgConfig(type);
+    protos::FeatureConfig fc;
+    auto* s = fc.mutable_sequence_id_feature();
+    s->set_feature_name("seq__item");
+    s->set_expression("user:hist");
+    s->set_sequence_length(3);
+    s->set_embedding_dim(4);
+    for (const char* w : {"1", "2", "3", "7"}) s->add_vocab_list(w);
+    *c.add_feature_configs() = fc;
+    Dataset ds(c, path, 0, 1, 8);
+    const auto b = ds.Next();
+    ASSERT_TRUE(b.has_value()) << path;
+    // [default, OOV, 1, 2, 3, 7]: "1;2;3" (first 3), "" -> [0], "7;;x" -> [5, 0, 1].
+    EXPECT_EQ(Longs(b->sparse["seq__item"].lengths), (V{3, 1, 3})) << path;
+    EXPECT_EQ(Longs(b->sparse["seq__item"].values), (V{2, 3, 4, 0, 5, 0, 1})) << path;
   }
 }
 
