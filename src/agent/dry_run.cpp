@@ -157,7 +157,10 @@ int DryRun(LaunchConfig cfg) {
   ValidateTopology(cfg);
   const auto agent_env = base::EnvironMap();
   Env base_env = agent_env;
-  if (NeedsOmpDefault(cfg, base_env)) base_env["OMP_NUM_THREADS"] = "1";
+  if (NeedsOmpDefault(cfg, base_env)) {
+    // Not `= "1"`: assigning a literal made GCC 12 -O3 print a -Wrestrict false positive.
+    base_env.insert_or_assign("OMP_NUM_THREADS", std::string(1, '1'));
+  }
   if (cfg.rdzv_id.empty() || (cfg.standalone && cfg.rdzv_id == "none")) {
     cfg.rdzv_id = "<random uuid>";
   }

@@ -333,9 +333,10 @@ std::string Upper(std::string s) {
 }
 
 std::string UsagePart(const OptionSpec& opt) {
-  std::string part = "[" + opt.strings.front();
-  if (opt.arity == kValue) part += " " + opt.Metavar();
-  return part + "]";
+  std::string part = "[";
+  part += opt.strings.front();
+  if (opt.arity == kValue) part.append(" ").append(opt.Metavar());
+  return part.append("]");
 }
 
 /// argparse HelpFormatter._format_usage's get_lines().
@@ -395,7 +396,7 @@ std::string Invocation(const OptionSpec& opt) {
   for (const auto& str : opt.strings) {
     if (!s.empty()) s += ", ";
     s += str;
-    if (opt.arity == kValue) s += " " + opt.Metavar();
+    if (opt.arity == kValue) s.append(" ").append(opt.Metavar());
   }
   return s;
 }

@@ -296,8 +296,9 @@ EtcdResult EtcdClient::Delete(std::string_view key, bool recursive,
   std::vector<std::pair<std::string, std::string>> q;
   if (recursive) q.emplace_back("recursive", "true");
   if (prev_value) q.emplace_back("prevValue", *prev_value);
-  std::string target = "/v2/keys" + PercentEncode(key, true);
-  if (!q.empty()) target += "?" + FormEncode(q);
+  std::string target = "/v2/keys";
+  target += PercentEncode(key, true);
+  if (!q.empty()) target.append("?").append(FormEncode(q));
   return ParseEtcdResult(*Request("DELETE", target, "", timeout_, false), Endpoint());
 }
 

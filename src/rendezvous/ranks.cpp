@@ -51,8 +51,11 @@ RoleInstanceInfo ParseRoleInfo(std::string_view text) {
 }
 
 std::string SerializeAssignedRanks(const AssignedRanks& r) {
-  return "[" + std::to_string(r.base_global_rank) + ", " + std::to_string(r.global_world_size) +
-         ", " + std::to_string(r.base_role_rank) + ", " + std::to_string(r.role_world_size) + "]";
+  std::string out = "[";
+  out.append(std::to_string(r.base_global_rank)).append(", ");
+  out.append(std::to_string(r.global_world_size)).append(", ");
+  out.append(std::to_string(r.base_role_rank)).append(", ");
+  return out.append(std::to_string(r.role_world_size)).append("]");
 }
 
 AssignedRanks ParseAssignedRanks(std::string_view text) {

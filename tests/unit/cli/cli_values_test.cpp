@@ -290,6 +290,11 @@ TEST(CliValidate, LocalRanksFilterAndDuplicateFilters) {
               ElementsAre("a", ""));
   EXPECT_THAT(Cfg({"--duplicate-stdout-filters=", "x.py"}).duplicate_stdout_filters,
               ElementsAre(""));
+  // ',,' pairs are taken left to right, as Python's str.replace does.
+  EXPECT_THAT(Cfg({"--duplicate-stdout-filters", ",,,", "x.py"}).duplicate_stdout_filters,
+              ElementsAre(",", ""));
+  EXPECT_THAT(Cfg({"--duplicate-stdout-filters", ",,,,a", "x.py"}).duplicate_stdout_filters,
+              ElementsAre(",,a"));
   EXPECT_THAT(ErrorOf({"--log-dir", "/dev/null", "--duplicate-stderr-filters", "e", "x.py"}),
               AllOf(HasSubstr("--duplicate-stderr-filters"), HasSubstr("--log-dir=/dev/null")));
   EXPECT_THAT(Cfg({"x.py"}, {{"PET_DUPLICATE_STDERR_FILTERS", "err"}}).duplicate_stderr_filters,
