@@ -183,36 +183,64 @@ CpuSet ThisThreadCpus() {
                    exit_code::kUsage);
 }
 
-std::vector<CpuSet> PlanNumaBinding(NumaMode mode, int nproc,
+namespace {
+
+constexpr const char* kBindsNearDevice =
+    "torchrun binds local rank N to the CPUs near CUDA device N";
+
+// The CUDA devices local ranks 0.. bind to, in CUDA order. A machine without any NVIDIA GPU is
+// named as such before CUDA_VISIBLE_DEVICES is looked at, since no value of it could help.
+std::vector<PciGpu> BindableDevices(const std::string& flag, const std::string& root,
                                     const std::map<std::string, std::string>& env) {
-  const std::string flag = "--numa-binding=" + NumaModeName(mode);
-  const std::string root = EnvValue(env, "TZRUN_SYSFS_ROOT").value_or("/sys");
-  const auto visible = EnvValue(env, "CUDA_VISIBLE_DEVICES");
-  std::vector<PciGpu> cuda;
+  const auto pci = ReadPciGpus(root);
+  if (pci.empty()) {
+    throw AgentError(
+        flag + ": local rank 0 has no GPU to bind to: this machine has no NVIDIA GPU " +
+            "(none is bound to the nvidia driver under " + root + "/bus/pci/devices), and " +
+            kBindsNearDevice + "; drop --numa-binding on a machine without GPUs",
+        exit_code::kUsage);
+  }
   try {
-    cuda = CudaDevices(ReadPciGpus(root), visible, EnvValue(env, "CUDA_DEVICE_ORDER"));
+    return CudaDevices(pci, EnvValue(env, "CUDA_VISIBLE_DEVICES"),
+                       EnvValue(env, "CUDA_DEVICE_ORDER"));
   } catch (const NumaError& e) {
     throw AgentError(flag + ": " + e.what(), exit_code::kUsage);
   }
+}
+
+// Refuses when fewer CUDA devices are visible than local ranks (none: CUDA_VISIBLE_DEVICES hides
+// every GPU).
+void CheckEnoughDevices(const std::string& flag, const std::string& root,
+                        const std::map<std::string, std::string>& env,
+                        const std::vector<PciGpu>& cuda, int nproc) {
+  const auto visible = EnvValue(env, "CUDA_VISIBLE_DEVICES");
   const std::string where = "bound to the nvidia driver under " + root + "/bus/pci/devices" +
                             (visible ? ", CUDA_VISIBLE_DEVICES=" + *visible : std::string());
   if (cuda.empty()) {
     throw AgentError(flag + ": local rank 0 has no GPU to bind to: no NVIDIA GPU is visible (" +
-                         where +
-                         "), and torchrun binds local rank N to the CPUs near CUDA device N; "
-                         "drop --numa-binding on a machine without GPUs",
+                         where + "), and " + kBindsNearDevice +
+                         "; list GPU indices in CUDA_VISIBLE_DEVICES or drop --numa-binding",
                      exit_code::kUsage);
   }
   if (static_cast<int>(cuda.size()) < nproc) {
-    throw AgentError(
-        flag + ": local rank " + std::to_string(cuda.size()) +
-            " has no GPU to bind to: torchrun binds local rank N to the CPUs near CUDA device N, "
-            "and " +
-            std::to_string(cuda.size()) + " NVIDIA GPU(s) are visible (" + GpuList(cuda) + "; " +
-            where + "); run at most " + std::to_string(cuda.size()) +
-            " worker(s) per node (--nproc-per-node) or drop --numa-binding",
-        exit_code::kUsage);
+    throw AgentError(flag + ": local rank " + std::to_string(cuda.size()) +
+                         " has no GPU to bind to: " + kBindsNearDevice + ", and " +
+                         std::to_string(cuda.size()) + " NVIDIA GPU(s) are visible (" +
+                         GpuList(cuda) + "; " + where + "); run at most " +
+                         std::to_string(cuda.size()) +
+                         " worker(s) per node (--nproc-per-node) or drop --numa-binding",
+                     exit_code::kUsage);
   }
+}
+
+}  // namespace
+
+std::vector<CpuSet> PlanNumaBinding(NumaMode mode, int nproc,
+                                    const std::map<std::string, std::string>& env) {
+  const std::string flag = "--numa-binding=" + NumaModeName(mode);
+  const std::string root = EnvValue(env, "TZRUN_SYSFS_ROOT").value_or("/sys");
+  const std::vector<PciGpu> cuda = BindableDevices(flag, root, env);
+  CheckEnoughDevices(flag, root, env, cuda, nproc);
   const NumaTopology topology = ReadNumaTopology(root, cuda, ThisThreadCpus());
   std::vector<CpuSet> plan;
   for (int lr = 0; lr < nproc; ++lr) {

@@ -54,6 +54,17 @@ Action DecideJoin(const RendezvousState& s, const NodeDesc& me, const DynamicOpt
   return KeepAliveDue(s, me, o, wall) ? Action::kKeepAlive : Action::kSync;
 }
 
+// Under store_type=file the closed state outlives the job in the file, so a new or removed file
+// starts a new job as well as a new --rdzv-id does.
+std::string FileStoreHint(const DynamicOptions& o) {
+  if (!o.store_file || o.store_file->empty()) return "";
+  std::string hint = " (--rdzv-conf store_type=file keeps the ended job's state in '";
+  hint.append(*o.store_file);
+  return hint.append(
+      "': remove that file, or pass another --rdzv-endpoint file, to run again "
+      "under the same --rdzv-id)");
+}
+
 }  // namespace
 
 double Seconds(milliseconds d) {
@@ -243,7 +254,8 @@ std::string ClosedMessage(const RendezvousState& s, const DynamicOptions& o) {
                                                     std::to_string(*s.closed_exit_code) + ")"
                                               : "";
   return "the rendezvous '" + o.run_id + "' was closed" + by + code +
-         "; the job has ended, start a new one (with a new --rdzv-id) to run again";
+         "; the job has ended, start a new one (with a new --rdzv-id) to run again" +
+         FileStoreHint(o);
 }
 
 std::optional<MembershipChange> DetectMembershipChange(const RendezvousState& s, const NodeDesc& me,

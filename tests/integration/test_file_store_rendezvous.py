@@ -9,6 +9,7 @@ node shares, no agent hosts a store; round rank 0 still hosts the workers' TCP s
   torch.rendezvous.<id> (torchrun's base64 pickle, decoded by torch's own classes), the round keys,
   and FileStore's refcount/cleanup counters;
 - no --rdzv-endpoint: a temporary file in $TMPDIR (tempfile.mkstemp);
+- a second run on the same file: refused (the closed state stays in it), naming the file;
 - the refusals: a bad store_type, TCP-only keys, --standalone.
 """
 import base64
@@ -151,6 +152,30 @@ def test_without_an_endpoint_the_store_is_a_new_temporary_file(tmp_path, agents)
                        env=env_for(TMPDIR=str(tmpdir)))
     assert r.returncode != 0
     assert "which no other node knows" in r.stderr, r.stderr[-3000:]
+
+
+def test_a_second_run_on_the_same_file_names_the_file(tmp_path):
+    """The first run closes the rendezvous and the file keeps that state: a second run under the
+    same --rdzv-id is refused, and the message says the file holds it; a removed file starts
+    afresh."""
+    store = tmp_path / "rdzv.store"
+    argv = file_args(store, "127.0.0.2", tmp_path, nnodes="1", run_id="again")
+
+    def run():
+        return subprocess.run([binary("tzrun"), *argv], capture_output=True, text=True,
+                              timeout=120, env=env_for())
+
+    first = run()
+    assert first.returncode == 0, first.stderr[-4000:]
+    second = run()
+    assert second.returncode != 0, second.stderr[-4000:]
+    assert "the rendezvous 'again' was closed by node '" in second.stderr, second.stderr[-4000:]
+    assert ("start a new one (with a new --rdzv-id) to run again (--rdzv-conf store_type=file "
+            f"keeps the ended job's state in '{store}': remove that file, or pass another "
+            "--rdzv-endpoint file, to run again under the same --rdzv-id)") in second.stderr
+    store.unlink()
+    third = run()
+    assert third.returncode == 0, third.stderr[-4000:]
 
 
 @pytest.mark.parametrize("conf,extra,needle", [

@@ -254,6 +254,26 @@ def test_a_local_rank_without_a_gpu_fails_before_any_worker_starts(tmp_path):
     assert not list(out.iterdir())
 
 
+@pytest.mark.parametrize("visible", [None, "GPU-1234", "0"])
+def test_a_machine_without_nvidia_gpus_says_so_first(tmp_path, visible):
+    """No NVIDIA GPU at all (a passed-through one is not CUDA's): the error names that, whatever
+    CUDA_VISIBLE_DEVICES holds (not its UUID form), exits 2 without the usage block (the values
+    parsed; they do not fit the machine), and starts nothing."""
+    sysfs = FakeSysfs(tmp_path / "sys")
+    sysfs.possible("0")
+    sysfs.node(0, [A0])
+    sysfs.device("0000:3d:00.0", 0, driver="vfio-pci")
+    res, out = run_tzrun(tmp_path, sysfs, "node", 2,
+                         {"CUDA_VISIBLE_DEVICES": visible} if visible is not None else {})
+    assert res.returncode == 2, res.stderr
+    assert ("tzrun: error: --numa-binding=node: local rank 0 has no GPU to bind to: this machine "
+            "has no NVIDIA GPU (none is bound to the nvidia driver under "
+            f"{sysfs.root}/bus/pci/devices)") in res.stderr, res.stderr
+    assert "drop --numa-binding on a machine without GPUs" in res.stderr
+    assert "UUID" not in res.stderr and "usage:" not in res.stderr, res.stderr
+    assert not list(out.iterdir())
+
+
 def three_gpus(root):
     """CUDA devices told apart by their CPUs: GPU k on node k, nodes {a0}, {a1}, {a0, a1}."""
     s = FakeSysfs(root)

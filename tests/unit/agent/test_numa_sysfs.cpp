@@ -17,6 +17,7 @@ namespace fs = std::filesystem;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 void Write(const fs::path& path, const std::string& text) {
   fs::create_directories(path.parent_path());
@@ -142,6 +143,29 @@ TEST_F(FakeSysfs, PlanBindsEachLocalRankToItsGpusNode) {
   auto uuid = env;
   uuid["CUDA_VISIBLE_DEVICES"] = "GPU-0f";
   EXPECT_THAT(error(1, uuid), HasSubstr("--numa-binding=node: CUDA_VISIBLE_DEVICES=GPU-0f"));
+}
+
+TEST_F(FakeSysfs, PlanOnAMachineWithoutNvidiaGpusSaysSoWhateverCudaVisibleDevicesHolds) {
+  Write(root_ / "devices/system/node/possible", "0\n");
+  Device("0000:3d:00.0", "0x10de", "0x030200", "0", "vfio-pci");  // passed through: not CUDA's
+  for (const char* visible : {"", "GPU-0f", "0", "unset"}) {
+    std::map<std::string, std::string> env{{"TZRUN_SYSFS_ROOT", root_.string()}};
+    if (std::string(visible) != "unset") env["CUDA_VISIBLE_DEVICES"] = visible;
+    try {
+      (void)PlanNumaBinding(NumaMode::kNode, 1, env);
+      ADD_FAILURE() << "no error with CUDA_VISIBLE_DEVICES " << visible;
+    } catch (const AgentError& err) {
+      EXPECT_EQ(err.ExitCode(), 2);
+      EXPECT_THAT(
+          err.what(),
+          AllOf(HasSubstr("--numa-binding=node: local rank 0 has no GPU to bind to: this "
+                          "machine has no NVIDIA GPU (none is bound to the nvidia driver "
+                          "under " +
+                          root_.string() + "/bus/pci/devices)"),
+                HasSubstr("drop --numa-binding on a machine without GPUs"), Not(HasSubstr("UUID"))))
+          << visible;
+    }
+  }
 }
 
 }  // namespace

@@ -62,6 +62,16 @@ TEST_F(DynamicOpsTest, CloseMarksClosedOnceAndTimesOut) {
   EXPECT_EQ(ClosedMessage(s, o),
             "the rendezvous 'job' was closed by node 'a_1_0' after its workers failed (exit code "
             "7); the job has ended, start a new one (with a new --rdzv-id) to run again");
+  // Under store_type=file the closed state stays in the file: removing it also starts afresh.
+  auto file = o;
+  file.store_file = "/tmp/x.store";
+  EXPECT_EQ(ClosedMessage(s, file),
+            ClosedMessage(s, o) +
+                " (--rdzv-conf store_type=file keeps the ended job's state in '/tmp/x.store': "
+                "remove that file, or pass another --rdzv-endpoint file, to run again under the "
+                "same --rdzv-id)");
+  file.store_file = "";  // a temporary file: never shared by a second run, no hint
+  EXPECT_EQ(ClosedMessage(s, file), ClosedMessage(s, o));
 }
 
 TEST_F(DynamicOpsTest, KeepAliveIsDueAfterOneInterval) {
