@@ -13,6 +13,18 @@
 namespace tzrun::agent::detail {
 namespace {
 
+// A forked child that stopped itself (SIGSTOP), as a hung rank under SIGSTOP; -1 on failure.
+pid_t StoppedChild() {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::raise(SIGSTOP);
+    ::_exit(0);
+  }
+  int status = 0;
+  if (child < 0 || ::waitpid(child, &status, WUNTRACED) != child) return -1;
+  return child;
+}
+
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
@@ -88,14 +100,9 @@ TEST(HangDetector, ThreadBacktracesOfAStoppedProcessNameTheToolAndItsFrames) {
   const bool eu = std::system("command -v eu-stack >/dev/null 2>&1") == 0;
   const bool gdb = std::system("command -v gdb >/dev/null 2>&1") == 0;
   if (!eu && !gdb) GTEST_SKIP() << "neither eu-stack (elfutils) nor gdb is installed";
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::raise(SIGSTOP);
-    ::_exit(0);
-  }
+  const pid_t child = StoppedChild();
+  ASSERT_GT(child, 0);
   int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);  // stopped, as a hung rank under SIGSTOP
   const std::string bt = ThreadBacktraces(child, 20);
   ::kill(child, SIGKILL);
   ::waitpid(child, &status, 0);
@@ -121,14 +128,9 @@ TEST(HangDetector, TheLikelyCauseIsAStoppedRankThenTheLowestStep) {
 }
 
 TEST(HangDetector, IsStoppedReadsTheMainThreadsState) {
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::raise(SIGSTOP);
-    ::_exit(0);
-  }
+  const pid_t child = StoppedChild();
+  ASSERT_GT(child, 0);
   int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);
   EXPECT_TRUE(IsStopped(child));
   EXPECT_FALSE(IsStopped(::getpid()));
   ::kill(child, SIGKILL);
