@@ -105,8 +105,9 @@ if ((cuda)); then
     rc=$?
     if ((rc != 0)) && grep -q "^setup: ok" "$log" && grep -q "install_cuda: could not download" "$log" &&
       grep -q "^CUDA_PKG=cuda-toolkit-" "$log"; then
-      result "$d" PASS "$(grep -m1 '^CUDA_PKG=' "$log"); Debian packages installed; stops at" \
-        "docker/install_cuda.sh: $NVIDIA_REPO does not answer from here (expected); $wheel" "$s"
+      detail="$(grep -m1 '^CUDA_PKG=' "$log"); Debian packages installed; stops at"
+      detail+=" docker/install_cuda.sh: $NVIDIA_REPO does not answer from here (expected); $wheel"
+      result "$d" PASS "$detail" "$s"
     else
       result "$d" FAIL "rc $rc, not the expected stop at install_cuda.sh; see $log" "$s"
     fi
