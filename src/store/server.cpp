@@ -194,11 +194,12 @@ class Server::Impl {
 
   void OnAccepted(int fd, const sockaddr_storage& ss) {
     if (options_.max_connections != 0 && conns_.size() >= options_.max_connections) {
-      ::close(fd);
+      // Logged before the close, so a client that sees its connection end can find the reason.
       stat_rejected_.fetch_add(1, std::memory_order_relaxed);
       Log(LogLevel::kWarning, "rejected connection from " + detail::FormatSockaddr(ss) +
                                   ": max_connections=" + std::to_string(options_.max_connections) +
                                   " reached (raise --max-connections)");
+      ::close(fd);
       return;
     }
     if (!nodelay_inherited_) {

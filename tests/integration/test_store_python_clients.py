@@ -559,7 +559,8 @@ def test_max_connections_rejects_extra_connections_only():
             assert b.get("k") == b"v"
         # A slot frees up when a client leaves.
         assert wait_until(lambda: _try_ping(srv), timeout=10)
-        assert "max_connections=3" in srv.output()
+        # The output is read by a thread: wait for the line rather than race it.
+        assert wait_until(lambda: "max_connections=3" in srv.output(), timeout=10), srv.output()
     finally:
         assert srv.stop() == 0
 
