@@ -132,6 +132,14 @@ std::vector<ShardingType> ShardingTypes(const protos::ParameterConstraints& cons
 // The feature named `name`; throws ConfigError naming it and the closest defined feature.
 const protos::FeatureConfig& Feature(const PipelineConfig& config, const std::string& name);
 
+// ---- One sequence encoder (a SeqEncoderConfig holds one of its seq_module) -----------------------
+// The set field's name ("din_encoder", "simple_attention", "pooling_encoder",
+// "multi_window_din_encoder"), or "" when none is set.
+std::string SeqEncoderKind(const protos::SeqEncoderConfig& encoder);
+// An attention encoder (din_encoder, simple_attention, multi_window_din_encoder: it reads the
+// unpooled sequence per item): the sequence group it names; nullptr for a pooling_encoder or none.
+const std::string* AttentionInput(const protos::SeqEncoderConfig& encoder);
+
 // ---- Vocabularies of id features (TorchEasyRec tzrec/features/feature.py vocab_list /
 // vocab_dict / vocab_file / default_bucketize_value, docs/source/feature/feature.md) -------------
 // Without default_bucketize_value: vocab_list[i] -> i + 2, vocab_dict values as given; the empty

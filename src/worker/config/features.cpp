@@ -161,6 +161,19 @@ bool IsSequence(const protos::FeatureConfig& f) {
   return f.has_sequence_id_feature() || f.has_sequence_raw_feature();
 }
 
+std::string SeqEncoderKind(const protos::SeqEncoderConfig& encoder) {
+  const auto* oneof = encoder.GetDescriptor()->FindOneofByName("seq_module");
+  const auto* field = encoder.GetReflection()->GetOneofFieldDescriptor(encoder, oneof);
+  return field == nullptr ? "" : field->name();
+}
+
+const std::string* AttentionInput(const protos::SeqEncoderConfig& encoder) {
+  if (encoder.has_din_encoder()) return &encoder.din_encoder().input();
+  if (encoder.has_simple_attention()) return &encoder.simple_attention().input();
+  if (encoder.has_multi_window_din_encoder()) return &encoder.multi_window_din_encoder().input();
+  return nullptr;
+}
+
 bool IsSparse(const protos::FeatureConfig& f) {
   if (f.has_id_feature() || f.has_sequence_id_feature() || f.has_combo_feature()) return true;
   if (f.has_sequence_raw_feature()) return f.sequence_raw_feature().boundaries_size() > 0;

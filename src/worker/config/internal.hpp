@@ -42,6 +42,8 @@ const std::vector<FieldSupport>& SupportTable();
 // The rows of combo_feature / lookup_feature / match_feature / expr_feature (support_kv.cpp), part
 // of SupportTable().
 const std::vector<FieldSupport>& KvSupportRows();
+// The rows of the sequence encoders (support_sequence.cpp), part of SupportTable().
+const std::vector<FieldSupport>& SequenceSupportRows();
 const FieldSupport* FindSupport(const std::string& full_name);
 
 // Walks every set field of `message` (recursively), appending a warning for each kNoEffect field

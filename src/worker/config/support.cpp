@@ -31,7 +31,6 @@ constexpr const char* kSeqPool = "config.SequencePoolingAgreesPerTable";
 constexpr const char* kSeqFg = "Transform.SequenceFgSplitsDefaultsAndTruncates";
 constexpr const char* kSeqFgData = "Dataset.SequenceFgReadsExpressionColumn";
 constexpr const char* kSeqModel = "train.Model.PoolingEncoderAppendsPooledSequences";
-constexpr const char* kSeqAttention = "train.Model.AttentionEncodersMatchComposedTorch";
 constexpr const char* kDinModel = "train.Model.MultiTowerDinMatchesComposedTorch";
 
 constexpr const char* kMtGolden = "train.MultiTaskGolden.MatchesTorch";
@@ -365,23 +364,6 @@ const std::vector<FieldSupport> kTable = {
     {P "SeqGroupConfig.group_name", kH, "the name a pooling_encoder's input names", kSeqConfig},
     {P "SeqGroupConfig.feature_names", kH,
      "its sequence features (pooled in order) and query features (not read by pooling)", kSeqModel},
-    {P "SeqEncoderConfig.pooling_encoder", kH, "sum / mean over the sequence", kSeqModel},
-    {P "SeqEncoderConfig.din_encoder", kH,
-     "DIN target attention over the unpooled sequence (multi_tower only)", kSeqAttention},
-    {P "SeqEncoderConfig.simple_attention", kH,
-     "dot-product attention over the unpooled sequence (multi_tower only)", kSeqAttention},
-    {P "DINEncoder.name", kN, "its tensors are named by group and encoder index",
-     "config.NoEffectWarns"},
-    {P "DINEncoder.input", kH, "the sequence group it attends over (query: its other features)",
-     kSeqAttention},
-    {P "DINEncoder.attn_mlp", kH, "the attention MLP (required)", kSeqAttention},
-    {P "SimpleAttention.name", kN, "the encoder has no tensors to name", "config.NoEffectWarns"},
-    {P "SimpleAttention.input", kH,
-     "the sequence group it attends over (query: its other features, same width)", kSeqAttention},
-    {P "PoolingEncoder.name", kN, "the encoder has no tensors to name", "config.NoEffectWarns"},
-    {P "PoolingEncoder.input", kH, "the sequence group it pools", kSeqConfig},
-    {P "PoolingEncoder.pooling_type", kH,
-     "sum | mean (mean divides by the sequence length; empty: zeros)", kSeqModel},
     {P "MLP.hidden_units", kH, "Linear layers of these widths", kTrainJob},
     {P "MLP.dropout_ratio", kH,
      "dropout after each layer in training: [] none, [p] every layer, else one per layer",
@@ -556,6 +538,7 @@ const std::vector<FieldSupport>& SupportTable() {
   static const std::vector<FieldSupport> kAll = [] {
     std::vector<FieldSupport> all = kTable;
     all.insert(all.end(), KvSupportRows().begin(), KvSupportRows().end());
+    all.insert(all.end(), SequenceSupportRows().begin(), SequenceSupportRows().end());
     return all;
   }();
   return kAll;

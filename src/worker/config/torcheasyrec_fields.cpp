@@ -46,8 +46,8 @@ constexpr const char* kSeqFg =
 constexpr const char* kSeqPooling =
     "a sequence feature is pooled by its group's pooling_encoder (pooling_type); remove it";
 constexpr const char* kAttention =
-    "this sequence encoder is not implemented by tzrec_train; use din_encoder, simple_attention "
-    "or pooling_encoder";
+    "this sequence encoder is not implemented by tzrec_train; use din_encoder, simple_attention, "
+    "multi_window_din_encoder or pooling_encoder";
 constexpr const char* kSampler =
     "negative samplers serve match models, which tzrec_train does "
     "not train";
@@ -265,7 +265,6 @@ const std::vector<TorchEasyRecField> kFields = {
      "dense embeddings are not implemented; use boundaries"},
     {"tzrec.protos.SeqGroupConfig", "embedding_name_suffix",
      "give the features distinct embedding_name values instead"},
-    {"tzrec.protos.SeqEncoderConfig", "multi_window_din_encoder", kAttention},
     {"tzrec.protos.SeqEncoderConfig", "hstu_encoder", kAttention},
 
     {"tzrec.protos.ParameterConstraints", "compute_kernels",

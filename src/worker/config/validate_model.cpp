@@ -65,6 +65,7 @@ class ModelChecks {
   void Groups();
   void SequenceGroups(const protos::FeatureGroupConfig& group, const std::string& path);
   void AttentionEncoder(const protos::SeqGroupConfig& seq, const std::string& path);
+  void MultiWindowDin(const protos::MultiWindowDINEncoder& encoder, const std::string& path);
   void AttentionFeatures(const google::protobuf::RepeatedPtrField<std::string>& names,
                          const std::string& group_name, const std::string& path);
   void MultiTowerDin();
@@ -188,20 +189,21 @@ void ModelChecks::SequenceGroups(const protos::FeatureGroupConfig& group, const 
   for (int e = 0; e < group.sequence_encoders_size(); ++e) {
     const auto& encoder = group.sequence_encoders(e);
     const std::string ep = path + ".sequence_encoders[" + std::to_string(e) + "]";
-    if (encoder.has_din_encoder() || encoder.has_simple_attention()) {
-      const std::string input = encoder.has_din_encoder() ? encoder.din_encoder().input()
-                                                          : encoder.simple_attention().input();
-      const std::string kind = encoder.has_din_encoder() ? "din_encoder" : "simple_attention";
-      const auto it = seqs.find(input);
-      Require(it != seqs.end(), ep + "." + kind + ".input: '" + input +
+    if (const std::string* input = AttentionInput(encoder)) {
+      const std::string kind = SeqEncoderKind(encoder);
+      const auto it = seqs.find(*input);
+      Require(it != seqs.end(), ep + "." + kind + ".input: '" + *input +
                                     "' is not a sequence group of group '" + group.group_name() +
-                                    "'" + Suggest(input, seq_names));
-      read.insert(input);
+                                    "'" + Suggest(*input, seq_names));
+      read.insert(*input);
       AttentionEncoder(*it->second, ep + "." + kind);
+      if (encoder.has_multi_window_din_encoder())
+        MultiWindowDin(encoder.multi_window_din_encoder(), ep + "." + kind);
       continue;
     }
     Require(encoder.has_pooling_encoder(),
-            ep + ": empty; set pooling_encoder, din_encoder or simple_attention { input: ... }");
+            ep + ": empty; set pooling_encoder, din_encoder, simple_attention or "
+                 "multi_window_din_encoder { input: ... }");
     const auto& pooling = encoder.pooling_encoder();
     Require(pooling.pooling_type() == "sum" || pooling.pooling_type() == "mean",
             ep + ".pooling_encoder.pooling_type: \"" + pooling.pooling_type() +
@@ -242,6 +244,22 @@ void ModelChecks::AttentionEncoder(const protos::SeqGroupConfig& seq, const std:
               " does not read attention sequence encoders in tzrec_train; they are implemented "
               "for multi_tower (use a pooling_encoder in the other models)");
   AttentionFeatures(seq.feature_names(), seq.group_name(), path);
+}
+
+// A multi_window_din_encoder's attn_mlp (required) and windows_len: TorchEasyRec sums the weighted
+// items of each window, from the sequence's start; an empty list fails in torch, a window of 0
+// items is refused here.
+void ModelChecks::MultiWindowDin(const protos::MultiWindowDINEncoder& encoder,
+                             const std::string& path) {
+  Require(encoder.windows_len_size() > 0,
+          path + ".windows_len: empty; give the windows' lengths in items, from the newest "
+                 "(the sequence's start), e.g. windows_len: [2, 4, 8]");
+  for (int k = 0; k < encoder.windows_len_size(); ++k) {
+    Require(encoder.windows_len(k) > 0,
+            path + ".windows_len[" + std::to_string(k) +
+                "]: 0; every window needs at least 1 item: remove it or give it a length");
+  }
+  ValidateMlp(encoder.attn_mlp(), path + ".attn_mlp", true);
 }
 
 // The features of an attention input (a sequence group, or multi_tower_din's SEQUENCE group).

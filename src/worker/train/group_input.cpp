@@ -1,6 +1,6 @@
 // A feature group's input (src/worker/train/model_parts.hpp GroupInput): its features, pooled
 // sequences and attention encoders (TorchEasyRec tzrec/modules/embedding.py EmbeddingGroup and
-// tzrec/modules/sequence.py DINEncoder / SimpleAttention).
+// tzrec/modules/sequence.py DINEncoder / SimpleAttention / MultiWindowDINEncoder).
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/max.h>
@@ -29,7 +29,7 @@ GroupInput::GroupInput(const PipelineConfig& config, const Layout& layout, const
   for (const auto& f : g.feature_names()) parts_.push_back(FeaturePart(layout, group, f));
   for (int e = 0; e < g.sequence_encoders_size(); ++e) {
     const auto& encoder = g.sequence_encoders(e);
-    if (encoder.has_din_encoder() || encoder.has_simple_attention()) {
+    if (AttentionInput(encoder) != nullptr) {
       AddAttention(config, layout, group, encoder, static_cast<std::size_t>(e), encoders);
       continue;
     }
@@ -54,24 +54,20 @@ GroupInput::GroupInput(const PipelineConfig& config, const Layout& layout, const
 void GroupInput::AddAttention(const PipelineConfig& config, const Layout& layout,
                               const std::string& group, const protos::SeqEncoderConfig& encoder,
                               std::size_t index, const EncoderBuilder* encoders) {
-  const bool din = encoder.has_din_encoder();
-  const std::string kind = din ? "din_encoder" : "simple_attention";
-  const std::string path =
-      "feature group '" + group + "' sequence_encoders[" + std::to_string(index) + "]." + kind;
+  const std::string path = "feature group '" + group + "' sequence_encoders[" +
+                           std::to_string(index) + "]." + SeqEncoderKind(encoder);
   if (encoders == nullptr)
     throw ConfigError("attention sequence encoders are read by multi_tower only: " + path +
                       " in model_config." + ModelType(config) +
                       "; use multi_tower or a pooling_encoder");
-  const std::string& input =
-      din ? encoder.din_encoder().input() : encoder.simple_attention().input();
+  const std::string& input = *AttentionInput(encoder);
   std::vector<std::string> names;
   for (const auto& seq : Group(config, group).sequence_groups()) {
     if (seq.group_name() == input)
       names.assign(seq.feature_names().begin(), seq.feature_names().end());
   }
   const std::string name = "embedding_group.seq_encoders." + group + "." + std::to_string(index);
-  const protos::MLP* mlp = din ? &encoder.din_encoder().attn_mlp() : nullptr;
-  AddAttentionPart(layout, group, path + ".input '" + input + "'", names, mlp, name,
+  AddAttentionPart(layout, group, path + ".input '" + input + "'", names, encoder, name,
                    "seq_encoder." + std::to_string(index), *encoders);
 }
 
@@ -80,8 +76,10 @@ GroupInput GroupInput::DinTower(const PipelineConfig& config, const Layout& layo
                                 const std::string& name, const EncoderBuilder& encoders) {
   GroupInput in;
   const auto& names = Group(config, group).feature_names();
+  protos::SeqEncoderConfig din;
+  *din.mutable_din_encoder()->mutable_attn_mlp() = attn_mlp;
   in.AddAttentionPart(layout, group, "din tower '" + group + "'",
-                      std::vector<std::string>(names.begin(), names.end()), &attn_mlp, name, name,
+                      std::vector<std::string>(names.begin(), names.end()), din, name, name,
                       encoders);
   in.dim_ = in.parts_.back().width;
   return in;
@@ -89,10 +87,10 @@ GroupInput GroupInput::DinTower(const PipelineConfig& config, const Layout& layo
 
 void GroupInput::AddAttentionPart(const Layout& layout, const std::string& group,
                                   const std::string& path, const std::vector<std::string>& names,
-                                  const protos::MLP* din_mlp, const std::string& name,
+                                  const protos::SeqEncoderConfig& encoder, const std::string& name,
                                   const std::string& part_name, const EncoderBuilder& encoders) {
   Attention a;
-  a.din = din_mlp != nullptr;
+  a.kind = encoder.seq_module_case();
   for (const auto& f : names) {
     if (layout.sequence_length.count(f) == 0U) {
       a.query.push_back(FeaturePart(layout, group, f));
@@ -111,15 +109,25 @@ void GroupInput::AddAttentionPart(const Layout& layout, const std::string& group
                       " has not both");
   std::int64_t query_dim = 0;
   for (const auto& q : a.query) query_dim += q.width;
-  if (a.din) {
+  std::int64_t width = a.sequence_dim;
+  if (a.kind == protos::SeqEncoderConfig::kDinEncoder) {
     DinEncoderOptions options;
-    options.attn_mlp = FromProto(*din_mlp);
+    options.attn_mlp = FromProto(encoder.din_encoder().attn_mlp());
     a.din_encoder = DinEncoder(*encoders.builder, encoders.parameters, encoders.buffers, name,
                                a.sequence_dim, query_dim, options);
+  } else if (a.kind == protos::SeqEncoderConfig::kMultiWindowDinEncoder) {
+    const auto& mw = encoder.multi_window_din_encoder();
+    MultiWindowDinEncoderOptions options;
+    options.attn_mlp = FromProto(mw.attn_mlp());
+    options.windows_len.assign(mw.windows_len().begin(), mw.windows_len().end());
+    a.multi_window = MultiWindowDinEncoder(*encoders.builder, encoders.parameters,
+                                           encoders.buffers, name, a.sequence_dim, query_dim,
+                                           options);
+    width = a.multi_window.OutDim();
   } else {
     a.simple = SimpleAttention(name, a.sequence_dim, query_dim);
   }
-  parts_.push_back({part_name, -2, a.sequence_dim, attention_.size()});
+  parts_.push_back({part_name, -2, width, attention_.size()});
   attention_.push_back(std::move(a));
 }
 
@@ -142,7 +150,10 @@ at::Tensor GroupInput::AttentionForward(const Attention& a, const KeyedTensor& s
     items.push_back(padded.view({rows, padded.size(1) / a.dims[i], a.dims[i]}).narrow(1, 0, len));
   }
   const at::Tensor sequence = items.size() == 1 ? items.front() : at::cat(items, 2);
-  if (a.din) return a.din_encoder.Forward(query, sequence, lengths, training);
+  if (a.kind == protos::SeqEncoderConfig::kDinEncoder)
+    return a.din_encoder.Forward(query, sequence, lengths, training);
+  if (a.kind == protos::SeqEncoderConfig::kMultiWindowDinEncoder)
+    return a.multi_window.Forward(query, sequence, lengths, training);
   return a.simple.Forward(query, sequence, lengths);
 }
 

@@ -66,11 +66,10 @@ std::vector<std::string> AttentionSequenceFeatures(const PipelineConfig& config)
       for (const auto& name : g.feature_names()) add(name);
     }
     for (const auto& encoder : g.sequence_encoders()) {
-      if (!encoder.has_din_encoder() && !encoder.has_simple_attention()) continue;
-      const std::string& input = encoder.has_din_encoder() ? encoder.din_encoder().input()
-                                                           : encoder.simple_attention().input();
+      const std::string* input = AttentionInput(encoder);
+      if (input == nullptr) continue;
       for (const auto& seq : g.sequence_groups()) {
-        if (seq.group_name() != input) continue;
+        if (seq.group_name() != *input) continue;
         for (const auto& name : seq.feature_names()) add(name);
       }
     }

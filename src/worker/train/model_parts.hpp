@@ -50,7 +50,8 @@ at::Tensor Output(const Linear& out, const at::Tensor& h);
 // sequence_encoders entry's output in order (TorchEasyRec's EmbeddingGroup):
 //   pooling_encoder   the sequence group's sequence features pooled over the sequence (the tables
 //                     pool them with the encoder's pooling_type, EffectivePooling);
-//   din_encoder, simple_attention (models passing an EncoderBuilder: multi_tower)  over
+//   din_encoder, simple_attention, multi_window_din_encoder (models passing an EncoderBuilder:
+//                     multi_tower)  over
 //                     query = the sequence group's non-sequence features side by side [B, Dq] and
 //                     sequence = its sequence features side by side per item [B, L, Ds], L the
 //                     batch's longest sequence (at least 1): item t of feature f is columns
@@ -96,19 +97,20 @@ class GroupInput {
     std::vector<std::int64_t> dims;     // their embedding dims
     std::int64_t max_length = 0;        // their sequence_length
     std::int64_t sequence_dim = 0;
-    bool din = false;
+    protos::SeqEncoderConfig::SeqModuleCase kind = protos::SeqEncoderConfig::kDinEncoder;
     DinEncoder din_encoder;
     SimpleAttention simple;
+    MultiWindowDinEncoder multi_window;
   };
   static Part FeaturePart(const Layout& layout, const std::string& group, const std::string& f);
   void AddAttention(const PipelineConfig& config, const Layout& layout, const std::string& group,
                     const protos::SeqEncoderConfig& encoder, std::size_t index,
                     const EncoderBuilder* encoders);
-  // din_mlp nullptr: SimpleAttention.
+  // `encoder`: a din_encoder, simple_attention or multi_window_din_encoder (its input unread).
   void AddAttentionPart(const Layout& layout, const std::string& group, const std::string& path,
-                        const std::vector<std::string>& names, const protos::MLP* din_mlp,
-                        const std::string& name, const std::string& part_name,
-                        const EncoderBuilder& encoders);
+                        const std::vector<std::string>& names,
+                        const protos::SeqEncoderConfig& encoder, const std::string& name,
+                        const std::string& part_name, const EncoderBuilder& encoders);
   at::Tensor AttentionForward(const Attention& a, const KeyedTensor& sparse,
                               const at::Tensor& dense, bool training) const;
   std::vector<Part> parts_;

@@ -1,4 +1,5 @@
-// DinEncoder, SimpleAttention and PoolingEncoder (see src/worker/train/sequence_encoders.hpp):
+// DinEncoder, MultiWindowDinEncoder, SimpleAttention and PoolingEncoder (see
+// src/worker/train/sequence_encoders.hpp):
 // TorchEasyRec's tzrec/modules/sequence.py encoders on libtorch ops.
 #include "sequence_encoders.hpp"
 
@@ -11,8 +12,12 @@
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/matmul.h>
+#include <ATen/ops/minimum.h>
+#include <ATen/ops/prelu.h>
 #include <ATen/ops/softmax.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
 
 #include <algorithm>
 #include <string>
@@ -91,6 +96,38 @@ void RenameDim3(std::vector<Parameter>* list, std::size_t first) {
   }
 }
 
+void RequireQueryFits(const std::string& name, std::int64_t query_dim, std::int64_t sequence_dim,
+                      const std::string& upstream) {
+  if (query_dim > sequence_dim)
+    throw ConfigError(name + ": query_dim " + std::to_string(query_dim) + " > sequence_dim " +
+                      std::to_string(sequence_dim) + " is not supported (as TorchEasyRec's " +
+                      upstream +
+                      "); give the query features at most the sequence's embedding width");
+}
+
+// The attention MLP of DIN and multi-window DIN: upstream's MLP(dim=3) on in_dim, registered as
+// "<name>.mlp" (BatchNorm tensors renamed as the dim=3 Perceptron names them).
+Mlp AttentionMlp(ParamBuilder& b, std::vector<Parameter>* parameters,
+                 std::vector<Parameter>* buffers, const std::string& name, std::int64_t in_dim,
+                 const MlpOptions& options) {
+  if (options.hidden_units.empty())
+    throw ConfigError(name + ".attn_mlp.hidden_units must not be empty (the attention score " +
+                      "is Linear(hidden_units[-1] → 1))");
+  const auto act = ParseMlpActivation(options.activation, name + ".attn_mlp.activation");
+  if (act.kind == MlpActivation::Kind::kPReLU && act.num_parameters != 1)
+    throw ConfigError(name + ".attn_mlp.activation: PReLU with num_parameters " +
+                      std::to_string(act.num_parameters) +
+                      " is not supported in a sequence encoder (torch applies it over the "
+                      "sequence axis of the 3-d input); use num_parameters=1");
+  const std::size_t first_param = parameters->size(), first_buffer = buffers->size();
+  Mlp mlp(b, name + ".mlp", in_dim, options);
+  if (options.use_bn) {
+    RenameDim3(parameters, first_param);
+    RenameDim3(buffers, first_buffer);
+  }
+  return mlp;
+}
+
 }  // namespace
 
 DinEncoder::DinEncoder(ParamBuilder& b, std::vector<Parameter>* parameters,
@@ -104,26 +141,8 @@ DinEncoder::DinEncoder(ParamBuilder& b, std::vector<Parameter>* parameters,
   RequirePositive(sequence_dim, name + ".sequence_dim");
   RequirePositive(query_dim, name + ".query_dim");
   RequireMaxLength(max_seq_length_, name);
-  if (query_dim > sequence_dim)
-    throw ConfigError(name + ": query_dim " + std::to_string(query_dim) + " > sequence_dim " +
-                      std::to_string(sequence_dim) +
-                      " is not supported (as TorchEasyRec's DINEncoder); give the query "
-                      "features at most the sequence's embedding width");
-  if (options.attn_mlp.hidden_units.empty())
-    throw ConfigError(name + ".attn_mlp.hidden_units must not be empty (the attention score " +
-                      "is Linear(hidden_units[-1] → 1))");
-  const auto act = ParseMlpActivation(options.attn_mlp.activation, name + ".attn_mlp.activation");
-  if (act.kind == MlpActivation::Kind::kPReLU && act.num_parameters != 1)
-    throw ConfigError(name + ".attn_mlp.activation: PReLU with num_parameters " +
-                      std::to_string(act.num_parameters) +
-                      " is not supported in a sequence encoder (torch applies it over the "
-                      "sequence axis of the 3-d input); use num_parameters=1");
-  const std::size_t first_param = parameters->size(), first_buffer = buffers->size();
-  mlp_ = Mlp(b, name + ".mlp", 4 * sequence_dim, options.attn_mlp);
-  if (options.attn_mlp.use_bn) {
-    RenameDim3(parameters, first_param);
-    RenameDim3(buffers, first_buffer);
-  }
+  RequireQueryFits(name, query_dim, sequence_dim, "DINEncoder");
+  mlp_ = AttentionMlp(b, parameters, buffers, name, 4 * sequence_dim, options.attn_mlp);
   linear_ = b.AddLinear(name + ".linear", mlp_.OutDim(), 1);
 }
 
@@ -142,6 +161,64 @@ at::Tensor DinEncoder::Forward(const at::Tensor& query, const at::Tensor& sequen
   const at::Tensor hidden = mlp_.Forward(input.reshape({rows * len, 4 * sequence_dim_}), training);
   const at::Tensor a = at::linear(hidden, linear_.weight, linear_.bias).reshape({rows, len});
   return AttentionPool(a, s, lengths);
+}
+
+MultiWindowDinEncoder::MultiWindowDinEncoder(ParamBuilder& b, std::vector<Parameter>* parameters,
+                                             std::vector<Parameter>* buffers,
+                                             const std::string& name, std::int64_t sequence_dim,
+                                             std::int64_t query_dim,
+                                             const MultiWindowDinEncoderOptions& options)
+    : name_(name),
+      sequence_dim_(sequence_dim),
+      query_dim_(query_dim),
+      windows_(static_cast<std::int64_t>(options.windows_len.size())) {
+  RequirePositive(sequence_dim, name + ".sequence_dim");
+  RequirePositive(query_dim, name + ".query_dim");
+  RequireQueryFits(name, query_dim, sequence_dim, "MultiWindowDINEncoder");
+  if (windows_ == 0)
+    throw ConfigError(name + ".windows_len is empty; give the windows' lengths in items, e.g. " +
+                      "windows_len: [2, 4, 8]");
+  std::vector<std::int64_t> starts;
+  for (std::size_t k = 0; k < options.windows_len.size(); ++k) {
+    RequirePositive(options.windows_len[k], name + ".windows_len[" + std::to_string(k) + "]");
+    starts.push_back(total_);
+    total_ += options.windows_len[k];
+  }
+  // Registered as upstream registers them (before its children): int64 [K] each.
+  windows_len_ = b.AddBuffer(name + ".windows_len", at::tensor(options.windows_len, at::kLong));
+  cumsum_ = b.AddBuffer(name + ".cumsum_windows_len", at::tensor(starts, at::kLong));
+  at::Tensor membership = at::zeros({windows_, total_});
+  for (std::int64_t k = 0; k < windows_; ++k)
+    membership[k].narrow(0, starts[k], options.windows_len[k]).fill_(1.0);
+  membership_ = membership.to(b.Device());
+  mlp_ = AttentionMlp(b, parameters, buffers, name, 3 * sequence_dim, options.attn_mlp);
+  linear_ = b.AddLinear(name + ".linear", mlp_.OutDim(), 1);
+  active_ = b.AddFilled(name + ".active.weight", 1, 0.25);
+}
+
+at::Tensor MultiWindowDinEncoder::Forward(const at::Tensor& query, const at::Tensor& sequence,
+                                          const at::Tensor& sequence_length, bool training) const {
+  CheckInputs(name_, query, query_dim_, sequence, sequence_dim_, sequence_length);
+  const std::int64_t rows = sequence.size(0), len = sequence.size(1);
+  at::Tensor q = query;
+  if (query_dim_ < sequence_dim_) q = at::constant_pad_nd(q, {0, sequence_dim_ - query_dim_});
+  const at::Tensor qq = q.unsqueeze(1).expand({rows, len, sequence_dim_});
+  const at::Tensor input = at::cat({sequence, qq * sequence, qq}, -1);
+  // The MLP on the last dim of [B, L, 3·Ds] is the MLP on [B·L, 3·Ds] (BatchNorm over B·L too).
+  const at::Tensor hidden = mlp_.Forward(input.reshape({rows * len, 3 * sequence_dim_}), training);
+  const at::Tensor a = at::prelu(at::linear(hidden, linear_.weight, linear_.bias), active_);
+  const at::Tensor positions = at::arange(len, sequence_length.options());
+  const at::Tensor mask = positions.unsqueeze(0) < sequence_length.unsqueeze(1);
+  const at::Tensor v = a.reshape({rows, len, 1}) * mask.unsqueeze(2).to(sequence.scalar_type()) *
+                       sequence;
+  // Upstream pads (or cuts) to W positions and sums each window; positions past min(L, W) add
+  // nothing, so the window sums are membership[:, :n] @ v[:, :n].
+  const std::int64_t n = std::min(len, total_);
+  const at::Tensor sums = at::matmul(membership_.narrow(1, 0, n), v.narrow(1, 0, n));
+  const at::Tensor count = at::minimum(sequence_length.unsqueeze(1) - cumsum_.unsqueeze(0),
+                                       windows_len_.unsqueeze(0));
+  const at::Tensor windows = sums / at::clamp_min(count, 1).unsqueeze(2);
+  return at::cat({windows, q.unsqueeze(1)}, 1).reshape({rows, OutDim()});
 }
 
 SimpleAttention::SimpleAttention(const std::string& name, std::int64_t sequence_dim,
