@@ -132,7 +132,7 @@ std::vector<ShardingType> ShardingTypes(const protos::ParameterConstraints& cons
 // The feature named `name`; throws ConfigError naming it and the closest defined feature.
 const protos::FeatureConfig& Feature(const PipelineConfig& config, const std::string& name);
 
-// ---- One sequence encoder (a SeqEncoderConfig holds one of its seq_module) -----------------------
+// ---- One sequence encoder (a SeqEncoderConfig holds one of its seq_module) -------------------
 // The set field's name ("din_encoder", "simple_attention", "pooling_encoder",
 // "multi_window_din_encoder"), or "" when none is set.
 std::string SeqEncoderKind(const protos::SeqEncoderConfig& encoder);

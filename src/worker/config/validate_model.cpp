@@ -250,10 +250,11 @@ void ModelChecks::AttentionEncoder(const protos::SeqGroupConfig& seq, const std:
 // items of each window, from the sequence's start; an empty list fails in torch, a window of 0
 // items is refused here.
 void ModelChecks::MultiWindowDin(const protos::MultiWindowDINEncoder& encoder,
-                             const std::string& path) {
+                                 const std::string& path) {
   Require(encoder.windows_len_size() > 0,
-          path + ".windows_len: empty; give the windows' lengths in items, from the newest "
-                 "(the sequence's start), e.g. windows_len: [2, 4, 8]");
+          path +
+              ".windows_len: empty; give the windows' lengths in items, from the "
+              "sequence's start, e.g. windows_len: [2, 4, 8]");
   for (int k = 0; k < encoder.windows_len_size(); ++k) {
     Require(encoder.windows_len(k) > 0,
             path + ".windows_len[" + std::to_string(k) +

@@ -120,9 +120,8 @@ void GroupInput::AddAttentionPart(const Layout& layout, const std::string& group
     MultiWindowDinEncoderOptions options;
     options.attn_mlp = FromProto(mw.attn_mlp());
     options.windows_len.assign(mw.windows_len().begin(), mw.windows_len().end());
-    a.multi_window = MultiWindowDinEncoder(*encoders.builder, encoders.parameters,
-                                           encoders.buffers, name, a.sequence_dim, query_dim,
-                                           options);
+    a.multi_window = MultiWindowDinEncoder(*encoders.builder, encoders.parameters, encoders.buffers,
+                                           name, a.sequence_dim, query_dim, options);
     width = a.multi_window.OutDim();
   } else {
     a.simple = SimpleAttention(name, a.sequence_dim, query_dim);

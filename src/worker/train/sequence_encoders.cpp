@@ -209,14 +209,14 @@ at::Tensor MultiWindowDinEncoder::Forward(const at::Tensor& query, const at::Ten
   const at::Tensor a = at::prelu(at::linear(hidden, linear_.weight, linear_.bias), active_);
   const at::Tensor positions = at::arange(len, sequence_length.options());
   const at::Tensor mask = positions.unsqueeze(0) < sequence_length.unsqueeze(1);
-  const at::Tensor v = a.reshape({rows, len, 1}) * mask.unsqueeze(2).to(sequence.scalar_type()) *
-                       sequence;
+  const at::Tensor v =
+      a.reshape({rows, len, 1}) * mask.unsqueeze(2).to(sequence.scalar_type()) * sequence;
   // Upstream pads (or cuts) to W positions and sums each window; positions past min(L, W) add
   // nothing, so the window sums are membership[:, :n] @ v[:, :n].
   const std::int64_t n = std::min(len, total_);
   const at::Tensor sums = at::matmul(membership_.narrow(1, 0, n), v.narrow(1, 0, n));
-  const at::Tensor count = at::minimum(sequence_length.unsqueeze(1) - cumsum_.unsqueeze(0),
-                                       windows_len_.unsqueeze(0));
+  const at::Tensor count =
+      at::minimum(sequence_length.unsqueeze(1) - cumsum_.unsqueeze(0), windows_len_.unsqueeze(0));
   const at::Tensor windows = sums / at::clamp_min(count, 1).unsqueeze(2);
   return at::cat({windows, q.unsqueeze(1)}, 1).reshape({rows, OutDim()});
 }

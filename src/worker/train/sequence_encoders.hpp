@@ -5,7 +5,8 @@
 // computed by the embedding tables' pooling (model_parts.hpp GroupInput; the test
 // train.Model.PoolingEncoderAppendsPooledSequences checks it against PoolingEncoder here);
 // din_encoder, simple_attention and multi_window_din_encoder run in multi_tower's groups over the
-// unpooled per-item embeddings (model_parts.hpp GroupInput; the EmbeddingCollection of sparse_arch.hpp).
+// unpooled per-item embeddings (model_parts.hpp GroupInput; the EmbeddingCollection of
+// sparse_arch.hpp).
 //
 // Inputs, as upstream's "<group>.query", "<group>.sequence", "<group>.sequence_length":
 //   query           [B, Dq] float32 (DIN, SimpleAttention)
@@ -111,9 +112,9 @@ class MultiWindowDinEncoder {
   std::int64_t sequence_dim_ = 0, query_dim_ = 0, windows_ = 0, total_ = 0;
   Mlp mlp_;
   ParamBuilder::Linear linear_;
-  at::Tensor active_;                  // PReLU weight [1]
-  at::Tensor windows_len_, cumsum_;    // the buffers, int64 [K]
-  at::Tensor membership_;              // [K, W] float32: 1 where position t is in window k
+  at::Tensor active_;                // PReLU weight [1]
+  at::Tensor windows_len_, cumsum_;  // the buffers, int64 [K]
+  at::Tensor membership_;            // [K, W] float32: 1 where position t is in window k
 };
 
 class SimpleAttention {

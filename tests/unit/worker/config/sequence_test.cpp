@@ -1,6 +1,7 @@
 // Sequence features in the config (issue 14, item 2): sequence_id_feature and
 // sequence_raw_feature read by a DEEP group's sequence_groups and pooled by its
-// pooling_encoder or (multi_tower) din_encoder / simple_attention; what stays refused by name
+// pooling_encoder or (multi_tower) din_encoder / simple_attention / multi_window_din_encoder;
+// what stays refused by name
 // (the newer attention encoders, multi_tower_din, SEQUENCE groups, feature generation of
 // sequences).
 #include <gtest/gtest.h>
@@ -198,11 +199,52 @@ TEST(Sequence, MultiTowerDinAccepted) {
   EXPECT_HAS(e, "reads only in multi_tower_din");
 }
 
+// multi_window_din_encoder (TorchEasyRec's field numbers: windows_len = 4, the oneof's 4).
+TEST(Sequence, MultiWindowDinEncoderAccepted) {
+  const std::string mw =
+      R"(multi_window_din_encoder { input: "hist" attn_mlp { hidden_units: [4] }
+         windows_len: [1, 2, 5] })";
+  const LoadedConfig c = ParsePipelineConfig(SeqConfig("", "", mw));
+  const auto& enc = c.config.model_config().feature_groups(0).sequence_encoders(0);
+  ASSERT_TRUE(enc.has_multi_window_din_encoder());
+  EXPECT_EQ(enc.multi_window_din_encoder().windows_len_size(), 3);
+  EXPECT_EQ(enc.multi_window_din_encoder().windows_len(2), 5U);
+  EXPECT_EQ(SeqEncoderKind(enc), "multi_window_din_encoder");
+  EXPECT_EQ(*AttentionInput(enc), "hist");
+  EXPECT_EQ(enc.GetDescriptor()->FindFieldByName("multi_window_din_encoder")->number(), 4);
+  EXPECT_EQ(
+      enc.multi_window_din_encoder().GetDescriptor()->FindFieldByName("windows_len")->number(), 4);
+}
+
+TEST(Sequence, MultiWindowDinEncoderRefusals) {
+  const std::string mlp = R"(attn_mlp { hidden_units: [4] })";
+  auto encoder = [](const std::string& body) {
+    return "multi_window_din_encoder { input: \"hist\" " + body + " }";
+  };
+  std::string e = ErrorOf(SeqConfig("", "", encoder(mlp)));
+  EXPECT_HAS(e, "sequence_encoders[0].multi_window_din_encoder.windows_len: empty");
+  EXPECT_HAS(e, "windows_len: [2, 4, 8]");
+  e = ErrorOf(SeqConfig("", "", encoder(mlp + " windows_len: [3, 0]")));
+  EXPECT_HAS(e, "multi_window_din_encoder.windows_len[1]: 0; every window needs at least 1 item");
+  e = ErrorOf(SeqConfig("", "", encoder("windows_len: [3]")));
+  EXPECT_HAS(e, "multi_window_din_encoder.attn_mlp.hidden_units: empty");
+  e = ErrorOf(SeqConfig("", "", R"(multi_window_din_encoder { input: "hits" windows_len: 2 })"));
+  EXPECT_HAS(e, "multi_window_din_encoder.input: 'hits' is not a sequence group of group 'all'");
+  e = ErrorOf(SeqConfig("", "", encoder(mlp + " windows_len: 2")),
+              R"({"model_config.feature_groups[0].sequence_groups[0].feature_names": ["clicks"]})");
+  EXPECT_HAS(e, "sequence group 'hist' has no query feature");
+  const std::string other = SeqConfig("", "", encoder(mlp + " windows_len: 2"));
+  e = ErrorOf(other.substr(0, other.find("  multi_tower")) + R"(
+  dcn_v1 { cross { cross_num: 1 } deep { hidden_units: [8] } final { hidden_units: [4] } }
+  metrics { auc {} } losses { binary_cross_entropy {} } })");
+  EXPECT_HAS(e, "model_config.dcn_v1 does not read attention sequence encoders");
+}
+
 TEST(Sequence, SequenceRefusals) {
   // Still refused by name, with the nearest supported form.
-  std::string e = ErrorOf(SeqConfig("", "", R"(multi_window_din_encoder { input: "hist" })"));
-  EXPECT_HAS(e, "'multi_window_din_encoder' (SeqEncoderConfig) is a TorchEasyRec option");
-  EXPECT_HAS(e, "use din_encoder, simple_attention or pooling_encoder");
+  std::string e = ErrorOf(SeqConfig("", "", R"(hstu_encoder { input: "hist" })"));
+  EXPECT_HAS(e, "'hstu_encoder' (SeqEncoderConfig) is a TorchEasyRec option");
+  EXPECT_HAS(e, "use din_encoder, simple_attention, multi_window_din_encoder or pooling_encoder");
   e = ErrorOf(SeqConfig("pooling: 'mean'"));
   EXPECT_HAS(e, "'pooling' (SequenceIdFeature)");
   e = ErrorOf(SeqConfig(), R"({"feature_configs[0].id_feature.sequence_length": 3})");

@@ -10,6 +10,8 @@
 #include <ATen/ops/allclose.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/clamp_max.h>
+#include <ATen/ops/clamp_min.h>
 #include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/matmul.h>
@@ -20,6 +22,8 @@
 #include <ATen/ops/zeros.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -185,10 +189,42 @@ at::Tensor Reference(bool din, const std::map<std::string, at::Tensor>& p, const
   return at::matmul(scores.unsqueeze(1), s).squeeze(1);
 }
 
-void CheckModel(bool din, std::int64_t item_dim) {
-  SCOPED_TRACE(std::string(din ? "din_encoder" : "simple_attention") + " item_dim " +
-               std::to_string(item_dim));
-  const PipelineConfig c = AttnConfig(din, item_dim);
+// TorchEasyRec's MultiWindowDINEncoder over query [B, Dq] and the padded sequence s [B, T, D]
+// (attn_mlp: one ReLU layer): the windows summed one by one over the masked weighted items.
+at::Tensor MultiWindowReference(const std::map<std::string, at::Tensor>& p, const at::Tensor& q,
+                                const at::Tensor& s, const at::Tensor& lengths,
+                                const std::vector<std::int64_t>& windows) {
+  const std::string e = "embedding_group.seq_encoders.all.0.";
+  const std::int64_t rows = s.size(0), len = s.size(1), dim = s.size(2);
+  const at::Tensor qp = at::constant_pad_nd(q, {0, dim - q.size(1)});
+  const at::Tensor qq = qp.unsqueeze(1).expand({rows, len, dim});
+  const at::Tensor x = at::cat({s, qq * s, qq}, -1);
+  const at::Tensor h = at::relu(at::linear(x, p.at(e + "mlp.mlp.0.perceptron.0.weight"),
+                                           p.at(e + "mlp.mlp.0.perceptron.0.bias")));
+  const at::Tensor a = at::linear(h, p.at(e + "linear.weight"), p.at(e + "linear.bias"));
+  const at::Tensor act = at::relu(a) - p.at(e + "active.weight") * at::relu(-a);  // PReLU
+  const at::Tensor mask = at::arange(len, at::kLong).unsqueeze(0) < lengths.unsqueeze(1);
+  const at::Tensor v = act * mask.unsqueeze(2) * s;
+  std::vector<at::Tensor> parts;
+  std::int64_t start = 0;
+  for (const std::int64_t w : windows) {
+    const std::int64_t n = std::max<std::int64_t>(std::min(start + w, len) - start, 0);
+    const at::Tensor sum = n > 0 ? v.narrow(1, start, n).sum(1) : at::zeros({rows, dim});
+    const at::Tensor count = at::clamp_min(at::clamp_max(lengths - start, w), 1);
+    parts.push_back(sum / count.unsqueeze(1));
+    start += w;
+  }
+  parts.push_back(qp);
+  return at::cat(parts, 1);
+}
+
+using EncoderReference =
+    std::function<at::Tensor(const std::map<std::string, at::Tensor>&, const at::Tensor&,
+                             const at::Tensor&, const at::Tensor&)>;
+
+void CheckModel(const PipelineConfig& c, const std::string& label, std::int64_t item_dim,
+                const EncoderReference& reference) {
+  SCOPED_TRACE(label + " item_dim " + std::to_string(item_dim));
   const at::Tensor w = ItemTable().requires_grad_(true);
   const KeyedTensor kt = ModelInput(c, Batch3(), w);
   const at::Tensor zero = at::zeros({3});
@@ -200,7 +236,7 @@ void CheckModel(bool din, std::int64_t item_dim) {
   const at::Tensor q = item_dim == 3 ? at::stack({w[1], w[2], w[3]}) : kt["item"].detach();
   const at::Tensor s = at::stack({at::stack({w[4], w[5], w[6]}), at::stack({zero, zero, zero}),
                                   at::stack({w[7], zero, zero})});
-  const at::Tensor x = at::cat({q, Reference(din, p, q, s, L({3, 0, 1}))}, 1);
+  const at::Tensor x = at::cat({q, reference(p, q, s, L({3, 0, 1}))}, 1);
   const at::Tensor t = at::linear(x, p.at("towers.all.mlp.0.perceptron.0.weight"),
                                   p.at("towers.all.mlp.0.perceptron.0.bias"));
   const at::Tensor h = at::linear(t, p.at("final_mlp.mlp.0.perceptron.0.weight"),
@@ -227,10 +263,39 @@ void CheckModel(bool din, std::int64_t item_dim) {
   EXPECT_GT(g_got[0].abs().sum().item<float>(), 0.0F);
 }
 
+void CheckModel(bool din, std::int64_t item_dim) {
+  CheckModel(
+      AttnConfig(din, item_dim), din ? "din_encoder" : "simple_attention", item_dim,
+      [din](const std::map<std::string, at::Tensor>& p, const at::Tensor& q, const at::Tensor& s,
+            const at::Tensor& lengths) { return Reference(din, p, q, s, lengths); });
+}
+
 TEST(Model, AttentionEncodersMatchComposedTorch) {
   CheckModel(true, 3);
   CheckModel(true, 2);  // DIN zero-pads a narrower query
   CheckModel(false, 3);
+}
+
+// multi_window_din_encoder in place of the din_encoder; the batch's padded sequence has L = 3
+// items (lengths 3, 0, 1): windows [2, 3] pad it to 5, windows [1, 1] cut it to 2.
+TEST(Model, MultiWindowDinEncoderMatchesComposedTorch) {
+  for (const std::vector<std::int64_t>& windows :
+       {std::vector<std::int64_t>{2, 3}, std::vector<std::int64_t>{1, 1}}) {
+    for (const std::int64_t item_dim : {3, 2}) {
+      PipelineConfig c = AttnConfig(true, item_dim);
+      auto* enc = c.mutable_model_config()->mutable_feature_groups(0)->mutable_sequence_encoders(0);
+      auto* mw = enc->mutable_multi_window_din_encoder();  // clears the din_encoder (a oneof)
+      mw->set_input("hist");
+      mw->mutable_attn_mlp()->add_hidden_units(4);
+      for (const std::int64_t w : windows) mw->add_windows_len(static_cast<std::uint32_t>(w));
+      EXPECT_EQ(AttentionSequenceFeatures(c), (std::vector<std::string>{"clicks"}));
+      CheckModel(c, "multi_window_din_encoder " + std::to_string(windows[0]), item_dim,
+                 [&windows](const std::map<std::string, at::Tensor>& p, const at::Tensor& q,
+                            const at::Tensor& s, const at::Tensor& lengths) {
+                   return MultiWindowReference(p, q, s, lengths, windows);
+                 });
+    }
+  }
 }
 
 // multi_tower_din: tower "user" (DEEP: user) and a DIN tower over SEQUENCE group "seq"

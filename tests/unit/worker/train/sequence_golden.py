@@ -1,7 +1,8 @@
 """Golden values for tests/unit/worker/train/sequence_golden_test.cpp from the real PyTorch.
 
 Builds, with torch.nn modules and torch ops, TorchEasyRec's sequence encoders DINEncoder,
-SimpleAttention and PoolingEncoder (tzrec/modules/sequence.py; the DIN attention MLP as
+SimpleAttention, PoolingEncoder and MultiWindowDINEncoder (tzrec/modules/sequence.py; the
+attention MLPs as
 tzrec/modules/mlp.py builds it with dim=3, Dice as tzrec/modules/activation.py), with the
 attribute names of the upstream modules so that named_parameters() / named_buffers() give the
 upstream state-dict names and order. Every parameter is filled by a fixed rule, one forward runs
@@ -132,8 +133,42 @@ class PoolingEncoder(nn.Module):
         return out
 
 
+class MultiWindowDINEncoder(nn.Module):
+    """Target attention without softmax: PReLU(Linear(mlp(cat[s, q * s, q]))) weights the items,
+    each window of windows_len (from the sequence's start) is summed by torch.segment_reduce over
+    the weighted sequence padded, or cut, to sum(windows_len) items, and divided by
+    max(min(length - start, window), 1); the padded query is appended as one more window."""
+
+    def __init__(self, ds, dq, windows, hidden, act, use_bn):
+        super().__init__()
+        self.ds, self.dq, self.total = ds, dq, sum(windows)
+        starts = [sum(windows[:k]) for k in range(len(windows))]
+        self.register_buffer("windows_len", torch.tensor(windows))
+        self.register_buffer("cumsum_windows_len", torch.tensor(starts))
+        self.mlp = MLP(ds * 3, hidden, act, use_bn)
+        self.linear = nn.Linear(hidden[-1], 1)
+        self.active = nn.PReLU()
+
+    def forward(self, query, sequence, lengths):
+        seq_len = sequence.size(1)
+        mask = torch.arange(seq_len).unsqueeze(0) < lengths.unsqueeze(1)
+        if self.dq < self.ds:
+            query = F.pad(query, (0, self.ds - self.dq))
+        q = query.unsqueeze(1).expand(-1, seq_len, -1)
+        attn = self.active(self.linear(self.mlp(torch.cat([sequence, q * sequence, q], -1))))
+        weighted = attn * mask.unsqueeze(2) * sequence
+        padded = F.pad(weighted, (0, 0, 0, self.total - seq_len)).transpose(0, 1)
+        sums = torch.segment_reduce(padded, reduce="sum", lengths=self.windows_len,
+                                    axis=0).transpose(0, 1)
+        count = torch.min(lengths.unsqueeze(1) - self.cumsum_windows_len.unsqueeze(0),
+                          self.windows_len)
+        sums = sums / torch.max(count, torch.ones_like(count)).unsqueeze(2)
+        return torch.cat([sums, query.unsqueeze(1)], dim=1).reshape(sums.shape[0], -1)
+
+
 # kind, ints, text, lengths. ints = Ds, Dq, L, max_seq_length, then for din use_bn and the
 # attn_mlp hidden units; text = the attn_mlp activation (din) or the pooling_type (pooling).
+# multi_window: ints = Ds, Dq, L, K, the K windows_len, use_bn, the attn_mlp hidden units.
 CASES = [
     ("din", [4, 4, 4, 0, 0, 5, 3], "nn.ReLU", [0, 2, 4, 1]),
     ("din", [4, 3, 5, 3, 1, 6], "Dice", [0, 5, 2, 3]),
@@ -143,6 +178,9 @@ CASES = [
     ("pooling", [4, 0, 4, 0], "mean", [0, 2, 4, 1]),
     ("pooling", [4, 0, 4, 0], "sum", [0, 2, 4, 1]),
     ("pooling", [3, 0, 5, 3], "mean", [0, 5, 2, 1]),
+    # L 4 < W 6: windows past the lengths; L 7 > W 5: items past W dropped; lengths 0 and L.
+    ("multi_window", [4, 3, 4, 3, 1, 2, 3, 0, 5, 3], "nn.ReLU", [0, 2, 4, 1]),
+    ("multi_window", [3, 3, 7, 2, 2, 3, 1, 4], "Dice", [7, 0, 3, 5, 1]),
 ]
 
 
@@ -150,6 +188,10 @@ def build(kind, ints, text):
     ds, dq, _, max_len = ints[:4]
     if kind == "din":
         return DINEncoder(ds, dq, max_len, ints[5:], text, bool(ints[4]))
+    if kind == "multi_window":
+        windows = ints[4:4 + max_len]
+        rest = ints[4 + max_len:]
+        return MultiWindowDINEncoder(ds, dq, windows, rest[1:], text, bool(rest[0]))
     if kind == "simple":
         return SimpleAttention(max_len)
     return PoolingEncoder(text, max_len)

@@ -1,4 +1,5 @@
-// DinEncoder, SimpleAttention and PoolingEncoder (sequence_encoders.hpp) against the real PyTorch:
+// DinEncoder, SimpleAttention, PoolingEncoder and MultiWindowDinEncoder (sequence_encoders.hpp)
+// against the real PyTorch:
 // sequence_golden.inc holds, for a few option sets, the state-dict names, the output and the
 // gradients of the query, the sequence and every parameter of torch modules built as
 // TorchEasyRec's tzrec/modules/sequence.py (and mlp.py with dim=3) define them, with every
@@ -28,8 +29,10 @@ namespace {
 
 struct GoldenCase {
   std::string kind;
-  std::vector<std::int64_t> ints;  // Ds, Dq, L, max_seq_length[, use_bn, hidden units...]
-  std::string text;                // attn_mlp activation or pooling_type
+  // Ds, Dq, L, max_seq_length[, use_bn, hidden units...]; multi_window: Ds, Dq, L, K, the K
+  // windows_len, use_bn, hidden units...
+  std::vector<std::int64_t> ints;
+  std::string text;  // attn_mlp activation or pooling_type
   std::vector<std::int64_t> lengths;
   std::vector<std::string> params, buffers;
   std::vector<double> buffer_values;  // after the forward (BatchNorm running statistics)
@@ -64,6 +67,19 @@ Forward Build(const GoldenCase& c, ParamBuilder& b, std::vector<Parameter>* para
       return m->Forward(q, s, l, true);
     };
   }
+  if (c.kind == "multi_window") {
+    MultiWindowDinEncoderOptions o;
+    const auto windows_end = v.begin() + 4 + v[3];
+    o.windows_len.assign(v.begin() + 4, windows_end);
+    o.attn_mlp.use_bn = *windows_end != 0;
+    o.attn_mlp.activation = c.text;
+    o.attn_mlp.hidden_units.assign(windows_end + 1, v.end());
+    auto m = std::make_shared<MultiWindowDinEncoder>(b, params, buffers, "e", v[0], v[1], o);
+    EXPECT_EQ(m->OutDim(), v[0] * (v[3] + 1));
+    return [m](const at::Tensor& q, const at::Tensor& s, const at::Tensor& l) {
+      return m->Forward(q, s, l, true);
+    };
+  }
   if (c.kind == "simple") {
     auto m = std::make_shared<SimpleAttention>("e", v[0], v[1], v[3]);
     return [m](const at::Tensor& q, const at::Tensor& s, const at::Tensor& l) {
@@ -81,7 +97,7 @@ void ExpectClose(const at::Tensor& got, const std::vector<double>& want) {
 }
 
 TEST(SequenceEncodersGolden, ForwardAndGradientsMatchTorch) {
-  ASSERT_EQ(Cases().size(), 8U);
+  ASSERT_EQ(Cases().size(), 10U);
   for (const auto& c : Cases()) {
     SCOPED_TRACE(c.kind + " case with text '" + c.text + "'");
     std::vector<Parameter> params, buffers;
@@ -125,6 +141,15 @@ TEST(SequenceEncoders, RefuseOptionsAndShapesUpstreamCannotRun) {
   o.attn_mlp.activation = "nn.ReLU";
   o.attn_mlp.hidden_units.clear();
   EXPECT_THROW(DinEncoder(b, &params, &buffers, "e", 4, 4, o), ConfigError);
+  MultiWindowDinEncoderOptions mw;
+  mw.attn_mlp.hidden_units = {4};
+  EXPECT_THROW(MultiWindowDinEncoder(b, &params, &buffers, "e", 4, 4, mw), ConfigError);  // no K
+  mw.windows_len = {2, 0};
+  EXPECT_THROW(MultiWindowDinEncoder(b, &params, &buffers, "e", 4, 4, mw), ConfigError);
+  mw.windows_len = {2};
+  EXPECT_THROW(MultiWindowDinEncoder(b, &params, &buffers, "e", 4, 5, mw), ConfigError);
+  mw.attn_mlp.hidden_units.clear();
+  EXPECT_THROW(MultiWindowDinEncoder(b, &params, &buffers, "e", 4, 4, mw), ConfigError);
   EXPECT_THROW(SimpleAttention("e", 4, 3), ConfigError);
   EXPECT_THROW(PoolingEncoder("e", 4, "max"), ConfigError);
   EXPECT_THROW(PoolingEncoder("e", 4, "mean", -1), ConfigError);
