@@ -4,8 +4,8 @@
 #   all four). VERSION: project(VERSION) in CMakeLists.txt. Test the image, then
 #   tools/docker/promote.sh retags it tzrun:VERSION-DEVICE.
 # Options:
-#   --engine docker|podman  the build engine (default: docker when its daemon answers, else podman;
-#                           or $TZRUN_ENGINE / $DOCKER)
+#   --engine docker|podman  the build engine, or a path to one (default: docker when its daemon
+#                           answers, else podman; or $TZRUN_ENGINE / $DOCKER)
 #   --debian-image IMG      base of the build stage (build arg DEBIAN_IMAGE, default debian:12)
 #   --runtime-image IMG     base of the runtime stage (build arg RUNTIME_IMAGE, default
 #                           debian:12-slim); for hosts without registry access both can be
@@ -36,18 +36,22 @@ while (($#)); do
   case "$1" in
     --engine)
       engine_arg="${2:-}"
-      [[ "$engine_arg" == docker || "$engine_arg" == podman ]] ||
-        { echo "$NAME: --engine '$engine_arg': use docker or podman" >&2; exit 2; }
+      [[ "${engine_arg##*/}" == docker* || "${engine_arg##*/}" == podman* ]] ||
+        { echo "$NAME: --engine '$engine_arg': use docker or podman (or a path to one)" >&2; exit 2; }
       shift 2 ;;
     --debian-image) args+=(--build-arg "DEBIAN_IMAGE=${2:?--debian-image needs an image}"); shift 2 ;;
     --runtime-image) args+=(--build-arg "RUNTIME_IMAGE=${2:?--runtime-image needs an image}"); shift 2 ;;
     --torch-index) args+=(--build-arg "TORCH_INDEX=${2:?--torch-index needs a URL}"); shift 2 ;;
     --pip-cert)
-      [[ -r "${2:-}" ]] || { echo "$NAME: --pip-cert '${2:-}' is not a readable file" >&2; exit 2; }
+      [[ -f "${2:-}" && -r "${2:-}" ]] || {
+        echo "$NAME: --pip-cert '${2:-}' is not a readable file; give the CA bundle file (PEM)," \
+          "e.g. /etc/ssl/certs/ca-certificates.crt" >&2
+        exit 2
+      }
       args+=(--secret "id=pip_cert,src=$2"); shift 2 ;;
     --smoke) smoke=1; shift ;;
     --no-run) run_check=0; shift ;;
-    -h | --help) sed -n '2,29p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) usage "${BASH_SOURCE[0]}"; exit 0 ;;
     -*) echo "$NAME: unknown option '$1'; see $NAME --help" >&2; exit 2 ;;
     *) break ;;
   esac

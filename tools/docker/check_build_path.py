@@ -8,7 +8,8 @@ build path (issue 18), kept apart so check_dockerfile.py stays small. run(checke
     excluded by its .dockerignore), the smoke scripts parse, and its RUN goes through the entrypoint
     with the stub preparation script;
   * tools/docker/{build,make_base,check_image}.sh parse and are executable; build.sh refuses an
-    unknown --engine and an unreadable --pip-cert with exit 2 and a message naming the value.
+    unknown --engine and an unreadable --pip-cert (or a folder) with exit 2 and a message naming
+    the value (build.sh and promote.sh); each script's --help prints its usage and nothing else.
 """
 from __future__ import annotations
 
@@ -76,11 +77,24 @@ def check_scripts(c) -> None:
                  f"tools/docker/{name} is executable and parses")
     cases = [(["--engine", "dockr", "cpu"], "--engine 'dockr'"),
              (["--pip-cert", str(c.work / "no-such-ca.pem"), "cpu"], "no-such-ca.pem"),
+             (["--pip-cert", str(c.work), "cpu"], "is not a readable file"),  # a folder
              (["--frobnicate", "cpu"], "--frobnicate")]
-    for args, needle in cases:
-        p = subprocess.run(["bash", str(tools / "build.sh"), *args], capture_output=True, text=True, timeout=60)
-        c.expect(p.returncode == 2 and needle in p.stderr, f"build.sh {' '.join(args[:-1])} is refused (exit 2)",
-                 f"rc {p.returncode} err {p.stderr!r}")
+    for script in ["build.sh", "promote.sh"]:
+        for args, needle in cases + [(["--engine", "/usr/bin/dockr", "cpu"], "'/usr/bin/dockr'")]:
+            if script == "promote.sh" and args[0] == "--pip-cert":
+                continue
+            p = subprocess.run(["bash", str(tools / script), *args], capture_output=True, text=True,
+                               timeout=60)
+            c.expect(p.returncode == 2 and needle in p.stderr,
+                     f"{script} {' '.join(args[:-1])} is refused (exit 2)",
+                     f"rc {p.returncode} err {p.stderr!r}")
+    for name in ["build.sh", "make_base.sh", "check_image.sh", "promote.sh"]:
+        # --help prints the header comment only: no '#', no code after it.
+        p = subprocess.run(["bash", str(tools / name), "--help"], capture_output=True, text=True, timeout=60)
+        lines = p.stdout.splitlines()
+        c.expect(p.returncode == 0 and lines and lines[0].startswith(name) and
+                 not any(l.startswith(("#", "set ", "NAME=")) for l in lines),
+                 f"{name} --help prints its usage only", f"rc {p.returncode} out {p.stdout[-300:]!r}")
 
 
 def run(c) -> None:

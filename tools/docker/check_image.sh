@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # check_image.sh [--engine docker|podman] [--keep-base] [--skip-cpu] [--skip-cuda] — the by-hand
-#   image check
-#   (issue 18; not a CI step: it downloads several GB and compiles tzrun + tzrec_train).
+#   image check (not a CI step: it downloads several GB and compiles tzrun + tzrec_train).
 #   1. base: tools/docker/make_base.sh makes localhost/debian:12 from Debian's packages
 #      (--keep-base: reuse it when it exists).
 #   2. cpu: tools/docker/build.sh --smoke --no-run cpu on that base, torch and pyarrow from
@@ -31,7 +30,7 @@ while (($#)); do
     --keep-base) keep_base=1; shift ;;
     --skip-cpu) cpu=0; shift ;;
     --skip-cuda) cuda=0; shift ;;
-    -h | --help) sed -n '2,21p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) usage "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "$NAME: unknown argument '$1'; see $NAME --help" >&2; exit 2 ;;
   esac
 done

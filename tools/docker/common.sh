@@ -1,6 +1,8 @@
+# shellcheck shell=bash
 # common.sh — sourced by build.sh and promote.sh (set NAME first): the repository root, the docker
 # command, the project version, DEVICE validation and the engine choice (docker or podman).
-# Sets ROOT, DOCKER, VALID, VERSION; defines check_devices DEVICE... and pick_engine [ENGINE].
+# Sets ROOT, DOCKER, VALID, VERSION; defines usage SCRIPT, check_devices DEVICE... and
+# pick_engine [ENGINE].
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 DOCKER_SET_BY_USER="${DOCKER:-}"
 DOCKER="${DOCKER:-docker}"
@@ -8,6 +10,9 @@ VALID=(cpu cu126 cu129 cu130)
 
 VERSION="$(sed -n 's/^project(tzrun VERSION \([0-9][0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")"
 [[ -n "$VERSION" ]] || { echo "$NAME: no project(tzrun VERSION x.y.z) in $ROOT/CMakeLists.txt" >&2; exit 2; }
+
+# usage SCRIPT: prints SCRIPT's leading comment block (after the #! line) without the "# ".
+usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$1"; }
 
 # Exits 2 naming the first DEVICE that is not one of VALID.
 check_devices() {

@@ -24,7 +24,7 @@ while (($#)); do
     --tag) TAG="${2:?--tag needs a value}"; shift 2 ;;
     --suite) SUITE="${2:?--suite needs a value}"; shift 2 ;;
     --mirror) MIRROR=("${2:?--mirror needs a URL}"); shift 2 ;;
-    -h | --help) sed -n '2,12p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h | --help) usage "${BASH_SOURCE[0]}"; exit 0 ;;
     *) echo "$NAME: unknown argument '$1'; see $NAME --help" >&2; exit 2 ;;
   esac
 done
