@@ -9,7 +9,9 @@ skipped when absent):
 - examples/configs/multi_tower_hist_movielens.config (the history as ";"-separated bags) trains;
 - examples/configs/multi_tower_din_movielens.config (fg_mode FG_DAG: the sequence_feature
   hist_seq generated item by item, its genre a vocab lookup) trains on 2 ranks under tzrun and
-  its eval AUC is above chance.
+  its eval AUC is above chance;
+- examples/configs/multi_tower_multi_window_din_movielens.config (MultiTower whose item group adds
+  a multi_window_din_encoder over the same FG_DAG history) the same.
 """
 import pytest
 
@@ -90,3 +92,14 @@ def test_din_fg_dag_example_trains(movielens_mt, tmp_path):
     assert m["global_step"] == STEPS and m["eval_samples"] == 20000, m
     assert 0.5 < m["eval_auc"] < 1, (m, details(proc))
     print(f"multi_tower_din FG_DAG {STEPS} steps: eval_auc {m['eval_auc']:.4f}")
+
+
+def test_multi_window_din_example_trains(movielens_mt, tmp_path):
+    """MultiTower with a multi_window_din_encoder (windows 5, 10, 15, 20) over the FG_DAG history
+    in its item group."""
+    md = tmp_path / "mw_din"
+    proc = train(CONFIGS / "multi_tower_multi_window_din_movielens.config", movielens_mt, md)
+    m = metrics(md)
+    assert m["global_step"] == STEPS and m["eval_samples"] == 20000, m
+    assert 0.5 < m["eval_auc"] < 1, (m, details(proc))
+    print(f"multi_tower multi_window_din_encoder {STEPS} steps: eval_auc {m['eval_auc']:.4f}")

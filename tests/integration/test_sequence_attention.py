@@ -1,9 +1,9 @@
-"""Attention sequence encoders (issue 14): a multi_tower DEEP group's din_encoder or
-simple_attention over sequence group "hist" {item (the query), clicks (the sequence)}, the
-clicks sharing the item's table. Each trains under tzrun on 2 ranks, continues from that
-checkpoint on 1 rank (--continue_train: the table, row_wise sharded for din_encoder, is restored
-at the other world size), exports and predicts: the AUC predict prints equals the job's final
-eval AUC.
+"""Attention sequence encoders (issue 14): a multi_tower DEEP group's din_encoder,
+simple_attention or multi_window_din_encoder (five windows of one item) over sequence group
+"hist" {item (the query), clicks (the sequence)}, the clicks sharing the item's table. Each
+trains under tzrun on 2 ranks, continues from that checkpoint on 1 rank (--continue_train: the
+table, row_wise sharded for din_encoder, is restored at the other world size), exports and
+predicts: the AUC predict prints equals the job's final eval AUC.
 
 The label is planted on target attention: 1 when the target item is among the first 5 clicks
 (90% of rows), which the attention over the unpooled per-item embeddings can see and a mean of
@@ -12,7 +12,7 @@ the clicks hardly can.
 Third: multi_tower_din (a tower over DEEP group "user" and a DIN tower over SEQUENCE group
 "seq" {item, clicks}), the same train / restore / export / predict.
 
-Budget: 3 x (2 short jobs + export + predict) on tiny generated data, about 30 s.
+Budget: 4 x (2 short jobs + export + predict) on tiny generated data, about 40 s.
 """
 import math
 import random
@@ -73,6 +73,8 @@ CASES = {
     "din_encoder": ({"din_encoder": {"input": "hist", "attn_mlp": {"hidden_units": [16]}}},
                     {"embedding_constraints": {"sharding_types": ["row_wise"]}}),
     "simple_attention": ({"simple_attention": {"input": "hist"}}, {}),
+    "multi_window_din_encoder": ({"multi_window_din_encoder": {
+        "input": "hist", "windows_len": [1, 1, 1, 1, 1], "attn_mlp": {"hidden_units": [16]}}}, {}),
 }
 
 
