@@ -111,9 +111,9 @@ std::string TableName(const protos::FeatureConfig& feature);  // embedding_name 
 const std::string& Pooling(const protos::FeatureConfig& feature);
 // How the feature's embedding is pooled: Pooling() for non-sequence features; for a sequence
 // feature the pooling_type of the pooling_encoder whose sequence group lists it; when none does
-// (the feature is unread, or read per item by a din_encoder / simple_attention, where pooling
-// one id is the same either way) the pooling of the first other feature of its table that has
-// one, else "sum". Validation makes it unique per feature and per table.
+// (the feature is unread, or read per item by an attention encoder (AttentionInput), where
+// pooling one id is the same either way) the pooling of the first other feature of its table
+// that has one, else "sum". Validation makes it unique per feature and per table.
 std::string EffectivePooling(const PipelineConfig& config, const protos::FeatureConfig& feature);
 std::int64_t ValueDim(const protos::FeatureConfig& feature);  // raw: value_dim; others: 1
 // Sequence features: sequence_length (items kept) and sequence_delim; 0 / "" for the others.

@@ -16,7 +16,8 @@
 //               final_mlp(concat(y_wide, y_fm, y_deep)) → Linear → logit; without:
 //               logit = y_wide + Σ_d y_fm + Linear(y_deep).
 //   MultiTower  one MLP per tower over its group's concat; final_mlp(concat(tower outputs)) →
-//               Linear → logit. A group's din_encoder / simple_attention: below.
+//               Linear → logit. A group's din_encoder / simple_attention /
+//               multi_window_din_encoder: below.
 //   MultiTowerDIN  MultiTower's towers over DEEP groups plus one DINEncoder per din_towers entry
 //               over its SEQUENCE group; final_mlp(concat(towers, DIN towers)) → Linear → logit.
 //   SimpleMultiTask, MMoE, DBMTL  multi-task models over the first feature group, one logit per
@@ -56,13 +57,13 @@ std::vector<EmbeddingBagConfig> EmbeddingTables(const PipelineConfig& config);
 // Adds the "<feature>__wide" keys DeepFM's wide tables read (same ids); other configs: unchanged.
 KeyedJaggedTensor AddDerivedFeatures(const PipelineConfig& config, const KeyedJaggedTensor& sparse);
 
-// Unpooled sequences for din_encoder / simple_attention and multi_tower_din's DIN towers (issue
-// 14). The sequence features such an encoder reads, in config group order. Their tables are
-// looked up through a sharded EmbeddingCollection (sparse_arch.hpp, as TorchEasyRec's
-// SequenceEmbeddingGroupImpl), which hands the dense model, for each such feature f, two more
-// KeyedTensor columns: SequenceKey(f) = "<f>__seq", the padded sequence [B, L·D] (L =
-// sequence_length(f), item t of row b in columns [t·D, (t+1)·D), zeros past the row's length),
-// and SequenceLengthKey(f) = "<f>__seqlen", the lengths [B, 1] (float).
+// Unpooled sequences for din_encoder / simple_attention / multi_window_din_encoder and
+// multi_tower_din's DIN towers (issue 14). The sequence features such an encoder reads, in config
+// group order. Their tables are looked up through a sharded EmbeddingCollection (sparse_arch.hpp,
+// as TorchEasyRec's SequenceEmbeddingGroupImpl), which hands the dense model, for each such
+// feature f, two more KeyedTensor columns: SequenceKey(f) = "<f>__seq", the padded sequence
+// [B, L·D] (L = sequence_length(f), item t of row b in columns [t·D, (t+1)·D), zeros past the
+// row's length), and SequenceLengthKey(f) = "<f>__seqlen", the lengths [B, 1] (float).
 std::vector<std::string> AttentionSequenceFeatures(const PipelineConfig& config);
 std::string SequenceKey(const std::string& feature);
 std::string SequenceLengthKey(const std::string& feature);
