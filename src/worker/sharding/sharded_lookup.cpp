@@ -5,6 +5,9 @@
 #include <ATen/core/ivalue.h>
 #include <torch/autograd.h>
 
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -61,17 +64,107 @@ void ReceiveBags(ShardedEmbeddingBagCollection::Dist& dist, at::Tensor& lengths,
   weights = dist.weighted ? dist.weights.Wait() : at::Tensor();
 }
 
+// One source's received bags on the host: route-major lengths [routes * bs], then its ids (and
+// weights), the route blocks one after another.
+struct HostBags {
+  const std::int64_t* lengths = nullptr;
+  const std::int64_t* ids = nullptr;
+  const float* weights = nullptr;
+  std::int64_t bs = 0;
+  std::int64_t num_ids = 0;
+};
+
+// The received blocks of every source, on the host (contiguous CPU tensors kept in `hold`).
+std::vector<HostBags> ReceiveHostBags(ShardedEmbeddingBagCollection::Dist& dist,
+                                      std::int64_t num_routes, std::vector<at::Tensor>& hold) {
+  const auto world = dist.batch_per_rank.size();
+  std::vector<HostBags> src(world);
+  if (dist.packed.Valid()) {
+    hold.push_back(dist.packed.Wait().contiguous());
+    const auto* p = hold.back().data_ptr<std::int64_t>();
+    for (std::size_t q = 0; q < world; ++q) {
+      src[q] = {p, p + dist.packed_len[q], nullptr, dist.batch_per_rank[q], dist.packed_val[q]};
+      p += dist.packed_len[q] + dist.packed_val[q];
+    }
+    return src;
+  }
+  hold.push_back(dist.lengths.Wait().contiguous());
+  hold.push_back(dist.values.Wait().contiguous());
+  if (dist.weighted) hold.push_back(dist.weights.Wait().contiguous());
+  const auto* lp = hold[0].data_ptr<std::int64_t>();
+  const auto* ip = hold[1].data_ptr<std::int64_t>();
+  const float* wp = dist.weighted ? hold[2].data_ptr<float>() : nullptr;
+  for (std::size_t q = 0; q < world; ++q) {
+    const std::int64_t n_len = num_routes * dist.batch_per_rank[q];
+    const std::int64_t n_ids = std::accumulate(lp, lp + n_len, std::int64_t{0});
+    src[q] = {lp, ip, wp, dist.batch_per_rank[q], n_ids};
+    lp += n_len;
+    ip += n_ids;
+    if (wp != nullptr) wp += n_ids;
+  }
+  return src;
+}
+
+// The recat on the host in one pass of copies: per route, the sources' bags in (source, sample)
+// order, as the device path's permutation; ids, offsets and weights are views of one buffer each.
+void RecatOnHost(const std::vector<HostBags>& src, std::int64_t num_routes,
+                 std::int64_t global_batch, StepState& state) {
+  std::int64_t total = 0;
+  for (const HostBags& s : src) total += s.num_ids;
+  const bool weighted = !src.empty() && src[0].weights != nullptr;
+  const at::Tensor ids = at::empty({total}, at::kLong);
+  const at::Tensor offsets = at::empty({num_routes * (global_batch + 1)}, at::kLong);
+  const at::Tensor weights = weighted ? at::empty({total}, at::kFloat) : at::Tensor();
+  auto* ip = ids.data_ptr<std::int64_t>();
+  auto* op = offsets.data_ptr<std::int64_t>();
+  float* wp = weighted ? weights.data_ptr<float>() : nullptr;
+  std::vector<std::int64_t> cursor(src.size(), 0);  // next id of each source
+  std::int64_t at_id = 0;
+  for (std::int64_t ro = 0; ro < num_routes; ++ro) {
+    std::int64_t* o = op + ro * (global_batch + 1);
+    const std::int64_t first = at_id;
+    std::int64_t run = 0;
+    *o++ = 0;
+    for (std::size_t q = 0; q < src.size(); ++q) {
+      const HostBags& s = src[q];
+      const std::int64_t* l = s.lengths + ro * s.bs;
+      const std::int64_t start = run;
+      for (std::int64_t b = 0; b < s.bs; ++b) *o++ = (run += l[b]);
+      const std::int64_t n = run - start;
+      if (n < 0 || cursor[q] + n > s.num_ids) {
+        throw std::logic_error("ShardedEmbeddingBagCollection: received bag lengths of source " +
+                               std::to_string(q) + " exceed its " + std::to_string(s.num_ids) +
+                               " ids");
+      }
+      std::copy_n(s.ids + cursor[q], n, ip + at_id);
+      if (wp != nullptr) std::copy_n(s.weights + cursor[q], n, wp + at_id);
+      cursor[q] += n;
+      at_id += n;
+    }
+    state.route_ids.push_back(ids.narrow(0, first, at_id - first));
+    state.route_offsets.push_back(offsets.narrow(0, ro * (global_batch + 1), global_batch + 1));
+    state.route_weights.push_back(weighted ? weights.narrow(0, first, at_id - first)
+                                           : at::Tensor());
+  }
+}
+
 }  // namespace
 
 // Recat: received bags are (source, route, sample); make them (route, source, sample) and record
-// each local route's ids, offsets [B_global+1] and weights in `state`.
+// each local route's ids, offsets [B_global+1] and weights in `state`. On CPU one pass of copies
+// (RecatOnHost); elsewhere tensor ops (a permutation of the bags, then a gather of the ids).
 void ShardedEmbeddingBagCollection::Impl::RecatRoutes(Dist& dist, StepState& state) const {
+  const auto num_routes = static_cast<std::int64_t>(routes[static_cast<std::size_t>(rank)].size());
+  if (device.is_cpu()) {
+    std::vector<at::Tensor> hold;
+    RecatOnHost(ReceiveHostBags(dist, num_routes, hold), num_routes, dist.global_batch, state);
+    return;
+  }
   at::Tensor lengths;
   at::Tensor values;
   at::Tensor weights;
   ReceiveBags(dist, lengths, values, weights);
   const std::int64_t global_batch = dist.global_batch;
-  const auto num_routes = static_cast<std::int64_t>(routes[static_cast<std::size_t>(rank)].size());
   std::vector<std::int64_t> perm;
   perm.reserve(static_cast<std::size_t>(num_routes * global_batch));
   std::vector<std::int64_t> base(static_cast<std::size_t>(world), 0);
