@@ -3,7 +3,10 @@
 // sharded_ebc.hpp), in the route order of sharding_layout.hpp.
 #include <ATen/TensorOperators.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/cumsum.h>
+#include <ATen/ops/zeros.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -43,21 +46,43 @@ void KeepShardRows(const ShardingLayout::Unit& u, const JaggedTensor& jt, std::i
   if (weights.defined()) weights = weights.index_select(0, kept);
 }
 
+// The smallest and largest id of `ids` (not empty): one pass on the host for contiguous int64,
+// else two reductions.
+std::pair<std::int64_t, std::int64_t> IdRange(const at::Tensor& ids) {
+  if (ids.device().is_cpu() && ids.scalar_type() == at::kLong && ids.is_contiguous()) {
+    const auto* p = ids.const_data_ptr<std::int64_t>();
+    std::int64_t lo = p[0];
+    std::int64_t hi = p[0];
+    for (std::int64_t i = 1; i < ids.numel(); ++i) {
+      lo = std::min(lo, p[i]);
+      hi = std::max(hi, p[i]);
+    }
+    return {lo, hi};
+  }
+  return {ids.min().item<std::int64_t>(), ids.max().item<std::int64_t>()};
+}
+
 }  // namespace
 
-// Per output feature: its jagged ids, validated against the table size. Records the local bag
-// lengths and the data-parallel features' bags in `dist`.
+// Per output feature: its jagged ids (values, lengths, weights; offsets only for the
+// data-parallel features, the only ones that read them), validated against the table size, cut
+// from the KJT with one per-key offset computation. Records the local bag lengths and the
+// data-parallel features' bags in `dist`.
 std::vector<JaggedTensor> ShardedEmbeddingBagCollection::Impl::FeatureBags(
     const KeyedJaggedTensor& kjt, Dist& dist) const {
   std::vector<JaggedTensor> jts(features.size());
+  const std::vector<std::int64_t> opk = kjt.OffsetPerKey();
+  const std::int64_t stride = kjt.Stride();
   for (std::size_t fi = 0; fi < features.size(); ++fi) {
     const Feature& f = features[fi];
-    jts[fi] = kjt[f.name];
+    const std::int64_t k = kjt.KeyIndex(f.name);
+    JaggedTensor& jt = jts[fi];
+    jt.values = kjt.Values().narrow(0, opk[k], opk[k + 1] - opk[k]);
+    jt.lengths = kjt.Lengths().narrow(0, k * stride, stride);
+    if (kjt.HasWeights()) jt.weights = kjt.Weights().narrow(0, opk[k], opk[k + 1] - opk[k]);
     const auto& cfg = tables[static_cast<std::size_t>(f.table)];
-    const at::Tensor& ids = jts[fi].values;
-    if (ids.numel() > 0) {
-      const std::int64_t lo = ids.min().item<std::int64_t>();
-      const std::int64_t hi = ids.max().item<std::int64_t>();
+    if (jt.values.numel() > 0) {
+      const auto [lo, hi] = IdRange(jt.values);
       if (lo < 0 || hi >= cfg.num_embeddings) {
         throw std::out_of_range(
             "feature '" + f.name + "' has id " + std::to_string(lo < 0 ? lo : hi) +
@@ -66,10 +91,12 @@ std::vector<JaggedTensor> ShardedEmbeddingBagCollection::Impl::FeatureBags(
             ") (num_buckets / hash_bucket_size)");
       }
     }
-    dist.local_lengths.push_back(jts[fi].lengths);
+    dist.local_lengths.push_back(jt.lengths);
   }
   for (int fi : dp_features) {
-    const JaggedTensor& jt = jts[static_cast<std::size_t>(fi)];
+    JaggedTensor& jt = jts[static_cast<std::size_t>(fi)];
+    jt.offsets = at::zeros({stride + 1}, jt.lengths.options());
+    if (stride > 0) jt.offsets.narrow(0, 1, stride).copy_(at::cumsum(jt.lengths, 0));
     dist.dp_ids.push_back(jt.values);
     dist.dp_offsets.push_back(jt.offsets);
     dist.dp_weights.push_back(jt.weights);
