@@ -25,6 +25,7 @@
 #include <string>
 #include <utility>
 
+#include "huge_pages.hpp"
 #include "shape.hpp"
 
 namespace tzrec {
@@ -107,6 +108,7 @@ at::Tensor InitTableSlice(const EmbeddingBagConfig& config, std::uint64_t seed,
   const auto rows = row_end - row_begin;
   const auto cols = col_end - col_begin;
   auto out = at::empty({rows, cols}, at::TensorOptions().dtype(at::kFloat));
+  core_detail::AdviseHugePages(out);
   if (rows > 0 && cols > 0) {
     const double bound = std::sqrt(1.0 / static_cast<double>(config.num_embeddings));
     const std::int64_t first_chunk = row_begin / kInitChunkRows;
@@ -169,11 +171,17 @@ EmbeddingOptimizerState::EmbeddingOptimizerState(const EmbeddingOptimizerConfig&
         std::to_string(config.max_gradient));
   }
   const auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
+  // The state is as large as the shard (Adagrad, Adam) or one float per row: huge pages too.
+  const auto full = [&](at::IntArrayRef sizes, double value) {
+    at::Tensor t = at::empty(sizes, opts);
+    core_detail::AdviseHugePages(t);
+    return t.fill_(value);
+  };
   switch (config.kind) {
     case EmbeddingOptimizerKind::kSgd:
       break;
     case EmbeddingOptimizerKind::kAdagrad:
-      momentum1_ = at::full({rows, cols}, config.initial_accumulator_value, opts);
+      momentum1_ = full({rows, cols}, config.initial_accumulator_value);
       break;
     case EmbeddingOptimizerKind::kRowWiseAdagrad: {
       const std::int64_t block = config.rowwise_block_cols;
@@ -184,8 +192,8 @@ EmbeddingOptimizerState::EmbeddingOptimizerState(const EmbeddingOptimizerConfig&
                                     " columns: use 0 (whole row) or a divisor");
       }
       const std::int64_t blocks = (block == 0 || block == cols) ? 1 : cols / block;
-      momentum1_ = blocks == 1 ? at::full({rows}, config.initial_accumulator_value, opts)
-                               : at::full({rows, blocks}, config.initial_accumulator_value, opts);
+      momentum1_ = blocks == 1 ? full({rows}, config.initial_accumulator_value)
+                               : full({rows, blocks}, config.initial_accumulator_value);
       break;
     }
     case EmbeddingOptimizerKind::kAdam:
@@ -195,8 +203,8 @@ EmbeddingOptimizerState::EmbeddingOptimizerState(const EmbeddingOptimizerConfig&
                                     std::to_string(config.beta1) + ", " +
                                     std::to_string(config.beta2) + ") must be in [0, 1)");
       }
-      momentum1_ = at::zeros({rows, cols}, opts);
-      momentum2_ = at::zeros({rows, cols}, opts);
+      momentum1_ = full({rows, cols}, 0.0);
+      momentum2_ = full({rows, cols}, 0.0);
       break;
   }
 }

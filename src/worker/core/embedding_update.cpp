@@ -18,146 +18,19 @@
 #include <string>
 #include <utility>
 
+#include "embedding_rows.hpp"
 #include "shape.hpp"
 #include "tzrec/core/embedding.hpp"
 
 namespace tzrec {
 namespace {
 
+using core_detail::kPrefetchRows;
+using core_detail::kRowBlock;
+using core_detail::L2Decay;
+using core_detail::RowUpdater;
+using core_detail::RowWiseDecoupled;
 using core_detail::Shape;
-
-}  // namespace
-
-namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_ADDRESS__)
-#define TZREC_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TZREC_SIMD_CLONES
-#endif
-
-// What the per-row update reads: the shard's weight and optimizer state and the step's constants.
-struct RowUpdateParams {
-  EmbeddingOptimizerKind kind;
-  std::int64_t cols;
-  float* w;
-  float* m1;
-  float* m2;
-  std::int64_t blocks;
-  float lr, eps;
-  float l2;          // added to g as l2 * w (SGD, Adagrad, RowWiseAdagrad kL2)
-  float adam_wd;     // Adam's decoupled term lr * wd * w
-  float correction;  // RowWiseAdagrad kDecoupled: w *= 1 - lr * wd
-  float b1, b2, c1, c2;
-};
-
-// How weight_decay enters the update (see tzrec/core/embedding.hpp).
-float L2Decay(const EmbeddingOptimizerConfig& c) {
-  switch (c.kind) {
-    case EmbeddingOptimizerKind::kSgd:
-    case EmbeddingOptimizerKind::kAdagrad:
-      return static_cast<float>(c.weight_decay);
-    case EmbeddingOptimizerKind::kRowWiseAdagrad:
-      return c.weight_decay_mode == WeightDecayMode::kL2 ? static_cast<float>(c.weight_decay)
-                                                         : 0.0F;
-    case EmbeddingOptimizerKind::kAdam:
-      return 0.0F;
-  }
-  return 0.0F;
-}
-bool RowWiseDecoupled(const EmbeddingOptimizerConfig& c) {
-  return c.kind == EmbeddingOptimizerKind::kRowWiseAdagrad &&
-         c.weight_decay_mode == WeightDecayMode::kDecoupled && c.weight_decay != 0.0;
-}
-
-// The per-element loops vectorise (omp simd); on x86-64 an AVX2 clone runs where the CPU has it
-// (no FMA: results are identical to the baseline clone, element for element).
-TZREC_SIMD_CLONES void UpdateRowKernel(const RowUpdateParams& u, std::int64_t row, float* g) {
-  float* w = u.w + row * u.cols;
-  if (u.l2 != 0.0F) {
-#pragma omp simd
-    for (std::int64_t c = 0; c < u.cols; ++c) g[c] += u.l2 * w[c];
-  }
-  switch (u.kind) {
-    case EmbeddingOptimizerKind::kSgd:
-#pragma omp simd
-      for (std::int64_t c = 0; c < u.cols; ++c) w[c] -= u.lr * g[c];
-      break;
-    case EmbeddingOptimizerKind::kAdagrad: {
-      float* s = u.m1 + row * u.cols;
-#pragma omp simd
-      for (std::int64_t c = 0; c < u.cols; ++c) {
-        s[c] += g[c] * g[c];
-        w[c] -= u.lr * g[c] / (std::sqrt(s[c]) + u.eps);
-      }
-      break;
-    }
-    case EmbeddingOptimizerKind::kRowWiseAdagrad: {
-      const std::int64_t width = u.cols / u.blocks;
-      for (std::int64_t k = 0; k < u.blocks; ++k) {
-        float sq = 0.0F;
-        for (std::int64_t c = k * width; c < (k + 1) * width; ++c) sq += g[c] * g[c];
-        float& s = u.m1[row * u.blocks + k];
-        s += sq / static_cast<float>(width);
-        const float denom = std::sqrt(s) + u.eps;
-        if (u.correction != 1.0F) {
-#pragma omp simd
-          for (std::int64_t c = k * width; c < (k + 1) * width; ++c) {
-            w[c] = u.correction * w[c] - u.lr * g[c] / denom;
-          }
-          continue;
-        }
-#pragma omp simd
-        for (std::int64_t c = k * width; c < (k + 1) * width; ++c) w[c] -= u.lr * g[c] / denom;
-      }
-      break;
-    }
-    case EmbeddingOptimizerKind::kAdam: {
-      float* m = u.m1 + row * u.cols;
-      float* v = u.m2 + row * u.cols;
-#pragma omp simd
-      for (std::int64_t c = 0; c < u.cols; ++c) {
-        m[c] = u.b1 * m[c] + (1.0F - u.b1) * g[c];
-        v[c] = u.b2 * v[c] + (1.0F - u.b2) * g[c] * g[c];
-        w[c] -= u.lr * ((m[c] / u.c1) / (std::sqrt(v[c] / u.c2) + u.eps) + u.adam_wd * w[c]);
-      }
-      break;
-    }
-  }
-}
-
-// The fused optimizers' per-row update on CPU float32 (one implementation for Apply and
-// ApplyPooled, so sharded and unsharded tables round identically). `g` is the row's summed
-// gradient (cols floats; weight decay is added here).
-class RowUpdater {
- public:
-  RowUpdater(const EmbeddingOptimizerConfig& config, std::int64_t step, at::Tensor& weight,
-             at::Tensor& m1, at::Tensor& m2)
-      : p_{config.kind,
-           weight.size(1),
-           weight.data_ptr<float>(),
-           m1.defined() ? m1.data_ptr<float>() : nullptr,
-           m2.defined() ? m2.data_ptr<float>() : nullptr,
-           config.kind == EmbeddingOptimizerKind::kRowWiseAdagrad && m1.defined() && m1.dim() == 2
-               ? m1.size(1)
-               : 1,
-           static_cast<float>(config.lr),
-           static_cast<float>(config.eps),
-           L2Decay(config),
-           config.kind == EmbeddingOptimizerKind::kAdam ? static_cast<float>(config.weight_decay)
-                                                        : 0.0F,
-           RowWiseDecoupled(config) ? static_cast<float>(1.0 - config.lr * config.weight_decay)
-                                    : 1.0F,
-           static_cast<float>(config.beta1),
-           static_cast<float>(config.beta2),
-           static_cast<float>(1.0 - std::pow(config.beta1, static_cast<double>(step))),
-           static_cast<float>(1.0 - std::pow(config.beta2, static_cast<double>(step)))} {}
-
-  void operator()(std::int64_t row, float* g) const { UpdateRowKernel(p_, row, g); }
-
- private:
-  RowUpdateParams p_;
-};
 
 }  // namespace
 
@@ -279,7 +152,16 @@ void EmbeddingOptimizerState::Apply(at::Tensor& weight, const at::Tensor& rows,
     const auto* rp = r.data_ptr<std::int64_t>();
     float* gp = g.data_ptr<float>();
     at::parallel_for(0, u, 64, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) update(rp[i], gp + i * cols_);
+      for (std::int64_t i = begin; i < std::min(begin + kPrefetchRows, end); ++i) {
+        update.Prefetch(rp[i]);
+      }
+      for (std::int64_t i = begin; i < end; i += kRowBlock) {
+        const std::int64_t n = std::min(kRowBlock, end - i);
+        for (std::int64_t k = i + kPrefetchRows; k < std::min(i + kPrefetchRows + n, end); ++k) {
+          update.Prefetch(rp[k]);
+        }
+        update.UpdateBlock(rp + i, n, gp + i * cols_);
+      }
     });
     return;
   }
@@ -409,6 +291,59 @@ std::vector<Occ> CollectOccurrences(const std::vector<EmbeddingOptimizerState::P
   return occ;
 }
 
+// The unique rows of sorted occurrence keys (ascending) and, for every occurrence, its row's slot
+// in them.
+struct RowSlots {
+  std::vector<std::int64_t> rows;
+  std::vector<std::uint32_t> slot_of;  // by occurrence index
+};
+
+RowSlots SlotsOfSortedKeys(const std::vector<std::uint64_t>& keys) {
+  RowSlots out;
+  out.slot_of.resize(keys.size());
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto row = static_cast<std::int64_t>(keys[i] >> 32U);
+    if (out.rows.empty() || out.rows.back() != row) out.rows.push_back(row);
+    out.slot_of[keys[i] & 0xFFFFFFFFU] = static_cast<std::uint32_t>(out.rows.size() - 1);
+  }
+  return out;
+}
+
+// acc[slot, begin:end) += grad * scale for every occurrence, in occurrence order: each row sums
+// its gradients in the order of the ids (as one row at a time would), while grad_out is read in
+// bag order. Gradient rows are prefetched kPrefetchRows occurrences ahead (their stride crosses a
+// page per bag, where the hardware prefetcher stops).
+void AccumulateOccurrences(const std::vector<Occ>& occ, const std::vector<std::uint32_t>& slot_of,
+                           std::int64_t cols, std::int64_t begin, std::int64_t end, float* acc) {
+  const std::size_t n = occ.size();
+  const auto bytes = static_cast<std::size_t>(end - begin) * sizeof(float);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchRows < n)
+      core_detail::PrefetchBytes(occ[i + kPrefetchRows].grad + begin, bytes, false);
+    const float* og = occ[i].grad;
+    const float scale = occ[i].scale;
+    float* g = acc + static_cast<std::int64_t>(slot_of[i]) * cols;
+#pragma omp simd
+    for (std::int64_t c = begin; c < end; ++c) g[c] += og[c] * scale;
+  }
+}
+
+// Updates unique rows [begin, end) from their summed gradients (acc, one row per slot), kRowBlock
+// at a time, prefetching weights and optimizer state kPrefetchRows rows ahead.
+void UpdateSlots(const RowUpdater& update_row, const std::vector<std::int64_t>& rows,
+                 std::int64_t cols, std::int64_t begin, std::int64_t end, float* acc) {
+  for (std::int64_t u = begin; u < std::min(begin + kPrefetchRows, end); ++u) {
+    update_row.Prefetch(rows[static_cast<std::size_t>(u)]);
+  }
+  for (std::int64_t u0 = begin; u0 < end; u0 += kRowBlock) {
+    const std::int64_t n = std::min(kRowBlock, end - u0);
+    for (std::int64_t u = u0 + kPrefetchRows; u < std::min(u0 + kPrefetchRows + n, end); ++u) {
+      update_row.Prefetch(rows[static_cast<std::size_t>(u)]);
+    }
+    update_row.UpdateBlock(rows.data() + u0, n, acc + u0 * cols);
+  }
+}
+
 }  // namespace
 
 void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight,
@@ -431,31 +366,18 @@ void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight,
   if (occ.empty() || cols_ == 0) return;
   const std::vector<std::uint64_t> keys = SortOccurrencesByRow(
       occ.size(), rows_, [&](std::size_t i) { return static_cast<std::uint64_t>(occ[i].row); });
-  std::vector<std::size_t> starts;
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    if (i == 0 || (keys[i] >> 32U) != (keys[i - 1] >> 32U)) starts.push_back(i);
-  }
-  starts.push_back(keys.size());
-  const auto unique = static_cast<std::int64_t>(starts.size()) - 1;
-  const RowUpdater update_row(config_, step_, weight, momentum1_, momentum2_);
+  const RowSlots slots = SlotsOfSortedKeys(keys);
+  const auto unique = static_cast<std::int64_t>(slots.rows.size());
   const std::int64_t cols = cols_;
+  std::vector<float> acc(static_cast<std::size_t>(unique * cols), 0.0F);
+  // Threads split the columns here (every thread reads every occurrence's own columns) and the
+  // rows below: no two threads ever write the same row.
+  at::parallel_for(0, cols, 16, [&](std::int64_t begin, std::int64_t end) {
+    AccumulateOccurrences(occ, slots.slot_of, cols, begin, end, acc.data());
+  });
+  const RowUpdater update_row(config_, step_, weight, momentum1_, momentum2_);
   at::parallel_for(0, unique, 64, [&](std::int64_t begin, std::int64_t end) {
-    std::vector<float> buffer(static_cast<std::size_t>(cols));
-    float* g = buffer.data();
-    for (std::int64_t u = begin; u < end; ++u) {
-      const std::size_t first = starts[static_cast<std::size_t>(u)];
-      const std::size_t last = starts[static_cast<std::size_t>(u) + 1];
-      const auto row = static_cast<std::int64_t>(keys[first] >> 32U);
-      std::fill(g, g + cols, 0.0F);
-      for (std::size_t k = first; k < last; ++k) {
-        const Occ& o = occ[keys[k] & 0xFFFFFFFFU];
-        const float* og = o.grad;
-        const float scale = o.scale;
-#pragma omp simd
-        for (std::int64_t c = 0; c < cols; ++c) g[c] += og[c] * scale;
-      }
-      update_row(row, g);
-    }
+    UpdateSlots(update_row, slots.rows, cols, begin, end, acc.data());
   });
 }
 
