@@ -157,6 +157,13 @@ class EmbeddingOptimizerState {
 // [0, R) (checked with one device sync).
 at::Tensor PooledSum(const at::Tensor& weight, const at::Tensor& ids, const at::Tensor& offsets,
                      const at::Tensor& per_sample_weights);
+// PooledSum written into `out` [S, C] (any row stride, unit column stride: e.g. a column slice of
+// the sharded EBC's all-to-all buffer), bitwise equal to PooledSum, with prefetches of the rows
+// ahead. CPU float32 without autograd on `weight` only: returns false, `out` untouched, for other
+// devices or dtypes, a weight that needs grad or offsets that are not [0 .. N] non-decreasing
+// (PooledSum then applies or reports). std::out_of_range for an id outside [0, R).
+bool PooledSumInto(const at::Tensor& weight, const at::Tensor& ids, const at::Tensor& offsets,
+                   const at::Tensor& per_sample_weights, at::Tensor& out);
 // Backward of PooledSum w.r.t. the weight rows: grad_out [S, C] → per-id gradient rows [N, C]
 // (row i of the result = grad_out[bag of id i] * weight_i), on grad_out's device.
 // std::invalid_argument when shapes disagree (offsets[S] != num_ids is checked for CPU offsets).

@@ -279,6 +279,10 @@ at::Tensor PooledSum(const at::Tensor& weight, const at::Tensor& ids, const at::
   if (num_bags == 0 || cols == 0 || ids.numel() == 0) {
     return at::zeros({num_bags, cols}, weight.options());
   }
+  if (device.is_cpu()) {  // the prefetching CPU float32 kernel (embedding_pool.cpp)
+    at::Tensor out = at::empty({num_bags, cols}, weight.options());
+    if (PooledSumInto(weight, ids, offsets, per_sample_weights, out)) return out;
+  }
   std::optional<at::Tensor> psw;
   if (per_sample_weights.defined()) psw = per_sample_weights.to(device, weight.scalar_type());
   auto result =

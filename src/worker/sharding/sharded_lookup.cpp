@@ -213,20 +213,34 @@ void ShardedEmbeddingBagCollection::Impl::LookupAndOutputDist(const Dist& dist,
   const std::int64_t batch = dist.batch;
   const std::int64_t global_batch = dist.global_batch;
   const auto& my_routes = routes[static_cast<std::size_t>(rank)];
-  std::vector<at::Tensor> a2a_parts;
+  const auto fdev = at::TensorOptions().dtype(at::kFloat).device(device);
+  const std::int64_t my_cols = any_a2a ? a2a_cols_per_rank[static_cast<std::size_t>(rank)] : 0;
+  // The all-to-all routes pool straight into their columns of the send buffer.
+  at::Tensor send = at::empty({global_batch, my_cols}, fdev);
+  std::int64_t send_col = 0;
   std::vector<at::Tensor> rs_parts;
   for (std::size_t ro = 0; ro < my_routes.size(); ++ro) {
     const Unit& u = units[static_cast<std::size_t>(my_routes[ro].unit)];
-    at::Tensor partial =
-        PooledSum(local_weights[static_cast<std::size_t>(u.local)], state.route_ids[ro],
-                  state.route_offsets[ro], state.route_weights[ro]);
-    (u.group == OutGroup::kAllToAll ? a2a_parts : rs_parts).push_back(partial);
+    const at::Tensor& weight = local_weights[static_cast<std::size_t>(u.local)];
+    if (u.group != OutGroup::kAllToAll) {
+      rs_parts.push_back(
+          PooledSum(weight, state.route_ids[ro], state.route_offsets[ro], state.route_weights[ro]));
+      continue;
+    }
+    at::Tensor cols = send.narrow(1, send_col, weight.size(1));
+    send_col += weight.size(1);
+    if (!PooledSumInto(weight, state.route_ids[ro], state.route_offsets[ro],
+                       state.route_weights[ro], cols)) {
+      cols.copy_(
+          PooledSum(weight, state.route_ids[ro], state.route_offsets[ro], state.route_weights[ro]));
+    }
   }
-  const auto fdev = at::TensorOptions().dtype(at::kFloat).device(device);
+  if (send_col != my_cols) {
+    throw std::logic_error("ShardedEmbeddingBagCollection: the all-to-all routes pooled " +
+                           std::to_string(send_col) + " columns, the plan has " +
+                           std::to_string(my_cols));
+  }
   if (any_a2a) {
-    const std::int64_t my_cols = a2a_cols_per_rank[static_cast<std::size_t>(rank)];
-    at::Tensor send =
-        a2a_parts.empty() ? at::zeros({global_batch, 0}, fdev) : at::cat(a2a_parts, 1);
     std::vector<std::int64_t> in_splits(static_cast<std::size_t>(world));
     std::vector<std::int64_t> out_splits(static_cast<std::size_t>(world));
     for (int q = 0; q < world; ++q) {
@@ -245,8 +259,8 @@ void ShardedEmbeddingBagCollection::Impl::LookupAndOutputDist(const Dist& dist,
     }
   }
   if (rs_cols > 0) {
-    at::Tensor send = at::cat(rs_parts, 1).contiguous();
-    out.index_add_(1, rs_colmap_tensor, comm->ReduceScatterV(send, dist.batch_per_rank));
+    const at::Tensor rs_send = at::cat(rs_parts, 1).contiguous();
+    out.index_add_(1, rs_colmap_tensor, comm->ReduceScatterV(rs_send, dist.batch_per_rank));
   }
 }
 

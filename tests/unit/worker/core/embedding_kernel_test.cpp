@@ -2,12 +2,16 @@
 // occurrence order, rows updated in blocks with prefetches; Apply: the same row kernel) against a
 // plain one-row-at-a-time float reference of the same arithmetic: results must be bitwise equal,
 // for every optimizer, with duplicate ids, weighted bags, a strided gradient, odd widths and 1 or
-// 2 threads.
+// 2 threads. The pooled lookup's kernel against at::embedding_bag (FBGEMM), bitwise as well.
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/cat.h>
+#include <ATen/ops/embedding_bag.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/randint.h>
 #include <ATen/ops/randn.h>
+#include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 #include <gtest/gtest.h>
 
@@ -15,6 +19,8 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -242,6 +248,45 @@ TEST(EmbeddingKernel, ApplyBitwiseEqualsReference) {
         rowwise, Cfg(EmbeddingOptimizerKind::kAdam, 0.05, 0.01)}) {
     RunAll(c, /*pooled=*/false);
   }
+}
+
+TEST(EmbeddingKernel, PooledSumBitwiseEqualsEmbeddingBag) {
+  const int saved_threads = at::get_num_threads();
+  for (const int threads : {1, 2}) {
+    at::set_num_threads(threads);
+    for (const std::int64_t cols : {64, 5, 1}) {
+      for (const bool weighted : {false, true}) {
+        at::manual_seed(static_cast<std::uint64_t>(cols) * 2 + weighted);
+        const at::Tensor weight = at::randn({500, cols});
+        const std::int64_t bags = 700;
+        const at::Tensor lengths = at::randint(0, 5, {bags}, at::kLong);
+        const at::Tensor offsets = at::cat({at::zeros({1}, at::kLong), lengths.cumsum(0)});
+        const std::int64_t n = offsets[bags].item<std::int64_t>();
+        const at::Tensor ids = at::randint(0, 500, {n}, at::kLong);
+        const at::Tensor psw = weighted ? at::randn({n}) : at::Tensor();
+        const auto want = std::get<0>(
+            at::embedding_bag(weight, ids, offsets, false, 0, false,
+                              weighted ? std::optional<at::Tensor>(psw) : std::nullopt, true));
+        const std::string what = "cols=" + std::to_string(cols) +
+                                 " weighted=" + std::to_string(weighted) +
+                                 " threads=" + std::to_string(threads);
+        ExpectBitwise(Flat(want), PooledSum(weight, ids, offsets, psw), what);
+        at::Tensor wide = at::full({bags, cols + 7}, 9.0F);
+        at::Tensor slice = wide.narrow(1, 3, cols);
+        ASSERT_TRUE(PooledSumInto(weight, ids, offsets, psw, slice)) << what;
+        ExpectBitwise(Flat(want), slice, what + " into a column slice");
+        EXPECT_EQ(wide.narrow(1, 0, 3).ne(9.0F).sum().item<std::int64_t>(), 0) << what;
+      }
+    }
+  }
+  at::set_num_threads(saved_threads);
+  at::Tensor out = at::empty({1, 2});
+  EXPECT_THROW(PooledSumInto(at::zeros({3, 2}), at::tensor(std::vector<std::int64_t>{3}),
+                             at::tensor(std::vector<std::int64_t>{0, 1}), at::Tensor(), out),
+               std::out_of_range);
+  at::Tensor w = at::zeros({3, 2}, at::kDouble);
+  EXPECT_FALSE(PooledSumInto(w, at::tensor(std::vector<std::int64_t>{1}),
+                             at::tensor(std::vector<std::int64_t>{0, 1}), at::Tensor(), out));
 }
 
 }  // namespace
