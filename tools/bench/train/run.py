@@ -59,7 +59,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.a
 sys.path.insert(0, os.path.join(ROOT, "tools", "config"))
 import pbtext  # noqa: E402 (tools/config/pbtext.py: .config text -> dict)
 
-PROGRESS = re.compile(r"^step (\d+)/(\d+)\s+loss (\S+)\s+samples/s (\S+)")
+PROGRESS = re.compile(r"^step (\d+)/(\d+)\s+loss (\S+)\s.*?samples/s (\S+)")
 
 
 def rel(path: str) -> str:
