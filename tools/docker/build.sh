@@ -34,11 +34,7 @@ REPO="${TZRUN_IMAGE_REPO:-tzrun-test}"
 engine_arg="" smoke=0 run_check=1 args=()
 while (($#)); do
   case "$1" in
-    --engine)
-      engine_arg="${2:-}"
-      [[ "${engine_arg##*/}" == docker* || "${engine_arg##*/}" == podman* ]] ||
-        { echo "$NAME: --engine '$engine_arg': use docker or podman (or a path to one)" >&2; exit 2; }
-      shift 2 ;;
+    --engine) engine_arg="${2:-}"; check_engine_arg "$engine_arg"; shift 2 ;;
     --debian-image) args+=(--build-arg "DEBIAN_IMAGE=${2:?--debian-image needs an image}"); shift 2 ;;
     --runtime-image) args+=(--build-arg "RUNTIME_IMAGE=${2:?--runtime-image needs an image}"); shift 2 ;;
     --torch-index) args+=(--build-arg "TORCH_INDEX=${2:?--torch-index needs a URL}"); shift 2 ;;

@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # common.sh — sourced by build.sh and promote.sh (set NAME first): the repository root, the docker
 # command, the project version, DEVICE validation and the engine choice (docker or podman).
-# Sets ROOT, DOCKER, VALID, VERSION; defines usage SCRIPT, check_devices DEVICE... and
-# pick_engine [ENGINE].
+# Sets ROOT, DOCKER, VALID, VERSION; defines usage SCRIPT, check_engine_arg VALUE,
+# check_devices DEVICE... and pick_engine [ENGINE].
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 DOCKER_SET_BY_USER="${DOCKER:-}"
 DOCKER="${DOCKER:-docker}"
@@ -13,6 +13,13 @@ VERSION="$(sed -n 's/^project(tzrun VERSION \([0-9][0-9.]*\).*/\1/p' "$ROOT/CMak
 
 # usage SCRIPT: prints SCRIPT's leading comment block (after the #! line) without the "# ".
 usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$1"; }
+
+# check_engine_arg VALUE: exits 2 unless VALUE (from --engine) names docker or podman, or a path
+# to one.
+check_engine_arg() {
+  [[ "${1##*/}" == docker* || "${1##*/}" == podman* ]] ||
+    { echo "$NAME: --engine '$1': use docker or podman (or a path to one)" >&2; exit 2; }
+}
 
 # Exits 2 naming the first DEVICE that is not one of VALID.
 check_devices() {

@@ -17,11 +17,7 @@ DST="${TZRUN_RELEASE_REPO:-tzrun}"
 engine_arg=""
 while (($#)); do
   case "$1" in
-    --engine)
-      engine_arg="${2:-}"
-      [[ "${engine_arg##*/}" == docker* || "${engine_arg##*/}" == podman* ]] ||
-        { echo "$NAME: --engine '$engine_arg': use docker or podman (or a path to one)" >&2; exit 2; }
-      shift 2 ;;
+    --engine) engine_arg="${2:-}"; check_engine_arg "$engine_arg"; shift 2 ;;
     -h | --help) usage "${BASH_SOURCE[0]}"; exit 0 ;;
     -*) echo "$NAME: unknown option '$1'; see $NAME --help" >&2; exit 2 ;;
     *) break ;;
