@@ -2,6 +2,7 @@
 // vectorised with omp simd and an AVX2 clone on x86-64.
 #include "embedding_rows.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -157,6 +158,18 @@ RowUpdater::RowUpdater(const EmbeddingOptimizerConfig& config, std::int64_t step
 
 void RowUpdater::UpdateBlock(const std::int64_t* rows, std::int64_t n, float* g) const {
   UpdateBlockKernel(p_, rows, n, g);
+}
+
+void RowUpdater::UpdateRows(const std::int64_t* rows, std::int64_t begin, std::int64_t end,
+                            float* g) const {
+  for (std::int64_t i = begin; i < std::min(begin + kPrefetchRows, end); ++i) Prefetch(rows[i]);
+  for (std::int64_t i = begin; i < end; i += kRowBlock) {
+    const std::int64_t n = std::min(kRowBlock, end - i);
+    for (std::int64_t k = i + kPrefetchRows; k < std::min(i + kPrefetchRows + n, end); ++k) {
+      Prefetch(rows[k]);
+    }
+    UpdateBlock(rows + i, n, g + i * p_.cols);
+  }
 }
 
 }  // namespace tzrec::core_detail

@@ -59,6 +59,9 @@ class RowUpdater {
              at::Tensor& m1, at::Tensor& m2);
   // Updates rows[0, n) (n <= kRowBlock; distinct rows) with gradients g + j * cols.
   void UpdateBlock(const std::int64_t* rows, std::int64_t n, float* g) const;
+  // Updates rows[begin, end) (distinct rows), row i with gradient g + i * cols, kRowBlock at a
+  // time, prefetching weights and optimizer state kPrefetchRows rows ahead.
+  void UpdateRows(const std::int64_t* rows, std::int64_t begin, std::int64_t end, float* g) const;
   // Prefetches the weight and optimizer state of `row` for writing.
   void Prefetch(std::int64_t row) const {
     const auto cols = static_cast<std::size_t>(p_.cols);

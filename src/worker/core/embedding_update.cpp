@@ -26,7 +26,6 @@ namespace tzrec {
 namespace {
 
 using core_detail::kPrefetchRows;
-using core_detail::kRowBlock;
 using core_detail::L2Decay;
 using core_detail::RowUpdater;
 using core_detail::RowWiseDecoupled;
@@ -152,16 +151,7 @@ void EmbeddingOptimizerState::Apply(at::Tensor& weight, const at::Tensor& rows,
     const auto* rp = r.data_ptr<std::int64_t>();
     float* gp = g.data_ptr<float>();
     at::parallel_for(0, u, 64, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < std::min(begin + kPrefetchRows, end); ++i) {
-        update.Prefetch(rp[i]);
-      }
-      for (std::int64_t i = begin; i < end; i += kRowBlock) {
-        const std::int64_t n = std::min(kRowBlock, end - i);
-        for (std::int64_t k = i + kPrefetchRows; k < std::min(i + kPrefetchRows + n, end); ++k) {
-          update.Prefetch(rp[k]);
-        }
-        update.UpdateBlock(rp + i, n, gp + i * cols_);
-      }
+      update.UpdateRows(rp, begin, end, gp);
     });
     return;
   }
@@ -328,22 +318,6 @@ void AccumulateOccurrences(const std::vector<Occ>& occ, const std::vector<std::u
   }
 }
 
-// Updates unique rows [begin, end) from their summed gradients (acc, one row per slot), kRowBlock
-// at a time, prefetching weights and optimizer state kPrefetchRows rows ahead.
-void UpdateSlots(const RowUpdater& update_row, const std::vector<std::int64_t>& rows,
-                 std::int64_t cols, std::int64_t begin, std::int64_t end, float* acc) {
-  for (std::int64_t u = begin; u < std::min(begin + kPrefetchRows, end); ++u) {
-    update_row.Prefetch(rows[static_cast<std::size_t>(u)]);
-  }
-  for (std::int64_t u0 = begin; u0 < end; u0 += kRowBlock) {
-    const std::int64_t n = std::min(kRowBlock, end - u0);
-    for (std::int64_t u = u0 + kPrefetchRows; u < std::min(u0 + kPrefetchRows + n, end); ++u) {
-      update_row.Prefetch(rows[static_cast<std::size_t>(u)]);
-    }
-    update_row.UpdateBlock(rows.data() + u0, n, acc + u0 * cols);
-  }
-}
-
 }  // namespace
 
 void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight,
@@ -377,7 +351,7 @@ void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight,
   });
   const RowUpdater update_row(config_, step_, weight, momentum1_, momentum2_);
   at::parallel_for(0, unique, 64, [&](std::int64_t begin, std::int64_t end) {
-    UpdateSlots(update_row, slots.rows, cols, begin, end, acc.data());
+    update_row.UpdateRows(slots.rows.data(), begin, end, acc.data());
   });
 }
 
