@@ -83,23 +83,19 @@ def test_encoded_id_examples_train(movielens_mt, tmp_path, name):
     assert m["global_step"] == 10 and 0 < m["eval_auc"] < 1, (m, details(proc))
 
 
-def test_din_fg_dag_example_trains(movielens_mt, tmp_path):
-    """MultiTowerDIN with the FG_DAG sequence_feature (hist_seq__item_id ids, hist_seq__genre
-    looked up in the genre vocabulary), the query tables shared with the history."""
-    md = tmp_path / "din"
-    proc = train(CONFIGS / "multi_tower_din_movielens.config", movielens_mt, md)
+@pytest.mark.parametrize("config", [
+    # MultiTowerDIN with the FG_DAG sequence_feature (hist_seq__item_id ids, hist_seq__genre looked
+    # up in the genre vocabulary), the query tables shared with the history.
+    "multi_tower_din_movielens",
+    # MultiTower with a multi_window_din_encoder (windows 5, 10, 15, 20) over the FG_DAG history
+    # in its item group.
+    "multi_tower_multi_window_din_movielens",
+])
+def test_fg_dag_sequence_example_trains(movielens_mt, tmp_path, config):
+    """The FG_DAG sequence examples train on 2 ranks and evaluate every eval row."""
+    md = tmp_path / config
+    proc = train(CONFIGS / f"{config}.config", movielens_mt, md)
     m = metrics(md)
     assert m["global_step"] == STEPS and m["eval_samples"] == 20000, m
     assert 0.5 < m["eval_auc"] < 1, (m, details(proc))
-    print(f"multi_tower_din FG_DAG {STEPS} steps: eval_auc {m['eval_auc']:.4f}")
-
-
-def test_multi_window_din_example_trains(movielens_mt, tmp_path):
-    """MultiTower with a multi_window_din_encoder (windows 5, 10, 15, 20) over the FG_DAG history
-    in its item group."""
-    md = tmp_path / "mw_din"
-    proc = train(CONFIGS / "multi_tower_multi_window_din_movielens.config", movielens_mt, md)
-    m = metrics(md)
-    assert m["global_step"] == STEPS and m["eval_samples"] == 20000, m
-    assert 0.5 < m["eval_auc"] < 1, (m, details(proc))
-    print(f"multi_tower multi_window_din_encoder {STEPS} steps: eval_auc {m['eval_auc']:.4f}")
+    print(f"{config} {STEPS} steps: eval_auc {m['eval_auc']:.4f}")
