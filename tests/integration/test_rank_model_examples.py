@@ -12,10 +12,11 @@ import pytest
 
 from train_job_helpers import CONFIGS, criteo, load_config, metrics, run_job  # noqa: F401
 
+pytestmark = pytest.mark.needs_shared_data
+
 MODELS = ["wide_and_deep", "dcn_v1", "dcn_v2", "mask_net", "xdeepfm", "wukong"]
 
 
-@pytest.mark.needs_shared_data
 @pytest.mark.parametrize("model", MODELS)
 def test_rank_model_example_learns_on_criteo(model, tmp_path, criteo):
     path = CONFIGS / f"{model}_criteo.config"

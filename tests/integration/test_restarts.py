@@ -228,7 +228,9 @@ def test_flapping_peer_is_bounded_by_max_membership_restarts(tmp_path, nodes):
                             str(tmp_path), "b", "", "99"), tmp_path / "b.log")
         bs.append(b)
         deadline = time.monotonic() + 90
-        while sum(1 for r in starts(tmp_path) if r["node"] == "b") < cycle:
+        # Round `cycle` runs both nodes' workers (--nnodes=2); wait for both records: b
+        # leaving right after its own record could stop a's worker before it wrote its own.
+        while min(sum(1 for r in starts(tmp_path) if r["node"] == n) for n in "ab") < cycle:
             assert time.monotonic() < deadline and b.proc.poll() is None, logs(a, *bs)
             time.sleep(0.1)
         if a.proc.poll() is not None:
