@@ -8,11 +8,11 @@
 #include <ATen/core/Tensor.h>
 
 #include <algorithm>
-#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <utility>
 
+#include "column_runs.hpp"
 #include "sharded_ebc_impl.hpp"
 
 namespace tzrec {
@@ -39,6 +39,9 @@ void ShardedEmbeddingBagCollection::Impl::Build() {
                                                                   cfg.embedding_dim, device));
   }
   a2a_fills_output = device.is_cpu() && a2a_covers_output;
+  a2a_identity = a2a_fills_output && world == 1 && a2a_runs.size() == 1 &&
+                 a2a_runs[0].size() == 1 && a2a_runs[0][0].src == 0 && a2a_runs[0][0].dst == 0 &&
+                 a2a_runs[0][0].len == total_dim;
   a2a_colmap_tensor = at::tensor(a2a_colmap, at::kLong).to(device);
   rs_colmap_tensor = at::tensor(rs_colmap, at::kLong).to(device);
   dummy = at::zeros({1}, at::TensorOptions().dtype(at::kFloat).device(device));
@@ -57,31 +60,35 @@ std::vector<at::Tensor> ShardedEmbeddingBagCollection::Impl::A2aBlocks(const at:
   return blocks;
 }
 
+std::vector<BlockRows> ShardedEmbeddingBagCollection::Impl::BlockPointers(
+    const std::vector<at::Tensor>& blocks) {
+  std::vector<BlockRows> out;
+  out.reserve(blocks.size());
+  for (const auto& b : blocks) out.push_back({b.data_ptr<float>(), b.size(1)});
+  return out;
+}
+
 void ShardedEmbeddingBagCollection::Impl::CopyColumnRuns(const std::vector<at::Tensor>& blocks,
-                                                         at::Tensor* full, bool to_blocks) const {
-  const std::int64_t rows = full->size(0);
-  const std::int64_t width = full->size(1);
+                                                         at::Tensor* full) const {
+  const std::vector<BlockRows> bp = BlockPointers(blocks);
   float* fp = full->data_ptr<float>();
-  std::vector<float*> bp;
-  bp.reserve(blocks.size());
-  for (const auto& b : blocks) bp.push_back(b.data_ptr<float>());
-  at::parallel_for(0, rows, 256, [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      float* row = fp + r * width;
-      for (std::size_t q = 0; q < a2a_runs.size(); ++q) {
-        const std::int64_t cq = blocks[q].size(1);
-        float* brow = bp[q] + r * cq;
-        for (const ColumnRun& run : a2a_runs[q]) {
-          if (to_blocks) {
-            std::memcpy(brow + run.src, row + run.dst,
-                        static_cast<std::size_t>(run.len) * sizeof(float));
-          } else {
-            std::memcpy(row + run.dst, brow + run.src,
-                        static_cast<std::size_t>(run.len) * sizeof(float));
-          }
-        }
-      }
-    }
+  const std::int64_t width = full->size(1);
+  at::parallel_for(0, full->size(0), 256, [&](std::int64_t begin, std::int64_t end) {
+    CopyRowsFromBlocks(a2a_runs, bp, fp, width, begin, end);
+  });
+}
+
+void ShardedEmbeddingBagCollection::Impl::GradToBlocks(
+    const at::Tensor& grad, float divisor, const std::vector<at::Tensor>& blocks) const {
+  if (grad.dim() != 2 || grad.scalar_type() != at::kFloat || !grad.device().is_cpu()) {
+    throw std::logic_error(
+        "ShardedEmbeddingBagCollection: the output gradient must be a CPU "
+        "float32 [B, total_dim]");
+  }
+  const std::vector<BlockRows> bp = BlockPointers(blocks);
+  const GradRows rows{grad.const_data_ptr<float>(), grad.stride(0), grad.stride(1)};
+  at::parallel_for(0, grad.size(0), 256, [&](std::int64_t begin, std::int64_t end) {
+    DivideRowsIntoBlocks(rows, divisor, a2a_runs, bp, begin, end);
   });
 }
 

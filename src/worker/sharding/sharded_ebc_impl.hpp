@@ -15,6 +15,7 @@
 #include <numeric>
 #include <vector>
 
+#include "column_runs.hpp"
 #include "sharding_layout.hpp"
 #include "tzrec/sharding/sharded_ebc.hpp"
 
@@ -77,6 +78,10 @@ struct ShardedEmbeddingBagCollection::Impl : ShardingLayout {
   // tables), the output is written straight from the received blocks (CopyColumnRuns) instead of
   // zero-filled and scatter-added.
   bool a2a_fills_output = false;
+  // World 1 and a2a_runs one run over every column in order: the pooled all-to-all and the
+  // column-run copies are the identity, so the send buffer is the output (and the gradient the
+  // backward's receive buffer).
+  bool a2a_identity = false;
   at::Tensor a2a_colmap_tensor;  // a2a_colmap on the device
   at::Tensor rs_colmap_tensor;   // rs_colmap on the device
 
@@ -96,11 +101,16 @@ struct ShardedEmbeddingBagCollection::Impl : ShardingLayout {
 
   // The q-major blocks of a flat pooled all-to-all buffer: views [batch, C_q], one per rank q.
   std::vector<at::Tensor> A2aBlocks(const at::Tensor& flat, std::int64_t batch) const;
-  // Copies between the all-to-all's q-major blocks ([B, C_q] each, contiguous) and the
-  // [B, total_dim] output layout (contiguous, CPU float32) along a2a_runs: blocks → *full when
-  // to_blocks is false (the forward), *full → blocks when true (the backward).
-  void CopyColumnRuns(const std::vector<at::Tensor>& blocks, at::Tensor* full,
-                      bool to_blocks) const;
+  // Each block's first row and row length (CopyColumnRuns / GradToBlocks, column_runs.hpp).
+  static std::vector<BlockRows> BlockPointers(const std::vector<at::Tensor>& blocks);
+  // The forward's copy from the all-to-all's q-major blocks ([B, C_q] each, contiguous) into
+  // the [B, total_dim] output layout (contiguous, CPU float32) along a2a_runs.
+  void CopyColumnRuns(const std::vector<at::Tensor>& blocks, at::Tensor* full) const;
+  // The backward's copy the other way: `grad` [B, total_dim] (CPU float32, column stride 0 or 1,
+  // any row stride: a sum loss's gradient is an expanded scalar) divided by `divisor` into the
+  // blocks, each element exactly as ATen's `grad / divisor` followed by a copy.
+  void GradToBlocks(const at::Tensor& grad, float divisor,
+                    const std::vector<at::Tensor>& blocks) const;
 
   // input_dist.cpp
   std::shared_ptr<Dist> InputDist(const KeyedJaggedTensor& kjt);
@@ -119,8 +129,8 @@ struct ShardedEmbeddingBagCollection::Impl : ShardingLayout {
   KeyedTensor Finish(const Dist& dist, const at::Tensor& out,
                      const c10::intrusive_ptr<StepState>& state) const;
   void Backward(StepState& st, const at::Tensor& grad_out);
-  void OutputDistBackward(const Dist& dist, const at::Tensor& grad, at::Tensor& a2a_grad,
-                          at::Tensor& rs_grad);
+  void OutputDistBackward(const Dist& dist, const at::Tensor& grad, double divisor,
+                          at::Tensor& a2a_grad, at::Tensor& rs_grad);
   void ApplyShards(const StepState& st, const at::Tensor& a2a_grad, const at::Tensor& rs_grad);
   void ApplyDataParallel(const Dist& dist, const at::Tensor& grad);
 };

@@ -240,6 +240,10 @@ void ShardedEmbeddingBagCollection::Impl::LookupAndOutputDist(const Dist& dist,
                            std::to_string(send_col) + " columns, the plan has " +
                            std::to_string(my_cols));
   }
+  if (a2a_identity) {  // world 1, columns in order: the pooled sums are the output
+    out = send;
+    return;
+  }
   if (any_a2a) {
     std::vector<std::int64_t> in_splits(static_cast<std::size_t>(world));
     std::vector<std::int64_t> out_splits(static_cast<std::size_t>(world));
@@ -253,7 +257,7 @@ void ShardedEmbeddingBagCollection::Impl::LookupAndOutputDist(const Dist& dist,
     const std::vector<at::Tensor> blocks = A2aBlocks(recv, batch);
     if (a2a_fills_output) {  // one pass of column runs
       out = at::empty({batch, total_dim}, fdev);
-      CopyColumnRuns(blocks, &out, /*to_blocks=*/false);
+      CopyColumnRuns(blocks, &out);
     } else {
       out.index_add_(1, a2a_colmap_tensor, at::cat(blocks, 1));
     }
@@ -325,8 +329,9 @@ KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<D
 
 // The output dist backward: this rank's pooled-sum gradients [B_global, C_rank] by the pooled
 // all-to-all back, and [B_global, rs_cols] by the all-gather mirroring the reduce-scatter.
+// `grad` is divided by `divisor` on the way (1 when the caller divided it already).
 void ShardedEmbeddingBagCollection::Impl::OutputDistBackward(const Dist& dist,
-                                                             const at::Tensor& grad,
+                                                             const at::Tensor& grad, double divisor,
                                                              at::Tensor& a2a_grad,
                                                              at::Tensor& rs_grad) {
   const std::int64_t batch = dist.batch;
@@ -341,13 +346,17 @@ void ShardedEmbeddingBagCollection::Impl::OutputDistBackward(const Dist& dist,
       out_splits[static_cast<std::size_t>(q)] =
           dist.batch_per_rank[static_cast<std::size_t>(q)] * my_cols;
     }
+    if (a2a_identity && divisor == 1.0 && grad.is_contiguous()) {
+      a2a_grad = grad;
+      return;
+    }
     at::Tensor send;
     if (device.is_cpu() && grad.scalar_type() == at::kFloat) {  // q-major [B, C_q] blocks, one pass
       send = at::empty({Sum(in_splits)}, fdev);
-      at::Tensor source = grad;
-      CopyColumnRuns(A2aBlocks(send, batch), &source, /*to_blocks=*/true);
+      GradToBlocks(grad, static_cast<float>(divisor), A2aBlocks(send, batch));
     } else {
-      const at::Tensor g = grad.index_select(1, a2a_colmap_tensor);
+      const at::Tensor g =
+          (divisor == 1.0 ? grad : grad / divisor).index_select(1, a2a_colmap_tensor);
       std::vector<at::Tensor> parts;
       std::int64_t col = 0;
       for (int q = 0; q < world; ++q) {
@@ -357,11 +366,13 @@ void ShardedEmbeddingBagCollection::Impl::OutputDistBackward(const Dist& dist,
       }
       send = at::cat(parts);
     }
-    a2a_grad = comm->AllToAll(send, in_splits, out_splits).view({dist.global_batch, my_cols});
+    a2a_grad = (a2a_identity ? send : comm->AllToAll(send, in_splits, out_splits))
+                   .view({dist.global_batch, my_cols});
   }
   if (rs_cols > 0) {
+    const at::Tensor g = divisor == 1.0 ? grad : grad / divisor;
     rs_grad =
-        comm->AllGatherV(grad.index_select(1, rs_colmap_tensor).contiguous(), dist.batch_per_rank);
+        comm->AllGatherV(g.index_select(1, rs_colmap_tensor).contiguous(), dist.batch_per_rank);
   }
 }
 
@@ -431,13 +442,19 @@ void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tens
   at::NoGradGuard no_grad;
   const Dist& dist = *st.dist;
   const auto fdev = at::TensorOptions().dtype(at::kFloat).device(device);
-  // TorchRec's gradient division: every rank's loss is a mean over its own batch.
-  const at::Tensor grad =
-      grad_in.defined() ? (grad_in / (static_cast<double>(world) * gradient_scale)).contiguous()
-                        : at::zeros({dist.batch, total_dim}, fdev);
+  // TorchRec's gradient division: every rank's loss is a mean over its own batch. When the
+  // all-to-all alone reads the gradient (a2a_fills_output: no reduce-scatter, no DP tables), the
+  // division happens in its one copy, reading a broadcast gradient (a sum loss's) in place.
+  const double divisor = static_cast<double>(world) * gradient_scale;
+  const bool divide_in_copy = a2a_fills_output && grad_in.defined() &&
+                              grad_in.scalar_type() == at::kFloat && grad_in.dim() == 2 &&
+                              (grad_in.stride(1) == 0 || grad_in.stride(1) == 1);
+  const at::Tensor grad = !grad_in.defined() ? at::zeros({dist.batch, total_dim}, fdev)
+                          : divide_in_copy   ? grad_in
+                                             : (grad_in / divisor).contiguous();
   at::Tensor a2a_grad;  // [B_global, C_rank]
   at::Tensor rs_grad;   // [B_global, rs_cols]
-  OutputDistBackward(dist, grad, a2a_grad, rs_grad);
+  OutputDistBackward(dist, grad, divide_in_copy ? divisor : 1.0, a2a_grad, rs_grad);
   ApplyShards(st, a2a_grad, rs_grad);
   ApplyDataParallel(dist, grad);
 }
