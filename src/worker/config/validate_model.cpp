@@ -68,6 +68,8 @@ class ModelChecks {
   void MultiWindowDin(const protos::MultiWindowDINEncoder& encoder, const std::string& path);
   void AttentionFeatures(const google::protobuf::RepeatedPtrField<std::string>& names,
                          const std::string& group_name, const std::string& path);
+  void NoWideGroups(const std::string& path);
+  void SingleTaskLossesAndMetrics();
   void MultiTowerDin();
   void Dlrm();
   void DeepFm();
@@ -289,11 +291,26 @@ void ModelChecks::AttentionFeatures(const google::protobuf::RepeatedPtrField<std
                          "item's id); add one to its feature_names");
 }
 
+// A model without wide_embedding_dim reads every group through its features' own tables.
+// TorchEasyRec would embed a WIDE group through separate "<table>_wide" tables of dim 4 (and
+// refuse its dense features); tzrec_train builds wide tables only for deepfm, wide_and_deep and
+// xdeepfm, so a WIDE group elsewhere is refused rather than read as DEEP.
+void ModelChecks::NoWideGroups(const std::string& path) {
+  for (const auto& g : config_.model_config().feature_groups()) {
+    Require(g.group_type() != protos::WIDE,
+            path + ": group '" + g.group_name() +
+                "' has group_type WIDE; this model reads DEEP groups only (TorchEasyRec would "
+                "give a WIDE group its own '<table>_wide' embeddings of dim 4, which tzrec_train "
+                "builds only for deepfm, wide_and_deep and xdeepfm): set group_type: DEEP");
+  }
+}
+
 // TorchEasyRec's dlrm.py: group "sparse" (one embedding_dim); group "dense" optional (without
 // it there is no dense_mlp and the interaction takes the sparse features alone).
 void ModelChecks::Dlrm() {
   const protos::DLRM& dlrm = config_.model_config().dlrm();
   const std::string path = "model_config.dlrm";
+  NoWideGroups(path);
   const auto& sparse = Group("sparse", path + " (group \"sparse\")");
   for (const std::string& name : sparse.feature_names()) {
     Require(IsSparse(F(name)), path + ": group \"sparse\" holds '" + name +
@@ -371,6 +388,7 @@ void ModelChecks::DeepFm() {
 void ModelChecks::MultiTower() {
   const protos::MultiTower& mt = config_.model_config().multi_tower();
   const std::string path = "model_config.multi_tower";
+  NoWideGroups(path);
   Require(mt.towers_size() > 0, path + ".towers: empty; add one tower per feature group");
   std::set<std::string> used;
   for (int i = 0; i < mt.towers_size(); ++i) {
@@ -389,6 +407,7 @@ void ModelChecks::MultiTower() {
 void ModelChecks::MultiTowerDin() {
   const protos::MultiTowerDIN& mt = config_.model_config().multi_tower_din();
   const std::string path = "model_config.multi_tower_din";
+  NoWideGroups(path);
   Require(mt.towers_size() + mt.din_towers_size() > 0,
           path + ": no towers and no din_towers; add at least one");
   std::set<std::string> used;
@@ -428,6 +447,35 @@ void ModelChecks::MultiTowerDin() {
   ValidateMlp(mt.final(), path + ".final", false);
 }
 
+// A single-task model's losses and metrics (TorchEasyRec's RankModel). Without a loss,
+// TorchEasyRec's TrainWrapper fails (torch.stack of no losses); metrics are kept in a dict by
+// their name ("auc", "grouped_auc"), so a second entry of one kind would replace the first.
+void ModelChecks::SingleTaskLossesAndMetrics() {
+  const protos::ModelConfig& model = config_.model_config();
+  Require(model.losses_size() > 0,
+          "model_config.losses: empty; TorchEasyRec trains no model without a loss: add "
+          "losses { binary_cross_entropy {} }");
+  for (int i = 0; i < model.losses_size(); ++i) {
+    Require(model.losses(i).has_binary_cross_entropy(),
+            "model_config.losses[" + std::to_string(i) + "]: empty; set binary_cross_entropy {}");
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < model.metrics_size(); ++i) {
+    const protos::MetricConfig& metric = model.metrics(i);
+    const std::string path = "model_config.metrics[" + std::to_string(i) + "]";
+    Require(metric.metric_case() != protos::MetricConfig::METRIC_NOT_SET,
+            path + ": empty; set auc {} or grouped_auc { grouping_key: ... }");
+    const std::string name = metric.has_auc() ? "auc" : "grouped_auc";
+    Require(seen.insert(name).second, path + "." + name + ": a second " + name +
+                                          " metric (TorchEasyRec names both '" + name +
+                                          "' and keeps only the last); keep one");
+    if (metric.has_auc()) {
+      Require(metric.auc().thresholds() != 1,
+              path + ".auc.thresholds: 1; use 0 (exact AUC) or >= 2 bins (TorchEasyRec: 200)");
+    }
+  }
+}
+
 void ModelChecks::Run() {
   const protos::ModelConfig& model = config_.model_config();
   Require(model.model_case() != protos::ModelConfig::MODEL_NOT_SET,
@@ -438,20 +486,10 @@ void ModelChecks::Run() {
           "model_config.num_class: " + std::to_string(model.num_class()) +
               "; tzrec_train trains binary models (num_class 1 with binary_cross_entropy): "
               "multi-class losses are not supported");
-  for (int i = 0; i < model.losses_size(); ++i) {
-    Require(model.losses(i).has_binary_cross_entropy(),
-            "model_config.losses[" + std::to_string(i) + "]: empty; set binary_cross_entropy {}");
-  }
-  for (int i = 0; i < model.metrics_size(); ++i) {
-    const protos::MetricConfig& metric = model.metrics(i);
-    const std::string path = "model_config.metrics[" + std::to_string(i) + "]";
-    Require(metric.metric_case() != protos::MetricConfig::METRIC_NOT_SET,
-            path + ": empty; set auc {} or grouped_auc { grouping_key: ... }");
-    if (metric.has_auc()) {
-      Require(metric.auc().thresholds() != 1,
-              path + ".auc.thresholds: 1; use 0 (exact AUC) or >= 2 bins (TorchEasyRec: 200)");
-    }
-  }
+  using MC = protos::ModelConfig;
+  static const std::set<int> kMultiTask = {MC::kSimpleMultiTask, MC::kMmoe, MC::kDbmtl, MC::kPle};
+  // Multi-task models take losses and metrics per task tower (validate_multi_task.cpp).
+  if (kMultiTask.count(model.model_case()) == 0) SingleTaskLossesAndMetrics();
   Groups();
   switch (model.model_case()) {
     case protos::ModelConfig::kDlrm:

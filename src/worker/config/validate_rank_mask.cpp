@@ -172,7 +172,7 @@ void XDeepFm(const PipelineConfig& config) {
   const std::string path = "model_config.xdeepfm";
   OnlyGroups(model, {"wide", "deep"}, path);
   const protos::FeatureGroupConfig& wide = NeedGroup(model, "wide", path);
-  NeedGroup(model, "deep", path);
+  const protos::FeatureGroupConfig& deep = NeedGroup(model, "deep", path);
   Require(wide.group_type() == protos::WIDE,
           path + ": group \"wide\" has group_type " +
               protos::FeatureGroupType_Name(wide.group_type()) +
@@ -182,6 +182,11 @@ void XDeepFm(const PipelineConfig& config) {
             path + ": group \"wide\" holds '" + name +
                 "', a dense raw feature; the CIN embeds sparse features only: remove it");
   }
+  // TorchEasyRec would read a WIDE "deep" group through '<table>_wide' embeddings too.
+  Require(deep.group_type() == protos::DEEP,
+          path + ": group \"deep\" has group_type " +
+              protos::FeatureGroupType_Name(deep.group_type()) +
+              "; the deep MLP reads the features' own embeddings: set group_type: DEEP");
   Require(x.wide_embedding_dim() > 0, path + ".wide_embedding_dim: must be > 0");
   Require(x.has_cin() && x.cin().cin_layer_size_size() > 0,
           path + ".cin.cin_layer_size: empty; give each CIN layer's feature maps, e.g. [64, 64]");

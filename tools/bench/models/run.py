@@ -72,7 +72,9 @@ def config(work: str, model: str) -> str:
     cfg = pbtext.load(os.path.join(ROOT, "examples", "configs", "synthetic_criteo.config"))
     if model != "dlrm":
         fg, body = MODELS[model]
-        cfg["model_config"] = {"feature_groups": fg, **body}
+        mc = cfg["model_config"]
+        cfg["model_config"] = {"feature_groups": fg, **body, "losses": mc["losses"],
+                               "metrics": mc["metrics"]}
     path = os.path.join(work, f"{model}.json")
     with open(path, "w") as f:
         json.dump(cfg, f)

@@ -224,6 +224,87 @@ TEST(Models, DeepFmGroupsAsTorchEasyRec) {
   EXPECT_NE(e.find("reads only the WIDE group"), std::string::npos) << e;
 }
 
+// TorchEasyRec embeds a WIDE group through its own "<table>_wide" tables (wide_embedding_dim, 4
+// by default); tzrec_train builds them for deepfm, wide_and_deep and xdeepfm's group "wide" only
+// (train.RankMaskModels.XDeepFmReadsTheWideTablesThroughTheCin and the wide_and_deep / deepfm
+// model tests check those tables), so a WIDE group anywhere else is refused, never read as DEEP.
+TEST(Models, WideGroupsOnlyWhereWideTablesAreBuilt) {
+  const std::string wide_all = R"(feature_groups { group_name: "all" feature_names: "u"
+      feature_names: "v" group_type: WIDE } )";
+  const std::string tower = "towers { input: \"all\" mlp { hidden_units: [4] } }";
+  const std::string want = "' has group_type WIDE; this model reads DEEP groups only";
+  std::string e = ErrorOf(ModelText(wide_all, "multi_tower { " + tower + " }"));
+  EXPECT_NE(e.find("model_config.multi_tower: group 'all" + want), std::string::npos) << e;
+  EXPECT_NE(e.find("set group_type: DEEP"), std::string::npos) << e;
+  // multi_tower_din: also a WIDE group that no tower reads.
+  const std::string deep_all = R"(feature_groups { group_name: "all" feature_names: "u" } )";
+  const std::string unused =
+      R"(feature_groups { group_name: "w" feature_names: "v" group_type: WIDE } )";
+  EXPECT_EQ(ErrorOf(ModelText(deep_all, "multi_tower_din { " + tower + " }")), "");
+  e = ErrorOf(ModelText(deep_all + unused, "multi_tower_din { " + tower + " }"));
+  EXPECT_NE(e.find("model_config.multi_tower_din: group 'w" + want), std::string::npos) << e;
+  // dlrm: a WIDE "sparse" group and a WIDE "dense" group.
+  const std::string dlrm = "dlrm { dense_mlp { hidden_units: [4] } final { hidden_units: [4] } }";
+  const std::string sparse = R"(feature_groups { group_name: "sparse" feature_names: "u"
+      feature_names: "v" )";
+  const std::string dense = R"(feature_groups { group_name: "dense" feature_names: "p" )";
+  EXPECT_EQ(ErrorOf(ModelText(sparse + "} " + dense + "} ", dlrm)), "");
+  e = ErrorOf(ModelText(sparse + "group_type: WIDE } " + dense + "} ", dlrm));
+  EXPECT_NE(e.find("model_config.dlrm: group 'sparse" + want), std::string::npos) << e;
+  e = ErrorOf(ModelText(sparse + "} " + dense + "group_type: WIDE } ", dlrm));
+  EXPECT_NE(e.find("model_config.dlrm: group 'dense" + want), std::string::npos) << e;
+  // xdeepfm: "wide" is WIDE (its CIN reads the wide tables); a WIDE "deep" is refused.
+  const std::string xd_wide =
+      R"(feature_groups { group_name: "wide" feature_names: "u" group_type: WIDE } )";
+  const std::string xd = R"(xdeepfm { cin { cin_layer_size: [2] } deep { hidden_units: [2] }
+      final { hidden_units: [2] } })";
+  EXPECT_EQ(ErrorOf(ModelText(xd_wide + R"(feature_groups { group_name: "deep"
+      feature_names: "v" } )",
+                              xd)),
+            "");
+  e = ErrorOf(ModelText(xd_wide + R"(feature_groups { group_name: "deep" feature_names: "v"
+      group_type: WIDE } )",
+                        xd));
+  EXPECT_NE(e.find("model_config.xdeepfm: group \"deep\" has group_type WIDE"), std::string::npos)
+      << e;
+  EXPECT_NE(e.find("set group_type: DEEP"), std::string::npos) << e;
+}
+
+// Single-task losses: TorchEasyRec's TrainWrapper sums torch.stack(losses) and fails on none, so
+// an empty list is refused (never trained with a default BCE).
+TEST(Models, SingleTaskLossesRequired) {
+  const std::string bce = "losses { binary_cross_entropy {} }";
+  std::string text = Minimal();
+  text.replace(text.find(bce), bce.size(), "");
+  const std::string e = ErrorOf(text);
+  EXPECT_NE(e.find("model_config.losses: empty"), std::string::npos) << e;
+  EXPECT_NE(e.find("add losses { binary_cross_entropy {} }"), std::string::npos) << e;
+  text = Minimal();
+  text.replace(text.find(bce), bce.size(), "losses {}");
+  EXPECT_NE(ErrorOf(text).find("model_config.losses[0]: empty; set binary_cross_entropy {}"),
+            std::string::npos);
+}
+
+// Single-task metrics: TorchEasyRec keeps them in a dict by name ("auc", "grouped_auc"), so a
+// second entry of one kind replaces the first; a duplicate is refused (as per task tower in
+// config.MultiTaskRefusals) rather than one of them silently dropped.
+TEST(Models, DuplicateMetricsRefused) {
+  const std::string auc = "metrics { auc { thresholds: 0 } }";
+  const std::string gauc = "metrics { grouped_auc { grouping_key: \"u\" } }";
+  auto with = [&](const std::string& metrics) {
+    std::string text = Minimal();
+    return text.replace(text.find(auc), auc.size(), metrics);
+  };
+  EXPECT_EQ(ErrorOf(with(auc + " " + gauc)), "");
+  std::string e = ErrorOf(with(auc + " metrics { auc { thresholds: 200 } }"));
+  EXPECT_NE(e.find("model_config.metrics[1].auc: a second auc metric"), std::string::npos) << e;
+  EXPECT_NE(e.find("keep one"), std::string::npos) << e;
+  e = ErrorOf(with(gauc + " " + auc + " metrics { grouped_auc { grouping_key: \"p\" } }"));
+  EXPECT_NE(e.find("model_config.metrics[2].grouped_auc: a second grouped_auc metric"),
+            std::string::npos)
+      << e;
+}
+
 TEST(Support, ValuesRefused) {
   std::string e = ErrorOf(Minimal("fg_mode: FG_BUCKETIZE"));
   EXPECT_NE(e.find("FG_BUCKETIZE is not supported"), std::string::npos) << e;
