@@ -92,7 +92,7 @@ void AddPlanOptions(CLI::App& app, PlanFlags& flags) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   app.add_option("--hbm-cap-gb", flags.hbm_cap_gb,
-                 "GPU memory per rank in GiB (default: 80 on cuda)")
+                 "GPU memory per rank in GiB (default: 80; --device cuda only)")
       ->check(CLI::PositiveNumber);
   app.add_option("--ddr-cap-gb", flags.ddr_cap_gb,
                  "Host memory per rank in GiB (default: physical RAM / local world size)")
@@ -106,14 +106,23 @@ void AddPlanOptions(CLI::App& app, PlanFlags& flags) {
   app.add_option("--output", flags.output, "Write the plan JSON here (atomically)");
 }
 
+// Throws InputError (exit 2) for --hbm-cap-gb with --device cpu: CPU ranks have no HBM, so the
+// value would be dropped (planned with hbm 0) rather than used.
 Topology PlanTopology(const PlanFlags& flags) {
   const ComputeDevice compute = flags.device == "cuda" ? ComputeDevice::kCuda : ComputeDevice::kCpu;
+  if (compute == ComputeDevice::kCpu && flags.hbm_cap_gb) {
+    char value[32];
+    std::snprintf(value, sizeof(value), "%g", *flags.hbm_cap_gb);
+    throw InputError(std::string("--hbm-cap-gb ") + value +
+                     " is GPU memory, but --device is cpu (CPU ranks have no HBM; their tables "
+                     "live in host memory, --ddr-cap-gb); remove --hbm-cap-gb or plan for "
+                     "--device cuda");
+  }
   const int local = flags.local_world_size.value_or(flags.world_size);
   const std::int64_t hbm_cap =
       compute == ComputeDevice::kCuda ? GiBToBytes(flags.hbm_cap_gb.value_or(80.0)) : 0;
   Topology topology = Topology::FromEnvironment(flags.world_size, local, compute, hbm_cap);
   if (flags.ddr_cap_gb) topology.ddr_cap = GiBToBytes(*flags.ddr_cap_gb);
-  if (compute == ComputeDevice::kCpu && flags.hbm_cap_gb) topology.hbm_cap = 0;
   topology.Validate();
   return topology;
 }

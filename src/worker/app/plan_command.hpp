@@ -12,6 +12,7 @@
 //
 // Prints ShardingPlan::ToTable() and "plan hash: <16 hex>" on stdout; with --output also writes
 // ShardingPlan::ToJson() to FILE atomically (temp file in the same directory, then rename).
+// --hbm-cap-gb is refused with --device cpu (exit 2).
 // Exit codes: 0 success (and --help), 2 bad input (flags, file, JSON, environment values:
 // tzrec::InputError, std::invalid_argument), 3 no feasible plan (PlannerError; its message on
 // stderr), 1 unexpected failure. Errors are one "tzrec_train plan: error: ..." line on stderr,

@@ -174,6 +174,27 @@ TEST_F(PlanCommandTest, UnknownJsonKeyNamesClosestKey) {
   EXPECT_NE(t.err.find("did you mean 'batch_size'"), std::string::npos) << t.err;
 }
 
+// --hbm-cap-gb is GPU memory: with --device cpu it is refused (exit 2, the flag and its value
+// named), never silently planned with hbm 0; with --device cuda it is the per-rank HBM.
+TEST_F(PlanCommandTest, HbmCapWithCpuDeviceIsRefused) {
+  const std::string tables = Write("tables.json", kTables);
+  Result r = RunPlan({"--tables", tables, "--device", "cpu", "--hbm-cap-gb", "12"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_NE(r.err.find("tzrec_train plan: error: --hbm-cap-gb 12 is GPU memory, but --device is "
+                       "cpu"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("remove --hbm-cap-gb or plan for --device cuda"), std::string::npos)
+      << r.err;
+  r = RunPlan({"--tables", tables, "--hbm-cap-gb", "12.5"});  // cpu is the default device
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--hbm-cap-gb 12.5 is GPU memory"), std::string::npos) << r.err;
+  r = RunPlan({"--tables", tables, "--device", "cuda", "--hbm-cap-gb", "12"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("hbm 12.0 GiB"), std::string::npos) << r.out;
+}
+
 TEST_F(PlanCommandTest, BadInputExitsTwo) {
   // Missing file.
   Result r = RunPlan({"--tables", (dir_ / "nope.json").string()});
