@@ -51,10 +51,13 @@ void ValidateSparseOptimizer(const protos::SparseOptimizer& o) {
     lr = r.lr();
     clipping = r.gradient_clipping();
     Require(r.weight_decay() >= 0, path + ".rowwise_adagrad_optimizer.weight_decay: must be >= 0");
-    Require(r.weight_decay() == 0 || r.weight_decay_mode() == protos::L2,
-            path + ".rowwise_adagrad_optimizer.weight_decay: set with weight_decay_mode " +
-                protos::WeightDecayMode_Name(r.weight_decay_mode()) +
-                ", in which FBGEMM applies no weight decay; set weight_decay_mode: L2");
+    // FBGEMM's rowwise_adagrad applies weight_decay in modes L2 and DECOUPLE only (both
+    // implemented in src/worker/core/embedding_rows.cpp); in NONE it is ignored.
+    Require(r.weight_decay() == 0 || r.weight_decay_mode() != protos::NONE,
+            path + ".rowwise_adagrad_optimizer.weight_decay: " + Num(r.weight_decay()) +
+                " with weight_decay_mode NONE, in which FBGEMM applies no weight decay; set "
+                "weight_decay_mode: L2 (added to the gradient) or DECOUPLE (w *= 1 - lr * "
+                "weight_decay), or remove weight_decay");
   }
   Require(lr > 0, path + ": lr must be > 0, got " + Num(lr));
   Require(!clipping || MaxGradient(o) > 0,

@@ -176,6 +176,15 @@ TEST(Support, NotYetRefused) {
       Minimal(), R"({"train_config.sparse_optimizer": {"rowwise_adagrad_optimizer": {"lr": 0.1,
         "weight_decay": 0.01}, "constant_learning_rate": {}}})");
   EXPECT_NE(e.find("set weight_decay_mode: L2"), std::string::npos) << e;
+  // FBGEMM applies weight_decay in L2 and DECOUPLE (their effect:
+  // train.SparseOptimizerConfig.RowWiseAdagradDecoupleAsFbgemm).
+  for (const char* mode : {"L2", "DECOUPLE"}) {
+    EXPECT_EQ(ErrorOf(Minimal(), std::string(R"({"train_config.sparse_optimizer":
+        {"rowwise_adagrad_optimizer": {"lr": 0.1, "weight_decay": 0.01, "weight_decay_mode": ")") +
+                                     mode + R"("}, "constant_learning_rate": {}}})"),
+              "")
+        << mode;
+  }
 }
 
 // The model's groups as TorchEasyRec's dlrm.py / deepfm.py read them.
