@@ -5,8 +5,8 @@ trains under tzrun on 2 ranks, continues from that checkpoint on 1 rank (--conti
 table, row_wise sharded for din_encoder, is restored at the other world size), exports and
 predicts: the AUC predict prints equals the job's final eval AUC.
 
-The label is planted on target attention: 1 when the target item is among the first 5 clicks
-(90% of rows), which the attention over the unpooled per-item embeddings can see and a mean of
+The label is planted on target attention: 1 when the target item is among the clicks (0 to 5 of
+them: sequence_length 5, as an FG_NONE sequence must fit it; 90% of rows), which the attention over the unpooled per-item embeddings can see and a mean of
 the clicks hardly can.
 
 Third: multi_tower_din (a tower over DEEP group "user" and a DIN tower over SEQUENCE group
@@ -57,7 +57,7 @@ def gen(path, rows, seed):
     rng = random.Random(seed)
     items, clicks, labels = [], [], []
     for _ in range(rows):
-        seq = [rng.randrange(ITEMS) for _ in range(rng.randrange(9))]
+        seq = [rng.randrange(ITEMS) for _ in range(rng.randrange(KEEP + 1))]  # fits sequence_length
         item = rng.randrange(ITEMS)
         if rng.random() < 0.4 and seq:
             seq[rng.randrange(min(len(seq), KEEP))] = item

@@ -5,13 +5,15 @@ exports and predicts: the AUC predict prints equals the job's final eval AUC.
 
 The data (fg_mode FG_NONE, TorchEasyRec's fg-encoded form): the training file holds the sequence
 as text "id;id;..." (sequence_delim ";"), the eval file as a Parquet list<int64>; sequences are
-0 to 8 long and sequence_length 5 keeps the first 5. The label is planted on the pooled sequence
-(mean id of the first 5 clicks below 25), so a model that reads the pooled sequence beats 0.5.
+0 to 8 long, sequence_length 8. The label is planted on the pooled sequence (mean id of the
+clicks below 25), so a model that reads the pooled sequence beats 0.5. TorchEasyRec reads an
+FG_NONE sequence whole (sequence_length only reaches its feature generation): with
+sequence_length 5 the same data is refused, naming the feature, the row and both lengths.
 
 Second: TorchEasyRec's grouped form (sequence_feature with sequence_name) read from CSV, its
 sub-features named "<sequence_name>__<feature_name>", pooled with sum, trains on 2 ranks.
 
-Budget: 3 short jobs + export + predict on tiny generated data, about 15 s.
+Budget: 4 short jobs + export + predict on tiny generated data, about 15 s.
 """
 import math
 import random
@@ -25,7 +27,7 @@ from train_job_helpers import (metrics, run_job, steps_edit, train_restore_expor
 BATCH = 64
 FIRST, TOTAL = 20, 40
 ITEMS = 50
-KEEP = 5
+MAX_LEN = 8  # the longest generated sequence, and the features' sequence_length
 
 
 def config() -> dict:
@@ -38,7 +40,7 @@ def config() -> dict:
         "feature_configs": [
             {"id_feature": {"feature_name": "item", "num_buckets": ITEMS, "embedding_dim": 8,
                             "embedding_name": "item_emb", "pooling": "mean"}},
-            {"sequence_id_feature": {"feature_name": "clicks", "sequence_length": KEEP,
+            {"sequence_id_feature": {"feature_name": "clicks", "sequence_length": MAX_LEN,
                                      "num_buckets": ITEMS, "embedding_dim": 8,
                                      "embedding_name": "item_emb"}}],
         "model_config": {
@@ -56,10 +58,9 @@ def gen(path, rows, seed, as_list):
     rng = random.Random(seed)
     items, clicks, labels = [], [], []
     for _ in range(rows):
-        seq = [rng.randrange(ITEMS) for _ in range(rng.randrange(9))]
-        kept = seq[:KEEP]
+        seq = [rng.randrange(ITEMS) for _ in range(rng.randrange(MAX_LEN + 1))]
         item = rng.randrange(ITEMS)
-        signal = (sum(kept) / len(kept) if kept else item) < ITEMS / 2
+        signal = (sum(seq) / len(seq) if seq else item) < ITEMS / 2
         labels.append(int(signal) if rng.random() < 0.9 else int(not signal))
         items.append(item)
         clicks.append(seq if as_list else ";".join(map(str, seq)))
@@ -77,6 +78,19 @@ def test_pooled_sequence_trains_restores_exports_predicts(tmp_path):
     assert math.isfinite(m["eval_auc"]) and m["eval_auc"] > 0.6, m
 
 
+def test_fg_none_sequence_longer_than_sequence_length_is_refused(tmp_path):
+    cfg = config()
+    cfg["feature_configs"][1]["sequence_id_feature"]["sequence_length"] = 5
+    path = write_config(cfg, tmp_path / "seq5.json")
+    train = gen(tmp_path / "train.parquet", 4 * BATCH, 1, as_list=False)
+    proc = run_job(path, tmp_path / "m", 1, train, None, steps_edit(2), check=False)
+    assert proc.returncode != 0, proc.stdout
+    assert "train.parquet row " in proc.stderr and \
+        "feature 'clicks': a sequence of " in proc.stderr and \
+        "items, more than its sequence_length 5" in proc.stderr, proc.stderr
+    assert "set sequence_length to at least the longest sequence" in proc.stderr, proc.stderr
+
+
 def grouped_config() -> dict:
     """TorchEasyRec's grouped form (sequence_feature with sequence_name, as its reference
     configs write it) read from CSV: sub-features "click__item" (shares "item"'s table item_emb,
@@ -87,7 +101,7 @@ def grouped_config() -> dict:
     cfg["feature_configs"] = [
         {"id_feature": {"feature_name": "item", "num_buckets": ITEMS, "embedding_dim": 8}},
         {"sequence_feature": {
-            "sequence_name": "click", "sequence_length": KEEP, "sequence_delim": "|",
+            "sequence_name": "click", "sequence_length": MAX_LEN, "sequence_delim": "|",
             "features": [
                 {"id_feature": {"feature_name": "item", "num_buckets": ITEMS,
                                 "embedding_dim": 8}},
@@ -103,9 +117,8 @@ def gen_csv(path, rows, seed):
     rng = random.Random(seed)
     lines = ["clk,item,click__item,click__price"]
     for _ in range(rows):
-        seq = [rng.randrange(ITEMS) for _ in range(rng.randrange(9))]
-        kept = seq[:KEEP]
-        signal = sum(1 for v in kept if v < ITEMS / 2) > len(kept) / 2
+        seq = [rng.randrange(ITEMS) for _ in range(rng.randrange(MAX_LEN + 1))]
+        signal = sum(1 for v in seq if v < ITEMS / 2) > len(seq) / 2
         label = int(signal) if rng.random() < 0.9 else int(not signal)
         prices = [rng.randrange(4) for _ in seq]
         lines.append(f"{label},{rng.randrange(ITEMS)},{'|'.join(map(str, seq))},"

@@ -5,7 +5,8 @@
 // feature's default_value (a sequence_id_feature's "" reads "0", as SequenceIdFeature.fg_json
 // resets it; a raw feature's "" leaves an empty cell empty); each item is one value mapped as an
 // id_feature value (hash / num_buckets / vocabulary) or bucketized by boundaries; the first
-// sequence_length items are kept.
+// sequence_length items are kept. FG_NONE sequences are read whole; one longer than
+// sequence_length is an error (CheckEncodedLength).
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -119,24 +120,36 @@ void FeatureTransform::AppendSequence(const Cell& cell, std::vector<std::int64_t
     if (!default_sequence_) return;
     return AppendSequence(Cell::String(*default_sequence_), out);
   }
-  std::int64_t kept = 0;
+  const std::size_t before = out->size();
   if (cell.kind == Cell::Kind::kList) {
-    for (std::int64_t k = 0; k < cell.i && kept < sequence_length_; ++k) {
+    for (std::int64_t k = 0; k < cell.i; ++k) {
       const Cell& item = cell.items[k];
       if (item.kind == Cell::Kind::kNull) continue;
       out->push_back(item.kind == Cell::Kind::kString ? MapToken(Trim(item.s), nullptr)
                                                       : MapToken({}, &item));
-      ++kept;
     }
-    return;
-  }
-  if (cell.kind != Cell::Kind::kString) {
+  } else if (cell.kind != Cell::Kind::kString) {
     out->push_back(MapToken({}, &cell));
-    return;
+  } else {
+    ForEachToken(cell.s, separator_,
+                 [&](std::string_view token) { out->push_back(MapToken(Trim(token), nullptr)); });
   }
-  ForEachToken(cell.s, separator_, [&](std::string_view token) {
-    if (kept++ < sequence_length_) out->push_back(MapToken(Trim(token), nullptr));
-  });
+  CheckEncodedLength(static_cast<std::int64_t>(out->size() - before));
+}
+
+// TorchEasyRec keeps every item of an FG_NONE sequence (sequence_feature.py's
+// _parse_fg_encoded_sequence_sparse_feature_impl has no length; sequence_length only reaches
+// pyfg) and pads each batch to its longest sequence; our sequence embeddings are sequence_length
+// items wide, so a longer sequence is refused rather than silently cut.
+void FeatureTransform::CheckEncodedLength(std::int64_t items) const {
+  if (items <= sequence_length_) return;
+  throw InputError("feature '" + name_ + "': a sequence of " + std::to_string(items) +
+                   " items, more than its sequence_length " + std::to_string(sequence_length_) +
+                   ". With fg_mode FG_NONE TorchEasyRec keeps every item (it cuts sequences to "
+                   "sequence_length only when it runs the feature generation), and this trainer's "
+                   "sequence embeddings are sequence_length items wide: set sequence_length to at "
+                   "least the longest sequence in the data, or cut the column's sequences to " +
+                   std::to_string(sequence_length_) + " items when you write the data");
 }
 
 }  // namespace tzrec::input

@@ -48,7 +48,8 @@ class FeatureTransform {
 
   // Appends the ids of one sample's cell to `out` (none for a missing value). A sequence feature
   // (FG_NONE): a text cell split on sequence_delim, a list cell's non-null items or one number,
-  // each an integer id in [0, table rows); the first sequence_length items are kept; an empty
+  // each an integer id in [0, table rows), all kept (TorchEasyRec's FG_NONE parsing): more than
+  // sequence_length items is an InputError naming the feature and both lengths; an empty
   // cell (null, blank text, empty list) reads fg_encoded_default_value when set, else no ids.
   // With FG_NORMAL / FG_DAG: a text cell's items split on sequence_delim (empty items kept) or a
   // list cell's items (null: empty), the first sequence_length kept; an empty item, and an empty
@@ -100,6 +101,7 @@ class FeatureTransform {
   // / FG_DAG the items' feature generation (AppendFgSequence, one item through AppendItem: `text`
   // or, for a number, `numeric`).
   void AppendSequence(const Cell& cell, std::vector<std::int64_t>* out) const;
+  void CheckEncodedLength(std::int64_t items) const;
   void InitFgSequence(const protos::FeatureConfig& config);
   void AppendFgSequence(const Cell& cell, std::vector<std::int64_t>* out) const;
   void AppendItem(std::string_view text, const Cell* numeric, std::vector<std::int64_t>* out) const;

@@ -49,8 +49,17 @@ TEST(Transform, SequenceIdsSplitTruncateAndFill) {
   EXPECT_EQ(t.TableSize(), 100);
   EXPECT_EQ(Ids(t, Cell::String("4;5")), (V{4, 5}));
   EXPECT_EQ(Ids(t, Cell::String(" 4 ; 5 ")), (V{4, 5}));
-  // sequence_length 3: the first three items are kept.
-  EXPECT_EQ(Ids(t, Cell::String("1;2;3;4;5")), (V{1, 2, 3}));
+  // sequence_length 3: up to three items are read whole; TorchEasyRec keeps every item of an
+  // FG_NONE sequence, so a longer one is refused (not cut), naming both lengths and the fixes.
+  EXPECT_EQ(Ids(t, Cell::String("1;2;3")), (V{1, 2, 3}));
+  std::string longer = input_test::ErrorOf([&] { Ids(t, Cell::String("1;2;3;4;5")); });
+  EXPECT_NE(longer.find("feature 'clicks': a sequence of 5 items, more than its sequence_length 3"),
+            std::string::npos)
+      << longer;
+  EXPECT_NE(longer.find("set sequence_length to at least"), std::string::npos) << longer;
+  const std::vector<Cell> items = {Cell::Int(1), Cell::Int(2), Cell::Int(3), Cell::Int(4)};
+  longer = input_test::ErrorOf([&] { Ids(t, Cell::List(items.data(), 4)); });
+  EXPECT_NE(longer.find("a sequence of 4 items"), std::string::npos) << longer;
   EXPECT_EQ(Ids(t, Cell::Int(9)), (V{9}));
   // Empty cells without fg_encoded_default_value: no ids (length 0).
   EXPECT_EQ(Ids(t, Cell::Null()), V{});
@@ -86,9 +95,9 @@ TEST(Transform, SequenceIdsSplitTruncateAndFill) {
 
 TEST(Transform, SequenceListCells) {
   const protos::DataConfig none;
-  const FeatureTransform t(Seq("clicks", 2, 100), none);
+  const FeatureTransform t(Seq("clicks", 3, 100), none);
   const Cell items[] = {Cell::Int(3), Cell::Null(), Cell::Int(4), Cell::Int(5)};
-  EXPECT_EQ(Ids(t, Cell::List(items, 4)), (V{3, 4}));  // null items skipped, first 2 kept
+  EXPECT_EQ(Ids(t, Cell::List(items, 4)), (V{3, 4, 5}));  // null items skipped
   EXPECT_EQ(Ids(t, Cell::List(items, 0)), V{});
 }
 
@@ -115,12 +124,12 @@ TEST(Dataset, SequenceColumnsBecomeJaggedFeatures) {
            {protos::ParquetDataset, dir / "t.parquet"}}) {
     PipelineConfig c = input_test::FgConfig(type);
     c.mutable_data_config()->set_fg_mode(protos::FG_NONE);
-    *c.add_feature_configs() = Seq("clicks", 3, 10);
+    *c.add_feature_configs() = Seq("clicks", 4, 10);
     Dataset ds(c, path, 0, 1, 8);
     const auto b = ds.Next();
     ASSERT_TRUE(b.has_value()) << path;
-    EXPECT_EQ(Longs(b->sparse["clicks"].lengths), (V{3, 0, 1})) << path;
-    EXPECT_EQ(Longs(b->sparse["clicks"].values), (V{1, 2, 3, 7})) << path;
+    EXPECT_EQ(Longs(b->sparse["clicks"].lengths), (V{4, 0, 1})) << path;
+    EXPECT_EQ(Longs(b->sparse["clicks"].values), (V{1, 2, 3, 4, 7})) << path;
   }
 }
 
