@@ -93,9 +93,13 @@ const std::vector<FieldSupport> kTable = {
     {P "GradScaler.growth_interval", kH, "torch.amp.GradScaler growth_interval", kOptions},
     {P "GradClipping.clipping_type", kH, "none | norm | value", kOptions},
     {P "GradClipping.max_gradient", kH, "the clip threshold", kOptions},
-    {P "GradClipping.norm_type", kH, "p of the norm (inf allowed)", kOptions},
-    {P "GradClipping.enable_global_grad_clip", kH,
-     "clip by the norm over all ranks' dense gradients", kOptions},
+    {P "GradClipping.norm_type", kH,
+     "p of the norm (inf allowed), as torch.nn.utils.clip_grad_norm_",
+     "test_grad_clipping.py::test_norm_type_clips_as_torch"},
+    {P "GradClipping.enable_global_grad_clip", kN,
+     "as in TorchEasyRec, whose GradientClippingOptimizer gets no param_to_pgs: the dense "
+     "gradients, all-reduced and equal on every rank, are clipped by their norm either way",
+     "test_grad_clipping.py::test_enable_global_grad_clip_has_no_effect"},
 
     {P "SparseOptimizer.sgd_optimizer", kH, "FBGEMM EXACT_SGD", kSparseOpt},
     {P "SparseOptimizer.adagrad_optimizer", kH, "FBGEMM EXACT_ADAGRAD", kSparseOpt},

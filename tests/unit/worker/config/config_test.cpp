@@ -135,6 +135,15 @@ TEST(Support, NoEffectWarns) {
   EXPECT_TRUE(fields.count("data_config.num_workers"));
   EXPECT_TRUE(fields.count("train_config.use_tensorboard"));
   EXPECT_TRUE(ParsePipelineConfig(Minimal()).warnings.empty());
+  // enable_global_grad_clip changes nothing, as in TorchEasyRec
+  // (test_grad_clipping.py::test_enable_global_grad_clip_has_no_effect).
+  const LoadedConfig clip = ParsePipelineConfig(
+      Minimal("", "grad_clipping { clipping_type: \"norm\" enable_global_grad_clip: true }"));
+  ASSERT_EQ(clip.warnings.size(), 1U);
+  EXPECT_NE(clip.warnings[0].find("train_config.grad_clipping.enable_global_grad_clip: accepted, "
+                                  "no effect"),
+            std::string::npos)
+      << clip.warnings[0];
   // A normalizer on already-encoded input (FG_NONE) is not applied, as in TorchEasyRec: a warning.
   const LoadedConfig fg_none = ParsePipelineConfig(
       Minimal(), R"({"feature_configs[1].raw_feature.normalizer": "method=log1p"})");
