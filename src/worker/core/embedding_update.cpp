@@ -14,6 +14,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -282,29 +283,36 @@ std::vector<Occ> CollectOccurrences(const std::vector<EmbeddingOptimizerState::P
 }
 
 // The unique rows of sorted occurrence keys (ascending) and, for every occurrence, its row's slot
-// in them.
+// in them and whether it is the row's first occurrence.
 struct RowSlots {
   std::vector<std::int64_t> rows;
   std::vector<std::uint32_t> slot_of;  // by occurrence index
+  std::vector<std::uint8_t> first;     // by occurrence index: 1 for a row's first occurrence
 };
 
 RowSlots SlotsOfSortedKeys(const std::vector<std::uint64_t>& keys) {
   RowSlots out;
   out.slot_of.resize(keys.size());
+  out.first.assign(keys.size(), 0);
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const auto row = static_cast<std::int64_t>(keys[i] >> 32U);
-    if (out.rows.empty() || out.rows.back() != row) out.rows.push_back(row);
-    out.slot_of[keys[i] & 0xFFFFFFFFU] = static_cast<std::uint32_t>(out.rows.size() - 1);
+    const std::size_t occurrence = keys[i] & 0xFFFFFFFFU;
+    if (out.rows.empty() || out.rows.back() != row) {
+      out.rows.push_back(row);
+      out.first[occurrence] = 1;  // keys are sorted by occurrence within a row
+    }
+    out.slot_of[occurrence] = static_cast<std::uint32_t>(out.rows.size() - 1);
   }
   return out;
 }
 
 // acc[slot, begin:end) += grad * scale for every occurrence, in occurrence order: each row sums
 // its gradients in the order of the ids (as one row at a time would), while grad_out is read in
-// bag order. Gradient rows are prefetched kPrefetchRows occurrences ahead (their stride crosses a
-// page per bag, where the hardware prefetcher stops).
-void AccumulateOccurrences(const std::vector<Occ>& occ, const std::vector<std::uint32_t>& slot_of,
-                           std::int64_t cols, std::int64_t begin, std::int64_t end, float* acc) {
+// bag order. A row's first occurrence writes 0 + grad * scale (bitwise what adding to a zeroed
+// row gives, -0 included), so acc needs no zero fill. Gradient rows are prefetched kPrefetchRows
+// occurrences ahead (their stride crosses a page per bag, where the hardware prefetcher stops).
+void AccumulateOccurrences(const std::vector<Occ>& occ, const RowSlots& slots, std::int64_t cols,
+                           std::int64_t begin, std::int64_t end, float* acc) {
   const std::size_t n = occ.size();
   const auto bytes = static_cast<std::size_t>(end - begin) * sizeof(float);
   for (std::size_t i = 0; i < n; ++i) {
@@ -312,9 +320,14 @@ void AccumulateOccurrences(const std::vector<Occ>& occ, const std::vector<std::u
       core_detail::PrefetchBytes(occ[i + kPrefetchRows].grad + begin, bytes, false);
     const float* og = occ[i].grad;
     const float scale = occ[i].scale;
-    float* g = acc + static_cast<std::int64_t>(slot_of[i]) * cols;
+    float* g = acc + static_cast<std::int64_t>(slots.slot_of[i]) * cols;
+    if (slots.first[i] != 0) {
 #pragma omp simd
-    for (std::int64_t c = begin; c < end; ++c) g[c] += og[c] * scale;
+      for (std::int64_t c = begin; c < end; ++c) g[c] = 0.0F + og[c] * scale;
+    } else {
+#pragma omp simd
+      for (std::int64_t c = begin; c < end; ++c) g[c] += og[c] * scale;
+    }
   }
 }
 
@@ -343,15 +356,16 @@ void EmbeddingOptimizerState::ApplyPooled(at::Tensor& weight,
   const RowSlots slots = SlotsOfSortedKeys(keys);
   const auto unique = static_cast<std::int64_t>(slots.rows.size());
   const std::int64_t cols = cols_;
-  std::vector<float> acc(static_cast<std::size_t>(unique * cols), 0.0F);
+  // Not zero-filled: every slot's first occurrence writes its columns.
+  const std::unique_ptr<float[]> acc(new float[static_cast<std::size_t>(unique * cols)]);
   // Threads split the columns here (every thread reads every occurrence's own columns) and the
   // rows below: no two threads ever write the same row.
   at::parallel_for(0, cols, 16, [&](std::int64_t begin, std::int64_t end) {
-    AccumulateOccurrences(occ, slots.slot_of, cols, begin, end, acc.data());
+    AccumulateOccurrences(occ, slots, cols, begin, end, acc.get());
   });
   const RowUpdater update_row(config_, step_, weight, momentum1_, momentum2_);
   at::parallel_for(0, unique, 64, [&](std::int64_t begin, std::int64_t end) {
-    update_row.UpdateRows(slots.rows.data(), begin, end, acc.data());
+    update_row.UpdateRows(slots.rows.data(), begin, end, acc.get());
   });
 }
 
