@@ -104,6 +104,12 @@ Inputs MakeInputs(std::int64_t batch) {
 }
 
 TEST(Model, DeepFmWithFinalMatchesTheFormula) {
+  // The WIDE group's features get their own "<table>__wide" tables of wide_embedding_dim (as
+  // TorchEasyRec's "<table>_wide"), besides their deep tables.
+  std::map<std::string, std::int64_t> dims;
+  for (const auto& t : EmbeddingTables(DeepFmConfig(true, true))) dims[t.name] = t.embedding_dim;
+  EXPECT_EQ(dims, (std::map<std::string, std::int64_t>{
+                      {"a_emb", 3}, {"a_emb__wide", 2}, {"b_emb", 3}, {"b_emb__wide", 2}}));
   auto model = DenseModel::Create(DeepFmConfig(true, true), 3, at::kCPU);
   auto p = ByName(model->Parameters());
   const Inputs in = MakeInputs(6);
