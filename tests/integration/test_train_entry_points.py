@@ -2,12 +2,15 @@
 from another run's checkpoint on new data at another world size (train_config.fine_tune_checkpoint
 / --fine_tune_checkpoint), the distributed `eval` command and its eval_result.txt, `predict` on
 unlabeled input with reserved columns (CSV and Parquet), and the flags TorchEasyRec passes
-(unknown ones ignored with a warning, misspelt ones refused), and fine_tune_ckpt_param_map's
-renames.
+(unknown ones ignored with a warning, misspelt ones refused), fine_tune_ckpt_param_map's
+renames, and the options that shape these runs: the fine-tune optimizer state
+(--ignore_restore_optimizer), eval_config.log_step_count_steps' progress lines,
+data_config.eval_batch_size in eval and predict, and train_config.seed.
 
 All data is generated (train_job_helpers.write_criteo_like, labels made learnable from int_0), so
 nothing here needs ../shared. Budget: about a minute on 2 shared cores.
 """
+import copy
 import csv
 import json
 import math
@@ -19,8 +22,8 @@ import pytest
 
 from conftest import binary
 from train_job_helpers import (  # noqa: F401 (fixtures are used by name)
-    BATCH, checkpoints, ckpt_metadata, consumed_ranges, details, job_env, load_config, metrics,
-    small_dlrm, steps_edit, train_cmd, tzrec, write_criteo_like)
+    BATCH, checkpoints, ckpt_metadata, consumed_ranges, details, job_env, load_config, load_pt,
+    metrics, pbtext, small_dlrm, steps_edit, train_cmd, tzrec, write_config, write_criteo_like)
 
 SOURCE_STEPS = 20
 
@@ -279,3 +282,73 @@ def test_unlabeled_predict_keeps_reserved_columns(tmp_path, data, source):
         str(table.schema.field("sample_id").type) == "int64"
     assert table.column("sample_id").to_pylist() == [1000 + 7 * i for i in range(n)]
     assert table.column("probs").to_pylist() == pytest.approx(probs, abs=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# fine-tune optimizer state, eval progress lines, eval_batch_size, seed
+
+
+def eval_progress(stdout, desc):
+    """The n of each eval progress line "<desc>: <n>it [<rate>it/s] " (TorchEasyRec's
+    ProgressLogger wording)."""
+    return [int(n) for n in
+            re.findall(rf"^{re.escape(desc)}: (\d+)it \[[0-9.]+it/s\] $", stdout, re.M)]
+
+
+def test_eval_progress_lines_follow_log_step_count_steps_and_eval_batch_size(tmp_path, data,
+                                                                             source):
+    # TorchEasyRec tzrec/main.py `_evaluate`: after eval batch i (0-based) a line when
+    # i % eval_config.log_step_count_steps == 0, and one after the loop for the loop variable
+    # (the index that found no batch, or the last of range(num_steps), not repeated). The eval
+    # dataloader's batch is data_config.eval_batch_size when set (config_util
+    # get_inference_batch_size): eval.txt's 256 rows are 8 batches of 32, or 4 of batch_size 64.
+    base = pbtext.load(source / "pipeline.config")
+
+    def evaluate(name, every, eval_batch=None, num_steps=None, nproc=1, checkpoint=False):
+        cfg = copy.deepcopy(base)
+        cfg.setdefault("eval_config", {})["log_step_count_steps"] = every
+        if num_steps:
+            cfg["eval_config"]["num_steps"] = num_steps
+        if eval_batch:
+            cfg["data_config"]["eval_batch_size"] = eval_batch
+        args = ["eval", "--pipeline_config_path", write_config(cfg, tmp_path / f"{name}.json"),
+                "--eval_input_path", data / "eval.txt",
+                "--eval_result_filename", tmp_path / f"{name}.txt"]
+        if checkpoint:
+            args += ["--checkpoint_path", checkpoints(source)[SOURCE_STEPS]]
+        proc = run(tzrun(nproc, *args))
+        [line] = eval_lines(tmp_path / f"{name}.txt")
+        return proc.stdout, line
+
+    newest = f"Evaluating model-{SOURCE_STEPS}"  # no --checkpoint_path: the step is named
+    out, by32 = evaluate("every3_batch32", 3, eval_batch=32)
+    assert eval_progress(out, newest) == [0, 3, 6, 8], out[-3000:]
+    out, _ = evaluate("every5_batch32", 5, eval_batch=32)
+    assert eval_progress(out, newest) == [0, 5, 8], out[-3000:]
+    out, by64 = evaluate("every3", 3)
+    assert eval_progress(out, newest) == [0, 3, 4], out[-3000:]
+    assert by64["auc"] == pytest.approx(by32["auc"], abs=1e-6)  # the same rows either way
+    out, _ = evaluate("num_steps7", 3, eval_batch=32, num_steps=7, checkpoint=True)
+    assert eval_progress(out, "Evaluating") == [0, 3, 6], out[-3000:]
+    # Local rank 0 only: 2 ranks of 128 rows, 4 batches of 32 each, one set of lines.
+    out, _ = evaluate("two_ranks", 3, eval_batch=32, nproc=2)
+    assert eval_progress(out, newest) == [0, 3, 4], out[-3000:]
+
+
+def test_predict_batch_is_eval_batch_size_unless_batch_size_flag(tmp_path, data, source):
+    # TorchEasyRec's predict dataloader (Mode.PREDICT) takes config_util.get_inference_batch_size:
+    # eval_batch_size when set, else batch_size; --batch_size sets both (set_inference_batch_size).
+    export = tmp_path / "export"
+    tzrec("export", "--model_dir", source, "--export_dir", export)
+    edit = json.dumps({"data_config.eval_batch_size": 32})
+
+    def predict(*flags):
+        proc = tzrec("predict", "--export_dir", export, "--input_path", data / "eval.txt", *flags)
+        m = re.search(r"predict: (\d+) batch\(es\) of at most (\d+) rows", proc.stdout)
+        assert m and " 256 rows, auc" in proc.stdout, details(proc)
+        return int(m[1]), int(m[2])
+
+    assert predict() == (4, BATCH)
+    assert predict("--edit_config_json", edit) == (8, 32)
+    assert predict("--edit_config_json", edit, "--batch_size", "100") == (3, 100)
+

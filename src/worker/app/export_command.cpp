@@ -58,7 +58,7 @@ int RunPredict(int argc, char** argv) {
   app.add_option("--output_columns,--output-columns", options.output_columns,
                  "comma-separated model outputs: logits, probs (default: both)");
   app.add_option("--batch_size,--batch-size", options.batch_size,
-                 "default: the config's data_config.batch_size");
+                 "default: the config's data_config.eval_batch_size, else batch_size");
   app.add_option("--writer_type,--writer-type", options.writer_type,
                  "CsvWriter | ParquetWriter (default: by the output's extension, else the "
                  "dataset_type's)");

@@ -77,9 +77,16 @@ struct EvalResult {
 };
 
 // Evaluates the model on `input_path` (eval_batch_size, eval_config.num_steps batches per rank at
-// most; 0: all) and prints "eval step <step>  auc ..." on rank 0. Collective.
+// most; 0: all) and prints "eval step <step>  auc ..." on rank 0. Local rank 0 prints
+// TorchEasyRec's progress lines "<progress_desc>: <n>it [<rate>it/s] " after batch n (0-based) when
+// n % eval_config.log_step_count_steps == 0, and one after the last batch (tzrec/main.py
+// `_evaluate`). Collective.
 EvalResult Evaluate(DistModel& model, const PipelineConfig& config, const std::string& input_path,
-                    std::int64_t step);
+                    std::int64_t step, const std::string& progress_desc);
+
+// TorchEasyRec's eval progress description: "Evaluating", then " Epoch-<epoch>" and
+// " model-<step>" for those given (tzrec/main.py `_evaluate`'s desc_suffix). Pure.
+std::string EvalProgressDesc(std::optional<std::int64_t> epoch, std::optional<std::int64_t> step);
 
 // One line of TorchEasyRec's eval result file (tzrec/main.py `_evaluate`): a JSON object with
 // "global_step" first (null when unknown) and then the metrics in sorted key order: "auc" (when

@@ -71,7 +71,11 @@ int Eval(const EvalOptions& options) {
     std::cout << "tzrec_train eval: " << dir << " (step " << info.step << ", saved by "
               << info.saved_world_size << " rank(s)) on " << model.world << " rank(s)" << std::endl;
   }
-  const EvalResult result = Evaluate(model, config, config.eval_input_path(), info.step);
+  // TorchEasyRec names the model step only when it found the newest checkpoint itself.
+  const std::string desc = EvalProgressDesc(
+      std::nullopt,
+      options.checkpoint_path.empty() ? std::optional<std::int64_t>(info.step) : std::nullopt);
+  const EvalResult result = Evaluate(model, config, config.eval_input_path(), info.step, desc);
   if (model.rank == 0) {
     const fs::path path = fs::path(config.model_dir()) / options.eval_result_filename;
     if (path.has_parent_path()) fs::create_directories(path.parent_path());

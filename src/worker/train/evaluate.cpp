@@ -2,7 +2,10 @@
 // Reference: alibaba/TorchEasyRec tzrec/main.py `_evaluate` (metrics over every rank's data, one
 // JSON line {"global_step", sorted metrics} appended per evaluation) and tzrec/models/rank_model.py
 // (metric names "auc", "grouped_auc"; the loss metric named after the loss,
-// "binary_cross_entropy").
+// "binary_cross_entropy"). The progress lines are tzrec/utils/logging_util.py ProgressLogger's
+// ("<desc>: <n>it [<rate>it/s] ", desc "Evaluating[ Epoch-<e>][ model-<step>]"), written by local
+// rank 0 after eval batch i (0-based) when i % eval_config.log_step_count_steps == 0 and once after
+// the loop; one difference: ProgressLogger also drops a line within 1 s of the previous one.
 #include <ATen/ops/cat.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/sigmoid.h>
@@ -15,6 +18,8 @@
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
 
 #include "dist_model.hpp"
 #include "train_common.hpp"
@@ -77,6 +82,30 @@ void PrintEvalLine(std::int64_t step, const EvalResult& r) {
             << r.seconds << " s)" << std::defaultfloat << std::endl;
 }
 
+// TorchEasyRec's ProgressLogger (start_n -1, miniters 0) without its 1 s minimum interval: a line
+// for n only when n is past the last line's n; the rate is per second since the last line.
+class ProgressLog {
+ public:
+  ProgressLog(bool enabled, std::string desc) : enabled_(enabled), desc_(std::move(desc)) {}
+
+  void Log(std::int64_t n) {
+    const std::int64_t dn = n - last_n_;
+    if (!enabled_ || dn <= 0) return;
+    const auto now = std::chrono::steady_clock::now();
+    const double dt = std::max(std::chrono::duration<double>(now - last_).count(), 1e-9);
+    std::cout << desc_ << ": " << n << "it [" << std::fixed << std::setprecision(2)
+              << static_cast<double>(dn) / dt << "it/s] " << std::defaultfloat << std::endl;
+    last_n_ = n;
+    last_ = now;
+  }
+
+ private:
+  bool enabled_;
+  std::string desc_;
+  std::int64_t last_n_ = -1;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 nlohmann::ordered_json NumberOrNull(double v) {
   if (std::isnan(v)) return nlohmann::ordered_json(nullptr);
   return nlohmann::ordered_json(v);
@@ -85,7 +114,7 @@ nlohmann::ordered_json NumberOrNull(double v) {
 }  // namespace
 
 EvalResult Evaluate(DistModel& model, const PipelineConfig& config, const std::string& input_path,
-                    std::int64_t step) {
+                    std::int64_t step, const std::string& progress_desc) {
   c10::NoGradGuard no_grad;
   const std::int64_t batch = EvalBatchSize(config);
   Dataset ds =
@@ -94,18 +123,24 @@ EvalResult Evaluate(DistModel& model, const PipelineConfig& config, const std::s
   std::vector<at::Tensor> labels;
   std::vector<at::Tensor> groups;
   std::vector<at::Tensor> weights;
-  std::int64_t steps = 0;
   const std::vector<TaskSpec>& tasks = model.dense->Tasks();
   const auto t0 = std::chrono::steady_clock::now();
-  while (config.eval_config().num_steps() <= 0 || steps < config.eval_config().num_steps()) {
+  const std::int64_t num_steps = config.eval_config().num_steps();
+  const std::int64_t log_every = config.eval_config().log_step_count_steps();
+  ProgressLog plog(model.comm->LocalRank() == 0, progress_desc);
+  std::int64_t i_step = 0;
+  for (; num_steps <= 0 || i_step < num_steps; ++i_step) {
     std::optional<Fetched> f = FetchBatch(model, config, ds, false);
     if (!f) break;
     scores.push_back(at::sigmoid(DenseLogits(model, config, *f, /*training=*/false)).to(at::kCPU));
     labels.push_back(tasks.empty() ? f->batch.labels.to(at::kCPU) : TaskLabels(f->batch, tasks));
     if (f->batch.group_ids.defined()) groups.push_back(f->batch.group_ids.to(at::kCPU));
     if (f->batch.sample_weights.defined()) weights.push_back(f->batch.sample_weights);
-    ++steps;
+    if (log_every > 0 && i_step % log_every == 0) plog.Log(i_step);
   }
+  // Python's loop variable after the loop: the index that found no batch, or the last index of
+  // range(num_steps) when that ran out first.
+  plog.Log(num_steps > 0 && i_step == num_steps ? num_steps - 1 : i_step);
   // Multi-task: [B, T] scores and labels, gathered flat and reshaped.
   const std::int64_t columns = std::max<std::int64_t>(1, static_cast<std::int64_t>(tasks.size()));
   const std::vector<std::int64_t> empty =
@@ -136,6 +171,13 @@ EvalResult Evaluate(DistModel& model, const PipelineConfig& config, const std::s
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (model.rank == 0) PrintEvalLine(step, r);
   return r;
+}
+
+std::string EvalProgressDesc(std::optional<std::int64_t> epoch, std::optional<std::int64_t> step) {
+  std::string desc = "Evaluating";
+  if (epoch) desc += " Epoch-" + std::to_string(*epoch);
+  if (step) desc += " model-" + std::to_string(*step);
+  return desc;
 }
 
 std::string EvalResultLine(const PipelineConfig& config, std::optional<std::int64_t> global_step,

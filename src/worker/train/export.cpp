@@ -73,8 +73,9 @@ struct SingleModel {
 };
 
 // The export's pipeline.config with predict's flags applied (TorchEasyRec tzrec/main.py `predict`:
-// batch_size, dataset_type, edit_config_json, drop_remainder and shuffle off; no sample weights and
-// only the first label). Input without the label column: no labels read and no metrics grouped.
+// batch_size (eval_batch_size when set), dataset_type, edit_config_json, drop_remainder and shuffle
+// off; no sample weights and only the first label). Input without the label column: no labels read
+// and no metrics grouped.
 PipelineConfig PredictConfig(PredictOptions& options) {
   PipelineConfig config =
       LoadPipelineConfig((fs::path(options.export_dir) / "pipeline.config").string(),
@@ -91,7 +92,10 @@ PipelineConfig PredictConfig(PredictOptions& options) {
   }
   data->set_drop_remainder(false);
   data->set_shuffle(false);
-  if (options.batch_size <= 0) options.batch_size = data->batch_size();
+  // The batch of a non-training dataloader: --batch_size, else eval_batch_size when set, else
+  // batch_size (TorchEasyRec tzrec/utils/config_util.py get_inference_batch_size, used by
+  // tzrec/datasets/dataset.py for every mode but TRAIN; set_inference_batch_size for the flag).
+  if (options.batch_size <= 0) options.batch_size = EvalBatchSize(config);
   // Scores use neither sample weights nor the labels after the first (TorchEasyRec's predict reads
   // only the model's inputs), so their columns need not be in the input.
   data->clear_sample_weight_fields();
@@ -253,7 +257,9 @@ int Predict(PredictOptions options) {
       GuardInput([&] { return Dataset(config, options.input_path, 0, 1, options.batch_size); });
   std::vector<at::Tensor> scores;
   std::vector<at::Tensor> labels;
+  std::int64_t batches = 0;
   while (auto b = GuardInput([&] { return ds.Next(); })) {
+    ++batches;
     const KeyedTensor kt = model.sparse->Forward(b->sparse);
     const at::Tensor logits = model.dense->Forward(kt, b->dense, /*training=*/false).to(at::kFloat);
     scores.push_back(at::sigmoid(logits));
@@ -266,6 +272,8 @@ int Predict(PredictOptions options) {
     }
   }
   if (writer) writer->Close();
+  std::cout << "tzrec_train predict: " << batches << " batch(es) of at most " << options.batch_size
+            << " rows" << std::endl;
   const at::Tensor s =
       scores.empty()
           ? at::zeros(tasks.empty()

@@ -175,6 +175,7 @@ class Trainer {
     // records epoch = epochs_completed + 1 in extra, which would skip an epoch when the resumed run
     // is given more num_epochs.
     epoch_ = merged.epochs_completed;
+    batch_epoch_ = epoch_;
     if (rank_ == 0) {
       std::cout << "tzrec_train: restored " << dir << " (step " << info.step << ", saved by "
                 << info.saved_world_size << " rank(s)); " << merged.total_rows << " rows, epoch "
@@ -353,6 +354,7 @@ class Trainer {
     scaled.backward();
     if (++p.micro % accumulation_ == 0) DenseStep();
     ++global_step_;
+    batch_epoch_ = epoch_;
     p.samples += cur.batch.size;
     p.window_samples += cur.batch.size;
     p.loss_sum += p.last_loss;
@@ -512,7 +514,8 @@ class Trainer {
   }
 
   void Evaluate() {
-    const EvalResult r = tzrec::Evaluate(model_, config_, config_.eval_input_path(), global_step_);
+    const EvalResult r = tzrec::Evaluate(model_, config_, config_.eval_input_path(), global_step_,
+                                         EvalProgressDesc(batch_epoch_, global_step_));
     eval_auc_ = r.auc;
     eval_loss_ = r.loss;
     eval_samples_ = r.samples;
@@ -576,6 +579,7 @@ class Trainer {
   std::int64_t saved_step_ = -1;
   std::int64_t evaluated_step_ = -1;  // the step Evaluate() last ran at
   std::int64_t epoch_ = 0;
+  std::int64_t batch_epoch_ = 0;  // the epoch of the last trained batch (eval progress lines)
   std::optional<LrSchedule> sparse_schedule_;
   std::optional<LrSchedule> dense_schedule_;
   double sparse_lr_ = -1;  // the lr last given to the embedding shards
