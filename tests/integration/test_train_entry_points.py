@@ -101,7 +101,8 @@ def test_fine_tune_on_new_data_at_another_world_size(tmp_path, small_dlrm, data,
     tuned = tmp_path / "tuned"
     proc = run(train_cmd(small_dlrm, tuned, 1, data / "new_train.txt", data / "eval.txt", edit)
                + ["--fine_tune_checkpoint", str(source)])
-    assert "fine-tune: weights from" in proc.stdout and f"model.ckpt-{SOURCE_STEPS}" in proc.stdout
+    assert "fine-tune: weights and optimizer state from" in proc.stdout, proc.stdout[-2000:]
+    assert f"model.ckpt-{SOURCE_STEPS}" in proc.stdout
     assert first_step_loss(proc.stdout) == pytest.approx(source_loss, abs=2e-5), proc.stdout[-2000:]
     # A fresh run: step counter from 0 (model.ckpt-8, not SOURCE_STEPS + 8), the new data from its
     # first row, and the weights were loaded (a fresh init has another first-step loss).
@@ -286,6 +287,86 @@ def test_unlabeled_predict_keeps_reserved_columns(tmp_path, data, source):
 
 # --------------------------------------------------------------------------------------------
 # fine-tune optimizer state, eval progress lines, eval_batch_size, seed
+
+
+def dense_optimizer_steps(ckpt) -> set:
+    """The distinct Adam step counts ("<param>/step") of a checkpoint's dense optimizer state."""
+    section = ckpt_metadata(ckpt)["dense_optimizer"]
+    saved = load_pt(pathlib.Path(ckpt) / section["file"])
+    return {float(saved["dense/" + name]) for name in section["tensors"] if name.endswith("/step")}
+
+
+def sparse_optimizer_state(ckpt) -> dict:
+    """table/state -> the whole table's optimizer state, its shards (every rank's file) placed
+    by their offsets (metadata.json)."""
+    import torch
+    ckpt = pathlib.Path(ckpt)
+    files, out = {}, {}
+    for table, t in ckpt_metadata(ckpt)["tables"].items():
+        for shard in t["shards"]:
+            saved = files.setdefault(shard["optimizer_file"],
+                                     load_pt(ckpt / shard["optimizer_file"]))
+            (r, c), (rows, cols) = shard["offsets"], shard["sizes"]
+            for name, desc in shard["optimizer"].items():
+                part = saved[desc["key"]]
+                shape = t["shape"] if part.dim() == 2 else t["shape"][:1]  # [rows, dim] or [rows]
+                full = out.setdefault(f"{table}/{name}", torch.zeros(shape, dtype=part.dtype))
+                if part.dim() == 2:
+                    full[r:r + rows, c:c + cols] = part
+                else:
+                    full[r:r + rows] = part
+    return out
+
+
+def test_fine_tune_restores_optimizer_state_unless_ignore_restore_optimizer(tmp_path, small_dlrm,
+                                                                           data, source):
+    # TorchEasyRec tzrec/main.py `_train_and_evaluate`: a fine_tune_checkpoint is restored with
+    # ckpt_manager.restore(ckpt_path, model, optimizer, fine_tune_ckpt_param_map), the optimizer
+    # left out only with --ignore_restore_optimizer. The run itself starts at step 0.
+    assert dense_optimizer_steps(checkpoints(source)[SOURCE_STEPS]) == {SOURCE_STEPS}
+
+    def tune(name, *flags):
+        md = tmp_path / name
+        proc = run(train_cmd(small_dlrm, md, 1, data / "new_train.txt", data / "eval.txt",
+                             steps_edit(4, log_every=1))
+                   + ["--fine_tune_checkpoint", str(source), *flags])
+        assert list(checkpoints(md)) == [4] and ckpt_metadata(checkpoints(md)[4])["step"] == 4
+        return proc, checkpoints(md)[4]
+
+    proc, restored = tune("restored")
+    assert "fine-tune: weights and optimizer state from" in proc.stdout, proc.stdout[-2000:]
+    assert dense_optimizer_steps(restored) == {SOURCE_STEPS + 4}
+    proc, ignored = tune("ignored", "--ignore_restore_optimizer")
+    assert "(not the optimizer state)" in proc.stdout, proc.stdout[-2000:]
+    assert dense_optimizer_steps(ignored) == {4}
+    # The train job's evaluation prints TorchEasyRec's progress lines too (eval.txt: 4 batches of
+    # 64; the default log_step_count_steps 10: after batch 0, then after the loop).
+    assert re.findall(r"^Evaluating Epoch-0 model-4: (\d+)it \[[0-9.]+it/s\] $", proc.stdout,
+                      re.M) == ["0", "4"], proc.stdout[-3000:]
+    # The tables' Adagrad accumulators (saved by 2 ranks, restored into 1): rows the 4 fine-tune
+    # steps never touched (still 0 in the ignored run) hold the source's values in the restored run.
+    before = sparse_optimizer_state(checkpoints(source)[SOURCE_STEPS])
+    after, fresh = sparse_optimizer_state(restored), sparse_optimizer_state(ignored)
+    assert before.keys() == after.keys() == fresh.keys() and before
+    for key in before:
+        untouched = (fresh[key] == 0).reshape(fresh[key].shape[0], -1).all(dim=1)
+        assert untouched.any(), key
+        assert after[key][untouched].equal(before[key][untouched]), key
+    assert sum(float(before[k].double().sum()) for k in before) > 0
+    # Another dense optimizer (Adagrad: "<param>/sum", not Adam's state): refused with the fix,
+    # which then works.
+    cfg = json.loads(pathlib.Path(small_dlrm).read_text())
+    cfg["train_config"]["dense_optimizer"] = {"adagrad_optimizer": {"lr": 0.01},
+                                              "constant_learning_rate": {}}
+    other = write_config(cfg, tmp_path / "adagrad.json")
+    cmd = train_cmd(other, tmp_path / "adagrad", 1, data / "new_train.txt", data / "eval.txt",
+                    steps_edit(2)) + ["--fine_tune_checkpoint", str(source)]
+    proc = run(cmd, check=False)
+    assert proc.returncode == 4 and "/sum' is not in" in proc.stderr, details(proc)
+    assert "pass --ignore_restore_optimizer" in proc.stderr, details(proc)
+    assert not checkpoints(tmp_path / "adagrad")
+    run(cmd + ["--ignore_restore_optimizer"])
+    assert list(checkpoints(tmp_path / "adagrad")) == [2]
 
 
 def eval_progress(stdout, desc):

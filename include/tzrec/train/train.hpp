@@ -39,14 +39,15 @@ namespace tzrec {
 //     lr schedule); fine_tune_checkpoint, if set, is not used (a note says so).
 //   model_dir holds a checkpoint, no --continue_train: ConfigError (use an empty model_dir).
 //   model_dir holds none, train_config.fine_tune_checkpoint (or --fine_tune_checkpoint) set: a
-//     fresh run (step 0, data from its start, fresh optimizer state, lr schedule and metrics)
-//     whose embedding tables and dense parameters are the checkpoint's weights. The path is a
+//     fresh run (step 0, data from its start, fresh lr schedule and metrics) whose embedding
+//     tables and dense parameters are the checkpoint's weights, and whose optimizer state is the
+//     checkpoint's unless --ignore_restore_optimizer (TorchEasyRec's restore(ckpt_path, model,
+//     optimizer, fine_tune_ckpt_param_map); a dense optimizer state the checkpoint lacks is a
+//     CheckpointError naming --ignore_restore_optimizer). The path is a
 //     model.ckpt-N directory (its name contains "model.ckpt-") or a model_dir (its newest valid
 //     checkpoint); saved at any world size and plan. A table or dense parameter of the model
 //     that the checkpoint lacks or has with another shape is a CheckpointError naming it (exit
-//     4); saved ones the model does not have are skipped with a warning. TorchEasyRec also
-//     restores the optimizer state unless --ignore_restore_optimizer; tzrec_train never does
-//     when fine-tuning (the tables' optimizer state follows their plan and is reset instead).
+//     4); saved ones the model does not have are skipped with a warning.
 //     train_config.fine_tune_ckpt_param_map names a text file of renames, one
 //     "<current name> <saved name>" pair per line (TorchEasyRec's PartialLoadPlanner format;
 //     blank lines and lines starting with '#' are skipped): the model's embedding table

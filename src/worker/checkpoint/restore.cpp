@@ -218,9 +218,14 @@ void PlanDense(const RestoreTarget& t, const char* section, std::vector<NamedTen
   for (auto& d : tensors) {
     names.insert(d.name);
     if (!saved.contains(d.name)) {
+      const std::string fix =
+          std::string(section) == "dense_optimizer"
+              ? "the config's dense optimizer differs from the checkpoint's; pass "
+                "--ignore_restore_optimizer to restore the weights alone (fresh optimizer state)"
+              : "check the model config or start without --continue_train";
       throw CheckpointError(std::string(section) + " tensor '" + d.name + "' is not in '" +
                             (t.dir / file).string() + "' (" + std::to_string(saved.size()) +
-                            " saved); check the model config or start without --continue_train");
+                            " saved); " + fix);
     }
     const auto shape = saved[d.name].at("shape").get<std::vector<std::int64_t>>();
     if (!d.tensor.defined() || ShapeVector(d.tensor) != shape) {
@@ -238,7 +243,7 @@ void PlanDense(const RestoreTarget& t, const char* section, std::vector<NamedTen
   }
   if (t.rank != 0) return;
   // One line per section whose saved tensors are only partly in the model. A section the caller
-  // restores nothing of (optimizer state on export, eval, fine-tune, --ignore_restore_optimizer)
+  // restores nothing of (optimizer state on export, eval, --ignore_restore_optimizer)
   // is left out by choice: no warning.
   if (tensors.empty()) return;
   std::vector<std::string> skipped;

@@ -77,6 +77,14 @@ void ApplyParamMap(const std::map<std::string, std::string>& renames, const std:
     const auto it = renames.find(nt.name);
     if (it != renames.end()) nt.name = it->second;
   }
+  // A renamed dense parameter's optimizer state ("<name>/<state>", DenseOptimizer::StateTensors)
+  // comes from the saved name's, as a renamed table's shards bring their optimizer state.
+  for (auto& nt : state.dense_optimizer) {
+    const std::size_t slash = nt.name.rfind('/');
+    if (slash == std::string::npos) continue;
+    const auto it = renames.find(nt.name.substr(0, slash));
+    if (it != renames.end()) nt.name = it->second + nt.name.substr(slash);
+  }
 }
 
 std::string ResolveFineTuneCheckpoint(const std::string& path, std::shared_ptr<Comm> comm) {

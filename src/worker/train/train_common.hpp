@@ -47,7 +47,9 @@ TrainState ModelState(SparseArch& sparse, const DenseModel& dense);
 // path when it cannot be read.
 std::map<std::string, std::string> LoadParamMap(const std::string& path);
 // Renames `state`'s tables and dense tensors by fine_tune_ckpt_param_map's renames (current →
-// saved name) so Restore reads each from its saved name. `path` is the map file (for messages).
+// saved name) so Restore reads each from its saved name, with its optimizer state (a table's
+// shards carry theirs; dense "<name>/<state>" tensors follow <name>). `path` is the map file (for
+// messages).
 // Throws ConfigError naming a current name that is neither one of `tables` nor a dense tensor
 // of `dense` (checked against the whole model, so every rank throws alike).
 void ApplyParamMap(const std::map<std::string, std::string>& renames, const std::string& path,

@@ -185,23 +185,31 @@ class Trainer {
     return merged;
   }
 
-  // Weights only: the run stays at step 0 with its own data, optimizer state and schedules.
+  // The checkpoint's weights and, unless --ignore_restore_optimizer, its optimizer state
+  // (TorchEasyRec tzrec/main.py `_train_and_evaluate`: ckpt_manager.restore(ckpt_path, model,
+  // optimizer, fine_tune_ckpt_param_map) on a fine-tune path too). The run stays at step 0 with its
+  // own data, lr schedules, loss scale and metrics.
   void FineTuneFrom(CheckpointManager& ckpt, const std::string& dir) {
+    const bool optimizer = !flags_.ignore_restore_optimizer;
     TrainState target = CurrentState(0, "{}");
-    for (auto& shard : target.shards) shard.optimizer.clear();
-    target.dense_optimizer.clear();
+    if (!optimizer) {
+      for (auto& shard : target.shards) shard.optimizer.clear();
+      target.dense_optimizer.clear();
+    }
     ApplyParamMap(param_map_, config_.train_config().fine_tune_ckpt_param_map(), *model_.sparse,
                   *model_.dense, target);
     RestoreInfo info;
     {
       c10::NoGradGuard no_grad;
-      info = ckpt.Restore(dir, target);
+      info =
+          ckpt.Restore(dir, target);  // another dense optimizer: names --ignore_restore_optimizer
     }
+    if (optimizer) LoadShardOptimizerStates(*model_.sparse, target);
     if (rank_ == 0) {
-      std::cout << "tzrec_train: fine-tune: weights from " << dir << " (step " << info.step
-                << ", saved by " << info.saved_world_size
-                << " rank(s)); this run starts at step 0 with fresh data, optimizer state, "
-                   "lr schedule and metrics"
+      std::cout << "tzrec_train: fine-tune: weights "
+                << (optimizer ? "and optimizer state" : "(not the optimizer state)") << " from "
+                << dir << " (step " << info.step << ", saved by " << info.saved_world_size
+                << " rank(s)); this run starts at step 0 with fresh data, lr schedule and metrics"
                 << std::endl;
     }
   }
