@@ -433,3 +433,25 @@ def test_predict_batch_is_eval_batch_size_unless_batch_size_flag(tmp_path, data,
     assert predict("--edit_config_json", edit) == (8, 32)
     assert predict("--edit_config_json", edit, "--batch_size", "100") == (3, 100)
 
+
+def test_seed_sets_the_initial_weights(tmp_path, small_dlrm, data):
+    # train_config.seed seeds the initialisation (and the shuffle): the same seed gives the same
+    # run to the bit, another seed other initial weights (another step-1 loss).
+    def train(name, seed):
+        md = tmp_path / name
+        proc = run(train_cmd(small_dlrm, md, 1, data / "train.txt", data / "eval.txt",
+                             {**steps_edit(2, log_every=1), "train_config.seed": seed}))
+        ckpt = checkpoints(md)[2]
+        tensors = {f"{f.name}:{k}": v for f in sorted(ckpt.glob("*.pt"))
+                   for k, v in load_pt(f).items()}
+        return first_step_loss(proc.stdout), tensors, metrics(md)
+
+    loss_a, a, metrics_a = train("a", 7)
+    loss_b, b, metrics_b = train("b", 7)
+    loss_c, c, _ = train("c", 8)
+    assert loss_a == loss_b and metrics_a["eval_auc"] == metrics_b["eval_auc"]
+    assert a.keys() == b.keys() == c.keys() and a
+    assert all(a[k].equal(b[k]) for k in a)
+    assert loss_c != loss_a
+    dense = [k for k in a if a[k].is_floating_point() and a[k].dim() == 2 and "dense/" in k]
+    assert dense and not all(a[k].equal(c[k]) for k in dense), dense
