@@ -69,6 +69,10 @@ void ApplyParamMap(const std::map<std::string, std::string>& renames, const std:
                         *names.begin() + "'); use the names of model.ckpt-N/metadata.json");
     }
   }
+  RenameToSaved(renames, state);
+}
+
+void RenameToSaved(const std::map<std::string, std::string>& renames, TrainState& state) {
   for (auto& shard : state.shards) {
     const auto it = renames.find(shard.table);
     if (it != renames.end()) shard.table = it->second;

@@ -54,6 +54,9 @@ std::map<std::string, std::string> LoadParamMap(const std::string& path);
 // of `dense` (checked against the whole model, so every rank throws alike).
 void ApplyParamMap(const std::map<std::string, std::string>& renames, const std::string& path,
                    const SparseArch& sparse, const DenseModel& dense, TrainState& state);
+// ApplyParamMap's renaming without the check: shards' tables, dense tensors and dense optimizer
+// states "<name>/<state>" whose name is a key of `renames` take the mapped saved name. Pure.
+void RenameToSaved(const std::map<std::string, std::string>& renames, TrainState& state);
 // Loads the optimizer states of `state` (as filled by Restore) back into the shards.
 void LoadShardOptimizerStates(SparseArch& sparse, const TrainState& state);
 

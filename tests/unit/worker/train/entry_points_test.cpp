@@ -12,10 +12,12 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "dist_model.hpp"
 #include "prediction_output.hpp"
 #include "reader.hpp"
+#include "train_common.hpp"
 #include "tzrec/checkpoint/checkpoint.hpp"
 #include "tzrec/error.hpp"
 #include "tzrec/train/train.hpp"
@@ -155,6 +157,36 @@ TEST(FineTune, ParamMapLinesAreCurrentThenSavedName) {
       EXPECT_NE(what.find("fine_tune_ckpt_param_map 'map.txt' line"), std::string::npos) << what;
     }
   }
+}
+
+TEST(FineTune, RenamesBringTheirOptimizerState) {
+  // fine_tune_ckpt_param_map's "<current> <saved>": a renamed table's shards (with their optimizer
+  // state) and a renamed dense tensor's weights and DenseOptimizer states "<name>/<state>" are read
+  // from the saved name; other names are left alone.
+  TrainState state;
+  state.shards.resize(2);
+  state.shards[0].table = "new_emb";
+  state.shards[1].table = "kept_emb";
+  state.dense = {{"mlp.w", at::ones({2})}, {"mlp.b", at::ones({2})}};
+  state.dense_optimizer = {{"mlp.w/exp_avg", at::ones({2})},
+                           {"mlp.w/step", at::ones({})},
+                           {"mlp.b/exp_avg", at::ones({2})},
+                           {"mlp.w.x/step", at::ones({})}};
+  RenameToSaved({{"new_emb", "old_emb"}, {"mlp.w", "old.w"}}, state);
+  EXPECT_EQ(state.shards[0].table, "old_emb");
+  EXPECT_EQ(state.shards[1].table, "kept_emb");
+  EXPECT_EQ(state.dense[0].name, "old.w");
+  EXPECT_EQ(state.dense[1].name, "mlp.b");
+  std::vector<std::string> names;
+  for (const auto& nt : state.dense_optimizer) names.push_back(nt.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"old.w/exp_avg", "old.w/step", "mlp.b/exp_avg",
+                                             "mlp.w.x/step"}));
+}
+
+TEST(EvalResult, ProgressDescIsTorchEasyRecs) {
+  EXPECT_EQ(EvalProgressDesc(std::nullopt, std::nullopt), "Evaluating");
+  EXPECT_EQ(EvalProgressDesc(std::nullopt, 20), "Evaluating model-20");
+  EXPECT_EQ(EvalProgressDesc(0, 8), "Evaluating Epoch-0 model-8");
 }
 
 TEST(FineTune, CheckpointPathOrNewestInModelDir) {
