@@ -81,9 +81,6 @@ class ShardedEmbeddingBagCollection {
   // reads its has_batch agreement from here instead of running its own all-reduce.
   std::optional<int> RanksWithSamples(const std::shared_ptr<Dist>& dist) const;
 
-  // Loss scale of a GradScaler (FP16): the backward divides incoming gradients by it before the
-  // fused update, so embedding rows see unscaled gradients. 1 by default.
-  void SetGradientScale(double scale);
   const std::vector<EmbeddingBagConfig>& Tables() const;
   const ShardingPlan& Plan() const;
   // The shards this rank holds: table name, shard placement, weight [rows, cols] (a view that can

@@ -100,7 +100,6 @@ class ShardedEmbeddingCollection {
     return Compute(InputDist(features));
   }
   void Drain(const std::shared_ptr<Dist>& dist);
-  void SetGradientScale(double scale);
   // Feature names in output order.
   const std::vector<std::string>& Keys() const;
   const std::vector<EmbeddingConfig>& Tables() const;

@@ -151,10 +151,6 @@ std::optional<int> ShardedEmbeddingBagCollection::RanksWithSamples(
                                         [](std::int64_t b) { return b > 0; }));
 }
 
-void ShardedEmbeddingBagCollection::SetGradientScale(double scale) {
-  impl_->gradient_scale = scale;
-}
-
 const std::vector<EmbeddingBagConfig>& ShardedEmbeddingBagCollection::Tables() const {
   return impl_->tables;
 }

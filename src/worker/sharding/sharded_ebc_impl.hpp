@@ -93,7 +93,6 @@ struct ShardedEmbeddingBagCollection::Impl : ShardingLayout {
   std::vector<std::unique_ptr<EmbeddingOptimizerState>> dp_states;
 
   at::Tensor dummy;             // requires grad: hooks the backward into autograd
-  double gradient_scale = 1.0;  // GradScaler loss scale
 
   // The layout for this rank, optimizer states and device tensors (weights are initialised by
   // the constructor).

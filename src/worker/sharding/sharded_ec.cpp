@@ -221,9 +221,6 @@ std::vector<JaggedEmbedding> ShardedEmbeddingCollection::Compute(
 void ShardedEmbeddingCollection::Drain(const std::shared_ptr<Dist>& dist) {
   impl_->bags->Drain(dist->bags);
 }
-void ShardedEmbeddingCollection::SetGradientScale(double scale) {
-  impl_->bags->SetGradientScale(scale);
-}
 const std::vector<std::string>& ShardedEmbeddingCollection::Keys() const {
   return impl_->keys;
 }

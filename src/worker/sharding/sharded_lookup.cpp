@@ -445,7 +445,7 @@ void ShardedEmbeddingBagCollection::Impl::Backward(StepState& st, const at::Tens
   // TorchRec's gradient division: every rank's loss is a mean over its own batch. When the
   // all-to-all alone reads the gradient (a2a_fills_output: no reduce-scatter, no DP tables), the
   // division happens in its one copy, reading a broadcast gradient (a sum loss's) in place.
-  const double divisor = static_cast<double>(world) * gradient_scale;
+  const double divisor = static_cast<double>(world);
   const bool divide_in_copy = a2a_fills_output && grad_in.defined() &&
                               grad_in.scalar_type() == at::kFloat && grad_in.dim() == 2 &&
                               (grad_in.stride(1) == 0 || grad_in.stride(1) == 1);

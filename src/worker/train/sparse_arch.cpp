@@ -162,11 +162,6 @@ void SparseArch::Drain(const Dist& dist) {
   if (ec_ && dist.sequences) ec_->Drain(dist.sequences);
 }
 
-void SparseArch::SetGradientScale(double scale) {
-  ebc_->SetGradientScale(scale);
-  if (ec_) ec_->SetGradientScale(scale);
-}
-
 std::vector<ShardedEmbeddingBagCollection::LocalShard> SparseArch::LocalShards() {
   std::vector<ShardedEmbeddingBagCollection::LocalShard> out = ebc_->LocalShards();
   if (ec_) {

@@ -76,7 +76,6 @@ class SparseArch {
   KeyedTensor Compute(const Dist& dist);
   KeyedTensor Forward(const KeyedJaggedTensor& sparse) { return Compute(InputDist(sparse)); }
   void Drain(const Dist& dist);
-  void SetGradientScale(double scale);
   // The EBC's shards, then the EC's.
   std::vector<ShardedEmbeddingBagCollection::LocalShard> LocalShards();
   // Every table's name and [rows, dim], EBC's then EC's.

@@ -355,10 +355,11 @@ class Trainer {
       ReadLosses(mt, p);
     }
     at::Tensor scaled = loss / static_cast<double>(accumulation_);
-    if (scale_ > 0) {
-      model_.sparse->SetGradientScale(scale_);
-      scaled = scaled * scale_;
-    }
+    // GradScaler as TorchEasyRec (dist_util._pipeline_backward:
+    // grad_scaler.scale(loss).backward()): the fused embedding update runs inside this backward
+    // with the loss-scaled gradient; only the dense gradients are unscaled (DenseStep), as
+    // GradScaler.unscale_ reaches .grad tensors alone.
+    if (scale_ > 0) scaled = scaled * scale_;
     scaled.backward();
     if (++p.micro % accumulation_ == 0) DenseStep();
     ++global_step_;
