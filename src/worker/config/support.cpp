@@ -26,6 +26,9 @@ constexpr const char* kModules = "train.RankModulesGolden.ForwardAndGradientsMat
 
 constexpr const char* kSeqConfig = "config.SequenceFeaturesAccepted";
 constexpr const char* kSeqInput = "Transform.SequenceIdsSplitTruncateAndFill";
+constexpr const char* kSeqLength =
+    "FG_NONE: the longest sequence the data may hold (longer: an error; TorchEasyRec reads an "
+    "encoded sequence whole); FG_NORMAL / FG_DAG: the first N items of each sequence are kept";
 constexpr const char* kSeqGrouped = "config.GroupedSequenceFeatureExpands";
 constexpr const char* kSeqPool = "config.SequencePoolingAgreesPerTable";
 constexpr const char* kSeqFg = "Transform.SequenceFgSplitsDefaultsAndTruncates";
@@ -62,9 +65,11 @@ const std::vector<FieldSupport> kTable = {
      "checkpoint every this many steps (and at the end)",
      "test_train_job.py::test_checkpoint_layout_and_keep_max"},
     {P "TrainConfig.fine_tune_checkpoint", kH,
-     "initialise a fresh run (step 0, data from the start, fresh optimizer state) from this "
-     "checkpoint's weights (--fine_tune_checkpoint overrides)",
-     "test_train_entry_points.py::test_fine_tune_on_new_data_at_another_world_size"},
+     "initialise a fresh run (step 0, data from the start, fresh lr schedule) from this "
+     "checkpoint's weights and optimizer state (weights only with --ignore_restore_optimizer; "
+     "--fine_tune_checkpoint overrides)",
+     "test_train_entry_points.py::test_fine_tune_restores_optimizer_state_unless_ignore_restore_"
+     "optimizer"},
     {P "TrainConfig.fine_tune_ckpt_param_map", kH,
      "restore the listed tables / dense tensors from other saved names when fine-tuning "
      "(\"<current> <saved>\" per line)",
@@ -78,14 +83,17 @@ const std::vector<FieldSupport> kTable = {
     {P "TrainConfig.global_embedding_constraints", kH,
      "sharding constraints of every table without its own", "planner.Plan"},
     {P "TrainConfig.mixed_precision", kH, "BF16 / FP16 autocast of the dense forward", kOptions},
-    {P "TrainConfig.grad_scaler", kH, "loss scaling of FP16 training", kOptions},
+    {P "TrainConfig.grad_scaler", kH,
+     "loss scaling of FP16 training; as TorchEasyRec, the fused embedding update sees the "
+     "loss-scaled gradient and only dense gradients are unscaled",
+     "test_grad_scaler.py::test_embedding_updates_see_the_loss_scale"},
     {P "TrainConfig.gradient_accumulation_steps", kH, "accumulate this many micro-batches",
      kOptions},
     {P "TrainConfig.grad_clipping", kH, "dense gradient clipping", kOptions},
     {P "TrainConfig.keep_checkpoint_max", kH, "keep the newest N checkpoints (0: all)",
      "test_train_job.py::test_checkpoint_layout_and_keep_max"},
     {P "TrainConfig.seed", kH, "tzrec_train extension: the init seed (default 42)",
-     "test_train_job.py::test_exact_continuation_same_world_size"},
+     "test_train_entry_points.py::test_seed_sets_the_initial_weights"},
 
     {P "GradScaler.init_scale", kH, "torch.amp.GradScaler init_scale", kOptions},
     {P "GradScaler.growth_factor", kH, "torch.amp.GradScaler growth_factor", kOptions},
@@ -180,7 +188,11 @@ const std::vector<FieldSupport> kTable = {
     {P "ManualStepLR.by_epoch", kH, "as TorchEasyRec lr_scheduler.py", "train.LrSchedule"},
 
     {P "EvalConfig.num_steps", kH, "eval batches per rank (0: all)", kTrainJob},
-    {P "EvalConfig.log_step_count_steps", kH, "eval progress line interval", kTrainJob},
+    {P "EvalConfig.log_step_count_steps", kH,
+     "eval progress line (TorchEasyRec's \"Evaluating ...: Nit [R it/s]\") after every this many "
+     "eval batches",
+     "test_train_entry_points.py::test_eval_progress_lines_follow_log_step_count_steps_and_eval_"
+     "batch_size"},
 
     {P "DataConfig.batch_size", kH, "per-rank batch size", kTrainJob},
     {P "DataConfig.dataset_type", kH, "ParquetDataset | CsvDataset (others refused)",
@@ -207,7 +219,9 @@ const std::vector<FieldSupport> kTable = {
     {P "DataConfig.delimiter", kH, "CsvDataset delimiter", kTrainJob},
     {P "DataConfig.with_header", kH, "CsvDataset: the first line holds the column names",
      "test_train_job.py::test_multi_tower_movielens"},
-    {P "DataConfig.eval_batch_size", kH, "eval batch size (unset: batch_size)", kTrainJob},
+    {P "DataConfig.eval_batch_size", kH,
+     "eval and predict batch size (unset: batch_size; predict's --batch_size overrides)",
+     "test_train_entry_points.py::test_predict_batch_is_eval_batch_size_unless_batch_size_flag"},
     {P "DataConfig.drop_remainder", kH, "drop each rank's last partial batch",
      "Dataset.EpochsPrefetchDepthsAndDropRemainder"},
     {P "DataConfig.fg_threads", kN, "feature generation runs in the reader",
@@ -288,8 +302,7 @@ const std::vector<FieldSupport> kTable = {
      "a grouped sequence: each sub-feature becomes <sequence_name>__<feature_name>", kSeqGrouped},
     {P "SequenceFeature.sequence_name", kH, "the prefix of the sub-features' names and columns",
      kSeqGrouped},
-    {P "SequenceFeature.sequence_length", kH, "keep the first N items of each sequence",
-     kSeqGrouped},
+    {P "SequenceFeature.sequence_length", kH, kSeqLength, kSeqGrouped},
     {P "SequenceFeature.sequence_delim", kH, "the item separator of a text cell (default ;)",
      kSeqGrouped},
     {P "SequenceFeature.sequence_pk", kN, "TorchEasyRec's serving primary key", kSeqGrouped},
@@ -302,8 +315,7 @@ const std::vector<FieldSupport> kTable = {
     {P "SequenceIdFeature.feature_name", kH, "the name and its column", kSeqConfig},
     {P "SequenceIdFeature.expression", kH,
      "FG_NORMAL / FG_DAG: side:column read (FG_NONE: the column named feature_name)", kSeqFgData},
-    {P "SequenceIdFeature.sequence_length", kH, "keep the first N items of each sequence",
-     kSeqInput},
+    {P "SequenceIdFeature.sequence_length", kH, kSeqLength, kSeqInput},
     {P "SequenceIdFeature.sequence_delim", kH, "the item separator of a text cell (default ;)",
      kSeqInput},
     {P "SequenceIdFeature.embedding_name", kH, "features with one name share a table (one pooling)",
@@ -324,8 +336,7 @@ const std::vector<FieldSupport> kTable = {
     {P "SequenceRawFeature.feature_name", kH, "the name and its column", kSeqConfig},
     {P "SequenceRawFeature.expression", kH,
      "FG_NORMAL / FG_DAG: side:column read (FG_NONE: the column named feature_name)", kSeqFgData},
-    {P "SequenceRawFeature.sequence_length", kH, "keep the first N items of each sequence",
-     kSeqInput},
+    {P "SequenceRawFeature.sequence_length", kH, kSeqLength, kSeqInput},
     {P "SequenceRawFeature.sequence_delim", kH, "the item separator of a text cell", kSeqInput},
     {P "SequenceRawFeature.embedding_name", kH, "features with one name share a table", kSeqPool},
     {P "SequenceRawFeature.embedding_dim", kH, "the bucket table width", kSeqConfig},

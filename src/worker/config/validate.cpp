@@ -135,6 +135,9 @@ void ValidateTrain(const protos::TrainConfig& train) {
 void ValidateData(const protos::DataConfig& data) {
   Require(data.batch_size() > 0,
           "data_config.batch_size: must be > 0 (the per-rank batch size, e.g. 1024)");
+  Require(!data.has_eval_batch_size() || data.eval_batch_size() > 0,
+          "data_config.eval_batch_size: 0; it must be > 0 when set (TorchEasyRec would use "
+          "0): remove it to evaluate with batch_size");
   const std::string type = protos::DatasetType_Name(data.dataset_type());
   Require(data.dataset_type() == protos::OdpsDataset ||  // resolved by ResolveInputs
               data.dataset_type() == protos::OdpsDatasetV1 ||

@@ -364,6 +364,14 @@ TEST(Validate, ReferencesAndSizes) {
   EXPECT_NE(e.find("both hash_bucket_size and num_buckets are set"), std::string::npos) << e;
   e = ErrorOf(Minimal(), R"({"train_config.num_epochs": 2})");
   EXPECT_NE(e.find("both num_steps (10) and num_epochs (2)"), std::string::npos) << e;
+  // eval_batch_size 0 set explicitly is not "unset": TorchEasyRec would use 0.
+  e = ErrorOf(Minimal(), R"({"data_config.eval_batch_size": 0})");
+  EXPECT_NE(e.find("data_config.eval_batch_size: 0; it must be > 0 when set"), std::string::npos)
+      << e;
+  EXPECT_EQ(ParsePipelineConfig(Minimal(), R"({"data_config.eval_batch_size": 4})")
+                .config.data_config()
+                .eval_batch_size(),
+            4);
 }
 
 TEST(Edits, PathsSelectorsAndErrors) {
