@@ -92,7 +92,7 @@ struct ShardedEmbeddingBagCollection::Impl : ShardingLayout {
   std::vector<at::Tensor> dp_weights;
   std::vector<std::unique_ptr<EmbeddingOptimizerState>> dp_states;
 
-  at::Tensor dummy;             // requires grad: hooks the backward into autograd
+  at::Tensor dummy;  // requires grad: hooks the backward into autograd
 
   // The layout for this rank, optimizer states and device tensors (weights are initialised by
   // the constructor).
