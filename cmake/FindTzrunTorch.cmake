@@ -69,6 +69,20 @@ if(TZRUN_TORCH_CPU_LIBRARY AND NOT TARGET tzrun::torch_c10d)
     ${TZRUN_TORCH_CPU_LIBRARY} ${TZRUN_TORCH_DIR}/lib/libc10.so Threads::Threads)
 endif()
 
+# OpenMP for our own at::parallel_for loops: ATen's OpenMP backend opens its `#pragma omp parallel`
+# in the header (ATen/ParallelOpenMP.h), i.e. in the caller's translation unit, so a unit built
+# without -fopenmp runs every at::parallel_for on one thread. TZRUN_OPENMP_COMPILE_OPTIONS is
+# -fopenmp with GCC (the compiler the wheel's GOMP ABI matches; others get -fopenmp-simd and stay
+# serial), and tzrun::torch_openmp links the wheel's own libgomp.so.1, so the process has one
+# OpenMP runtime and one thread pool (the soname resolves to it through the torch RUNPATH).
+set(TZRUN_OPENMP_COMPILE_OPTIONS "-fopenmp-simd")
+if(TZRUN_TORCH_CPU_LIBRARY AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU"
+   AND EXISTS "${TZRUN_TORCH_DIR}/lib/libgomp.so.1" AND NOT TARGET tzrun::torch_openmp)
+  set(TZRUN_OPENMP_COMPILE_OPTIONS "-fopenmp")
+  add_library(tzrun::torch_openmp INTERFACE IMPORTED)
+  target_link_libraries(tzrun::torch_openmp INTERFACE "${TZRUN_TORCH_DIR}/lib/libgomp.so.1")
+endif()
+
 # --- component gloo -----------------------------------------------------------------------------
 if(TZRUN_TORCH_CPU_LIBRARY AND "gloo" IN_LIST TzrunTorch_FIND_COMPONENTS)
   if(NOT TARGET tzrun::torch_gloo)

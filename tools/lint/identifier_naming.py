@@ -165,8 +165,10 @@ _lock = threading.Lock()
 def run_one(clang_tidy, build, path):
     # Only the naming check: compiler warnings are the build's job (-Werror there). clang 23 warns
     # about libstdc++ 12's own C++20-deprecated get_temporary_buffer inside std::stable_sort.
+    # -fno-openmp: the units built with GCC's -fopenmp (FindTzrunTorch.cmake) would make clang look
+    # for its own omp.h, which a clang without libomp lacks; names do not depend on OpenMP.
     cmd = [clang_tidy, "-p", build, "--quiet", f"--checks=-*,{CHECK}", "--warnings-as-errors=*",
-           "--extra-arg=-Wno-deprecated-declarations", path]
+           "--extra-arg=-Wno-deprecated-declarations", "--extra-arg=-fno-openmp", path]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     with _lock:
         _running.add(proc)
