@@ -12,15 +12,8 @@ with SGD the step is proportional to the gradient, so an unscaled gradient would
 
 Budget: 3 one-step jobs, about 10 s. Never reads ../shared.
 """
-import pytest
-
-from train_job_helpers import (checkpoints, criteo_generated, load_pt, run_job,  # noqa: F401
-                               small_buckets, derived_config, steps_edit)
-
-
-@pytest.fixture(scope="module")
-def small_dlrm(tmp_path_factory):
-    return derived_config(tmp_path_factory.mktemp("small_dlrm"), "dlrm_criteo.config", small_buckets)
+from train_job_helpers import (  # noqa: F401 (fixtures are used by name)
+    checkpoints, criteo_generated, load_pt, small_dlrm, small_job, steps_edit)
 
 
 def one_step(small_dlrm, data, model_dir, scale):
@@ -31,7 +24,7 @@ def one_step(small_dlrm, data, model_dir, scale):
                                          "constant_learning_rate": {}},
         "train_config.mixed_precision": "FP16",
         "train_config.grad_scaler": {"init_scale": scale, "growth_interval": 1000}})
-    run_job(small_dlrm, model_dir, 1, data / "train.txt", data / "eval.txt", edit)
+    small_job(small_dlrm, data, model_dir, 1, edit)
     return load_pt(checkpoints(model_dir)[1] / "model-000000-of-000001.pt")
 
 

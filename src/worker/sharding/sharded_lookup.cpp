@@ -329,13 +329,19 @@ KeyedTensor ShardedEmbeddingBagCollection::Impl::Compute(const std::shared_ptr<D
 
 // The output dist backward: this rank's pooled-sum gradients [B_global, C_rank] by the pooled
 // all-to-all back, and [B_global, rs_cols] by the all-gather mirroring the reduce-scatter.
-// `grad` is divided by `divisor` on the way (1 when the caller divided it already).
+// `grad` is divided by `divisor` in the CPU copy into the all-to-all blocks; any other path is
+// given a gradient divided already (divisor 1: Backward divides in the copy only when
+// a2a_fills_output, i.e. on CPU without a reduce-scatter).
 void ShardedEmbeddingBagCollection::Impl::OutputDistBackward(const Dist& dist,
                                                              const at::Tensor& grad, double divisor,
                                                              at::Tensor& a2a_grad,
                                                              at::Tensor& rs_grad) {
   const std::int64_t batch = dist.batch;
   const auto fdev = at::TensorOptions().dtype(at::kFloat).device(device);
+  if (a2a_identity && divisor == 1.0 && grad.is_contiguous()) {  // world 1, columns in order
+    a2a_grad = grad;
+    return;
+  }
   if (any_a2a) {
     std::vector<std::int64_t> in_splits(static_cast<std::size_t>(world));
     std::vector<std::int64_t> out_splits(static_cast<std::size_t>(world));
@@ -346,17 +352,12 @@ void ShardedEmbeddingBagCollection::Impl::OutputDistBackward(const Dist& dist,
       out_splits[static_cast<std::size_t>(q)] =
           dist.batch_per_rank[static_cast<std::size_t>(q)] * my_cols;
     }
-    if (a2a_identity && divisor == 1.0 && grad.is_contiguous()) {
-      a2a_grad = grad;
-      return;
-    }
     at::Tensor send;
     if (device.is_cpu() && grad.scalar_type() == at::kFloat) {  // q-major [B, C_q] blocks, one pass
       send = at::empty({Sum(in_splits)}, fdev);
       GradToBlocks(grad, static_cast<float>(divisor), A2aBlocks(send, batch));
     } else {
-      const at::Tensor g =
-          (divisor == 1.0 ? grad : grad / divisor).index_select(1, a2a_colmap_tensor);
+      const at::Tensor g = grad.index_select(1, a2a_colmap_tensor);
       std::vector<at::Tensor> parts;
       std::int64_t col = 0;
       for (int q = 0; q < world; ++q) {
@@ -370,9 +371,8 @@ void ShardedEmbeddingBagCollection::Impl::OutputDistBackward(const Dist& dist,
                    .view({dist.global_batch, my_cols});
   }
   if (rs_cols > 0) {
-    const at::Tensor g = divisor == 1.0 ? grad : grad / divisor;
     rs_grad =
-        comm->AllGatherV(g.index_select(1, rs_colmap_tensor).contiguous(), dist.batch_per_rank);
+        comm->AllGatherV(grad.index_select(1, rs_colmap_tensor).contiguous(), dist.batch_per_rank);
   }
 }
 

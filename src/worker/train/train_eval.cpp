@@ -201,8 +201,9 @@ class Trainer {
     RestoreInfo info;
     {
       c10::NoGradGuard no_grad;
-      info =
-          ckpt.Restore(dir, target);  // another dense optimizer: names --ignore_restore_optimizer
+      // Another dense optimizer than the checkpoint's: a CheckpointError naming
+      // --ignore_restore_optimizer.
+      info = ckpt.Restore(dir, target);
     }
     if (optimizer) LoadShardOptimizerStates(*model_.sparse, target);
     if (rank_ == 0) {
